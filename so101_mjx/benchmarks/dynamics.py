@@ -1,0 +1,64 @@
+"""``so101-mjx bench dynamics``: batched M, C, g, ID, FD and regressor (JaxBackend) vs MuJoCo C per call."""
+
+from __future__ import annotations
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.dynamics import DynamicsBackend, JaxBackend, MujocoBackend
+
+QUANTITIES = ("M", "C", "g", "ID", "FD", "regressor")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--batch", type=int, nargs="+", default=[1, 1024, 65536],
+                        help="JAX batch sizes (65536 takes a while on CPU)")  # fmt: skip
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs; the median is reported")
+    parser.add_argument("--samples", type=int, default=500, help="configurations per MuJoCo C timing loop")
+    parser.add_argument("--x64", action="store_true", help="float64 instead of float32")
+
+
+def evaluators(backend: DynamicsBackend, q, v, a, tau) -> dict:
+    """One zero-argument call per quantity (its inputs bound)."""
+    return {
+        "M": lambda: backend.compute_mass_matrix(q),
+        "C": lambda: backend.compute_coriolis_matrix(q, v),
+        "g": lambda: backend.compute_gravity_vector(q),
+        "ID": lambda: backend.compute_inverse_dynamics(q, v, a),
+        "FD": lambda: backend.compute_forward_dynamics(q, v, tau),
+        "regressor": lambda: backend.compute_regressor(q, v, a),
+    }
+
+
+def mujoco_rates(backend: MujocoBackend, q, v, a, tau, repeats: int) -> dict[str, float]:
+    """Evaluations/s of each quantity, one configuration per call from a Python loop."""
+    calls = [evaluators(backend, *x) for x in zip(q, v, a, tau)]
+    return {k: len(q) / median_time(lambda k=k: [c[k]() for c in calls], repeats) for k in QUANTITIES}
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.x64:
+        jax.config.update("jax_enable_x64", True)
+    dtype = jnp.float64 if args.x64 else jnp.float32
+    jb, mb = JaxBackend(), MujocoBackend()
+    rng = np.random.default_rng(0)
+
+    def sample(n):
+        q, v, a = jb.random_configuration(rng, (n,)), rng.normal(0, 2, (n, jb.nv)), rng.normal(0, 5, (n, jb.nv))
+        return q, v, a, np.stack([mb.compute_inverse_dynamics(*x) for x in zip(q, v, a)])
+
+    c_rate = mujoco_rates(mb, *sample(args.samples), args.repeats)
+    rows = []
+    for batch in args.batch:
+        calls = evaluators(jb, *(jnp.asarray(x, dtype) for x in sample(batch)))
+        for k in QUANTITIES:
+            rate = batch / median_time(calls[k], args.repeats)
+            rows.append([k, batch, rate, c_rate[k], rate / c_rate[k], rate / c_rate["M"]])
+    print(f"JaxBackend on {jax.default_backend()}, {jnp.dtype(dtype).name}; MuJoCo C = MujocoBackend, one "
+          f"configuration per call from Python (mj_makeM+mj_fullM, mj_rne, mj_inverse, mj_forward)")
+    print_table(["quantity", "batch", "evals/s", "mujoco_c/s", "ratio", "vs C mass matrix/s"], rows)
+    return 0

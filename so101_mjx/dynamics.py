@@ -1,0 +1,408 @@
+"""Rigid-body dynamics of the SO-101 behind FIGAROH's ``DynamicsBackend`` interface.
+
+Two backends, one set of conventions:
+
+- :class:`JaxBackend`: RNEA / CRBA over the kinematic chain in JAX, any leading batch axes,
+  jit/vmap/grad-safe, float32 or float64 (the inputs' dtype); Coriolis and derivatives by autodiff.
+- :class:`MujocoBackend`: MuJoCo C (``mj_fullM``, ``mj_rne``, ``mj_inverse``, ``mj_forward``) with
+  numpy, one configuration per call: the reference.
+
+Equation of motion (rigid body)::
+
+    M(q) a + C(q, v) v + g(q) = tau
+
+Conventions (both backends):
+
+- ``q, v, a, tau``: (..., nv) in the order of ``joints`` (default: the six hinges of
+  ``ROBOT_JOINTS``); rad, rad/s, rad/s², N·m. Hinges only, so ``nq == nv``, ``q2 ⊖ q1 = q2 - q1``
+  and ``q ⊕ v = q + v``. Joints of the model not in ``joints`` stay at ``qpos0``.
+- Armature: excluded by default, so ``M`` is the rigid-body mass matrix. ``include_armature=True``
+  adds ``diag(dof_armature)`` to ``M``, hence ``armature * a`` to inverse dynamics and to the
+  inertia of forward dynamics. MujocoBackend realises both by zeroing (or keeping)
+  ``dof_armature`` in a private model copy, so ``mj_fullM``, ``mj_inverse`` and ``mj_forward`` agree.
+- Passive forces (damping, stiffness, frictionloss), joint limits, contacts and actuators are
+  never included: ``tau`` is the total generalised joint force. A caller adds actuator forces,
+  ``-damping * v`` etc. to ``tau`` itself. MujocoBackend disables them (``mjDSBL_SPRING``,
+  ``DAMPER``, ``CONSTRAINT``, ``ACTUATION``) and applies ``tau`` through ``qfrc_applied``.
+- Gravity is ``model.opt.gravity``; it enters ``g``, inverse and forward dynamics.
+- ``C(q, v)`` is the Christoffel form ``C_ij = sum_k Γ_ijk v_k`` with
+  ``Γ_ijk = ½ (∂M_ij/∂q_k + ∂M_ik/∂q_j - ∂M_jk/∂q_i)`` (rigid-body ``M``): ``C v`` is the
+  velocity-product bias and ``Ṁ - 2C`` is skew-symmetric. Since ``Γ_ijk = Γ_ikj``,
+  ``C = ½ ∂(C v)/∂v``, which MujocoBackend evaluates exactly by polarisation of ``mj_rne``.
+- Derivatives: ``dM_dq[i, j, k] = ∂M_ij/∂q_k``, ``dC_dq[i, j, k] = ∂C_ij/∂q_k``,
+  ``dC_dv[i, j, k] = ∂C_ij/∂v_k``, ``dg_dq[i, k] = ∂g_i/∂q_k``.
+- Frames: every body of the chain below ``base`` (``base`` included) then every site on it,
+  named as in the MJCF; ``get_frame_id`` indexes ``get_frame_names()``. Forward kinematics maps
+  each name to ``position`` (3,), ``orientation`` (3, 3) (columns are the frame axes in world),
+  ``quaternion`` (4,) (w, x, y, z) with w ≥ 0, ``transformation`` (4, 4). Jacobians are (6, nv),
+  ``[linear; angular]``, world-aligned, of the frame origin (``mj_jacBody`` / ``mj_jacSite``).
+- Inertial parameters: one 10-vector per moving body (bodies with a chain joint at or above them;
+  the fixed ``base`` has none), in Pinocchio's dynamic-parameter order
+  ``[m, m cx, m cy, m cz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``, in the body frame, inertia about the
+  body origin (``I_com + m (|c|² 1 - c cᵀ)``). The regressor ``W(q, v, a)`` (nv, 10 nb) satisfies
+  ``W θ = tau`` for the rigid-body inverse dynamics (armature excluded even with
+  ``include_armature``, which then adds ``armature * a``).
+"""
+
+from __future__ import annotations
+
+import copy
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from jax import Array
+
+from so101_mjx.rigid_body import (
+    Chain, christoffel_coriolis, homogeneous, inverse_dynamics, mass_matrix, mat2quat, poses, regressor,
+)  # fmt: skip
+from so101_mjx.scenes import ROBOT_JOINTS, load_model
+
+
+class DynamicsBackend(ABC):
+    """FIGAROH's dynamics-backend interface over an SO-101 ``MjModel`` (see the module docstring).
+
+    Args:
+        model: a scene name (``"so101"``: the arm alone), an MJCF path or a compiled ``MjModel``.
+        joints: the hinge joints that form ``q`` and ``v``, in this order.
+        include_armature: add ``diag(dof_armature)`` to ``M`` (and so to ID / FD).
+    """
+
+    def __init__(self, model: str | Path | mujoco.MjModel = "so101", *, joints: tuple[str, ...] = ROBOT_JOINTS,
+                 include_armature: bool = False):  # fmt: skip
+        self._model_path = None if isinstance(model, mujoco.MjModel) else str(model)
+        self._model = model if isinstance(model, mujoco.MjModel) else load_model(model)
+        self._config = {"joints": tuple(joints), "include_armature": bool(include_armature)}
+        self.chain = Chain.from_model(self._model, tuple(joints))
+
+    nq = property(lambda self: len(self.chain.kin.joints), doc="Number of position variables.")
+    nv = property(lambda self: len(self.chain.kin.joints), doc="Number of velocity variables.")
+    model_format = property(lambda self: "mjcf", doc="Model format: ``'mjcf'``.")
+    model_path = property(lambda self: self._model_path, doc="Scene name or MJCF path; None for an MjModel.")
+    config = property(lambda self: dict(self._config), doc="Backend options.")
+    include_armature = property(lambda self: self._config["include_armature"])
+
+    @abstractmethod
+    def _asarray(self, x, name: str): ...
+
+    @abstractmethod
+    def compute_mass_matrix(self, q): """M(q), (..., nv, nv)."""
+
+    @abstractmethod
+    def compute_coriolis_matrix(self, q, v): """Christoffel-form C(q, v), (..., nv, nv)."""
+
+    @abstractmethod
+    def compute_gravity_vector(self, q): """g(q), (..., nv), N·m."""
+
+    @abstractmethod
+    def compute_bias(self, q, v): """C(q, v) v + g(q), (..., nv), N·m."""
+
+    @abstractmethod
+    def compute_forward_kinematics(self, q) -> dict[str, dict[str, Any]]: """World pose of every frame."""
+
+    @abstractmethod
+    def compute_jacobian(self, q, frame: str): """World-aligned Jacobian (..., 6, nv), [linear; angular]."""
+
+    @abstractmethod
+    def compute_regressor(self, q, v, a): """W(q, v, a), (..., nv, 10 nb), ``W θ = tau``."""
+
+    @abstractmethod
+    def compute_inverse_dynamics(self, q, v, a): """tau (..., nv), N·m."""
+
+    @abstractmethod
+    def compute_forward_dynamics(self, q, v, tau): """a (..., nv), rad/s²."""
+
+    @abstractmethod
+    def compute_dynamics_derivatives(self, q, v) -> dict[str, Any]: """dM_dq, dC_dq, dC_dv, dg_dq."""
+
+    def get_joint_names(self) -> list[str]:
+        return list(self.chain.kin.joints)
+
+    def get_frame_names(self) -> list[str]:
+        """Bodies of the chain (``base`` first), then its sites."""
+        return list(self.chain.frame_names)
+
+    def get_frame_id(self, frame: str) -> int:
+        """Index of ``frame`` in :meth:`get_frame_names`; ValueError listing the names otherwise."""
+        if frame not in self.chain.frame_names:
+            raise ValueError(f"unknown frame {frame!r}; expected one of {list(self.chain.frame_names)}")
+        return self.chain.frame_names.index(frame)
+
+    def get_inertias(self) -> list[np.ndarray]:
+        """Dynamic parameters (10,) of each moving body (names: ``chain.body_names``)."""
+        return list(self.chain.params.copy())
+
+    @property
+    def parameters(self) -> np.ndarray:
+        """Stacked dynamic parameters θ (10 nb,), the column order of the regressor."""
+        return self.chain.params.reshape(-1).copy()
+
+    def get_model_object(self) -> mujoco.MjModel:
+        return self._model
+
+    def compute_difference(self, q1, q2):
+        """``q2 ⊖ q1 = q2 - q1`` (hinges), (..., nv)."""
+        return self._asarray(q2, "q2") - self._asarray(q1, "q1")
+
+    def compute_integrate(self, q, v):
+        """``q ⊕ v = q + v`` (hinges), (..., nq)."""
+        return self._asarray(q, "q") + self._asarray(v, "v")
+
+    def random_configuration(self, rng: np.random.Generator | int | None = None, size: tuple[int, ...] = ()) -> np.ndarray:
+        """Uniform configurations within the joint limits, (*size, nq)."""
+        lo, hi = self.chain.q_range.T
+        return np.random.default_rng(rng).uniform(lo, hi, (*size, self.nq))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        return None
+
+
+class JaxBackend(DynamicsBackend):
+    """Batched, differentiable dynamics in JAX. Inputs (..., nv) broadcast over leading axes."""
+
+    def __init__(self, model: str | Path | mujoco.MjModel = "so101", **kwargs):
+        super().__init__(model, **kwargs)
+        c = self.chain
+        arm = c.armature if self.include_armature else np.zeros_like(c.armature)
+
+        def params(x):
+            return jnp.asarray(c.params, x.dtype)
+
+        def mass(q):
+            return mass_matrix(c, params(q), q) + jnp.diag(jnp.asarray(arm, q.dtype))
+
+        def rnea(q, v, a):
+            return inverse_dynamics(c, params(q), q, v, a, jnp.asarray(c.gravity, q.dtype)) + jnp.asarray(arm, q.dtype) * a
+
+        def gravity(q):
+            return rnea(q, jnp.zeros_like(q), jnp.zeros_like(q))
+
+        def bias(q, v):
+            return rnea(q, v, jnp.zeros_like(q))
+
+        def coriolis(q, v):
+            return christoffel_coriolis(jax.jacfwd(mass)(q), v)
+
+        def body_regressor(q, v, a):
+            return regressor(c, q, v, a, jnp.asarray(c.gravity, q.dtype))
+
+        def forward(q, v, tau):
+            return jnp.linalg.solve(mass(q), tau - bias(q, v))
+
+        def derivatives(q, v):
+            return jax.jacfwd(mass)(q), jax.jacfwd(coriolis)(q, v), jax.jacfwd(coriolis, 1)(q, v), jax.jacfwd(gravity)(q)
+
+        def frames(q):
+            xpos, xrot = c.kin.forward(q)
+            sb = np.asarray(c.kin.site_body, int)
+            spos = xpos[sb] + jnp.einsum("sij,sj->si", xrot[sb], jnp.asarray(c.kin.site_pos, q.dtype))
+            srot = xrot[sb] @ jnp.asarray(c.kin.site_rot, q.dtype)
+            return jnp.concatenate([xpos, spos]), jnp.concatenate([xrot, srot])
+
+        def jacobians(q):
+            """World-aligned Jacobians (nf, 6, nv) of every frame origin."""
+            pos = frames(q)[0]
+            _, _, s = poses(c, q)
+            lin = s[:, 3:] + jnp.cross(s[:, :3], pos[:, None, :])  # (nf, nv, 3): v_O + ω × p
+            jac = jnp.concatenate([lin, jnp.broadcast_to(s[:, :3], lin.shape)], -1)
+            return jnp.swapaxes(jnp.asarray(c.frame_support, q.dtype)[:, :, None] * jac, -1, -2)
+
+        vec = lambda f, sig: jax.jit(jnp.vectorize(f, signature=sig))  # noqa: E731
+        self._fn = {
+            "M": vec(mass, "(n)->(n,n)"), "C": vec(coriolis, "(n),(n)->(n,n)"), "g": vec(gravity, "(n)->(n)"),
+            "bias": vec(bias, "(n),(n)->(n)"), "ID": vec(rnea, "(n),(n),(n)->(n)"),
+            "FD": vec(forward, "(n),(n),(n)->(n)"), "Y": vec(body_regressor, "(n),(n),(n)->(n,p)"),
+            "d": vec(derivatives, "(n),(n)->(n,n,n),(n,n,n),(n,n,n),(n,n)"), "frames": vec(frames, "(n)->(f,3),(f,3,3)"), "J": vec(jacobians, "(n)->(f,6,n)"),
+        }  # fmt: skip
+
+    def _asarray(self, x, name: str) -> Array:
+        x = jnp.asarray(x)
+        if x.ndim < 1 or x.shape[-1] != self.nv:
+            raise ValueError(f"{name} must have shape (..., {self.nv}) for joints {self.chain.kin.joints}, got {x.shape}")
+        return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
+
+    def _args(self, **arrays) -> list[Array]:
+        xs = [self._asarray(x, name) for name, x in arrays.items()]
+        dtype = jnp.result_type(*xs)
+        return [x.astype(dtype) for x in xs]
+
+    def compute_mass_matrix(self, q) -> Array:
+        return self._fn["M"](*self._args(q=q))
+
+    def compute_coriolis_matrix(self, q, v) -> Array:
+        return self._fn["C"](*self._args(q=q, v=v))
+
+    def compute_gravity_vector(self, q) -> Array:
+        return self._fn["g"](*self._args(q=q))
+
+    def compute_bias(self, q, v) -> Array:
+        return self._fn["bias"](*self._args(q=q, v=v))
+
+    def compute_inverse_dynamics(self, q, v, a) -> Array:
+        return self._fn["ID"](*self._args(q=q, v=v, a=a))
+
+    def compute_forward_dynamics(self, q, v, tau) -> Array:
+        return self._fn["FD"](*self._args(q=q, v=v, tau=tau))
+
+    def compute_regressor(self, q, v, a) -> Array:
+        return self._fn["Y"](*self._args(q=q, v=v, a=a))
+
+    def compute_dynamics_derivatives(self, q, v) -> dict[str, Array]:
+        return dict(zip(("dM_dq", "dC_dq", "dC_dv", "dg_dq"), self._fn["d"](*self._args(q=q, v=v))))
+
+    def compute_forward_kinematics(self, q) -> dict[str, dict[str, Array]]:
+        pos, rot = self._fn["frames"](*self._args(q=q))
+        quat, tf = mat2quat(rot), homogeneous(pos, rot, jnp)
+        return {name: {"position": pos[..., i, :], "orientation": rot[..., i, :, :], "quaternion": quat[..., i, :],
+                       "transformation": tf[..., i, :, :]} for i, name in enumerate(self.chain.frame_names)}  # fmt: skip
+
+    def compute_jacobian(self, q, frame: str) -> Array:
+        i = self.get_frame_id(frame)
+        return self._fn["J"](*self._args(q=q))[..., i, :, :]
+
+
+class MujocoBackend(DynamicsBackend):
+    """MuJoCo C reference, numpy, one configuration per call (inputs of shape (nv,))."""
+
+    def __init__(self, model: str | Path | mujoco.MjModel = "so101", **kwargs):
+        super().__init__(model, **kwargs)
+        self._m = m = copy.deepcopy(self._model)
+        if not self.include_armature:
+            m.dof_armature[:] = 0.0
+        off = mujoco.mjtDisableBit
+        m.opt.disableflags |= off.mjDSBL_SPRING | off.mjDSBL_DAMPER | off.mjDSBL_CONSTRAINT | off.mjDSBL_ACTUATION
+        self._d = mujoco.MjData(m)
+        ids = [m.joint(n).id for n in self.chain.kin.joints]
+        self._qadr, self._dof = m.jnt_qposadr[ids], m.jnt_dofadr[ids]
+        self._bodies = [m.body(n).id for n in self.chain.body_names]
+        self._sites = [m.site(n).id for n in self.chain.kin.site_names]
+        self._frame_bodies = [m.body(n).id for n in self.chain.kin.body_names]
+
+    def _asarray(self, x, name: str) -> np.ndarray:
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (self.nv,):
+            raise ValueError(f"{name} must have shape ({self.nv},) for joints {self.chain.kin.joints}, got {x.shape}")
+        return x
+
+    def _state(self, q, v=None) -> mujoco.MjData:
+        """Set qpos (and qvel), run kinematics, com positions (and com velocities)."""
+        d = self._d
+        d.qpos[self._qadr] = self._asarray(q, "q")
+        d.qvel[:] = 0.0
+        mujoco.mj_kinematics(self._m, d)
+        mujoco.mj_comPos(self._m, d)
+        if v is not None:
+            d.qvel[self._dof] = self._asarray(v, "v")
+            mujoco.mj_comVel(self._m, d)
+        return d
+
+    def _rne(self, flg_acc: int) -> np.ndarray:
+        out = np.zeros(self._m.nv)
+        mujoco.mj_rne(self._m, self._d, flg_acc, out)
+        return out[self._dof]
+
+    def compute_mass_matrix(self, q) -> np.ndarray:
+        d = self._state(q)
+        mujoco.mj_makeM(self._m, d)
+        full = np.zeros((self._m.nv, self._m.nv))
+        mujoco.mj_fullM(self._m, d, full)
+        return full[np.ix_(self._dof, self._dof)]
+
+    def compute_bias(self, q, v) -> np.ndarray:
+        self._state(q, v)
+        return self._rne(0)
+
+    def compute_gravity_vector(self, q) -> np.ndarray:
+        return self.compute_bias(q, np.zeros(self.nv))
+
+    def compute_coriolis_matrix(self, q, v) -> np.ndarray:
+        """Polarisation: ``C e_j = (b(v + e_j) - b(v - e_j)) / 4``, exact since b is quadratic in v."""
+        v = self._asarray(v, "v")
+        eye = np.eye(self.nv)
+        return np.stack([self.compute_bias(q, v + e) - self.compute_bias(q, v - e) for e in eye], -1) / 4
+
+    def compute_inverse_dynamics(self, q, v, a) -> np.ndarray:
+        d = self._d
+        d.qpos[self._qadr], d.qvel[:], d.qacc[:] = self._asarray(q, "q"), 0.0, 0.0
+        d.qvel[self._dof], d.qacc[self._dof] = self._asarray(v, "v"), self._asarray(a, "a")
+        mujoco.mj_inverse(self._m, d)
+        return d.qfrc_inverse[self._dof].copy()
+
+    def compute_forward_dynamics(self, q, v, tau) -> np.ndarray:
+        d = self._d
+        d.qpos[self._qadr], d.qvel[:], d.qfrc_applied[:] = self._asarray(q, "q"), 0.0, 0.0
+        d.qvel[self._dof], d.qfrc_applied[self._dof] = self._asarray(v, "v"), self._asarray(tau, "tau")
+        mujoco.mj_forward(self._m, d)
+        return d.qacc[self._dof].copy()
+
+    def compute_regressor(self, q, v, a) -> np.ndarray:
+        """Columns from ``mj_rne`` with ``cinert`` set to the image of each unit parameter vector."""
+        d = self._state(q, v)
+        d.qacc[:] = 0.0
+        d.qacc[self._dof] = self._asarray(a, "a")
+        cols = []
+        for b in self._bodies:
+            origin = d.subtree_com[self._m.body_rootid[b]]
+            rot = d.xmat[b].reshape(3, 3)
+            for unit in np.eye(10):
+                d.cinert[:] = 0.0
+                d.cinert[b] = _cinert(unit, d.xpos[b] - origin, rot)
+                cols.append(self._rne(1))
+        mujoco.mj_comPos(self._m, d)  # restore cinert
+        return np.stack(cols, -1)
+
+    def compute_dynamics_derivatives(self, q, v, eps: float = 1e-6) -> dict[str, np.ndarray]:
+        """Central finite differences of M, C, g (step ``eps``); ``dC_dv`` is exact (C is linear in v)."""
+        q, v = self._asarray(q, "q"), self._asarray(v, "v")
+
+        def diff(f):
+            return np.stack([(f(q + eps * e) - f(q - eps * e)) / (2 * eps) for e in np.eye(self.nq)], -1)
+
+        return {
+            "dM_dq": diff(self.compute_mass_matrix),
+            "dC_dq": diff(lambda x: self.compute_coriolis_matrix(x, v)),
+            "dC_dv": np.stack([self.compute_coriolis_matrix(q, e) for e in np.eye(self.nv)], -1),
+            "dg_dq": diff(self.compute_gravity_vector),
+        }
+
+    def compute_forward_kinematics(self, q) -> dict[str, dict[str, np.ndarray]]:
+        d = self._state(q)
+        pos = np.concatenate([d.xpos[self._frame_bodies], d.site_xpos[self._sites]])
+        rot = np.concatenate([d.xmat[self._frame_bodies], d.site_xmat[self._sites]]).reshape(-1, 3, 3)
+        out = {}
+        for name, p, r in zip(self.chain.frame_names, pos, rot):
+            quat = np.zeros(4)
+            mujoco.mju_mat2Quat(quat, r.reshape(9))
+            quat = -quat if quat[0] < 0 else quat
+            out[name] = {"position": p, "orientation": r, "quaternion": quat, "transformation": homogeneous(p, r)}
+        return out
+
+    def compute_jacobian(self, q, frame: str) -> np.ndarray:
+        i = self.get_frame_id(frame)
+        d = self._state(q)
+        jacp, jacr = np.zeros((3, self._m.nv)), np.zeros((3, self._m.nv))
+        nb = len(self._frame_bodies)
+        if i < nb:
+            mujoco.mj_jacBody(self._m, d, jacp, jacr, self._frame_bodies[i])
+        else:
+            mujoco.mj_jacSite(self._m, d, jacp, jacr, self._sites[i - nb])
+        return np.concatenate([jacp, jacr])[:, self._dof]
+
+
+def _cinert(theta: np.ndarray, offset: np.ndarray, rot: np.ndarray) -> np.ndarray:
+    """MuJoCo ``cinert`` (10,) of parameters θ for a body at ``offset`` from the com frame origin.
+
+    Layout: inertia about the origin (xx, yy, zz, xy, xz, yz), first moment (3,), mass; world axes.
+    """
+    m, h = theta[0], rot @ theta[1:4]
+    i_local = theta[[4, 5, 7, 5, 6, 8, 7, 8, 9]].reshape(3, 3)
+    s, sh = np.cross(np.eye(3), offset), np.cross(np.eye(3), h)  # skew(offset), skew(h)
+    inertia = rot @ i_local @ rot.T - m * s @ s - s @ sh - sh @ s
+    return np.array([*inertia[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]], *(h + m * offset), m])

@@ -1,0 +1,96 @@
+"""Batched training wrapper: vmap, episode length and truncation, auto-reset.
+
+:class:`TrainingEnv` makes a single-world env a batched, Brax-compatible env (the interface
+``brax.training.agents.ppo.train`` drives: ``reset(keys (B, 2))``, ``step(state, actions (B, 4))``,
+``observation_size``, ``action_size``, ``info["steps"]``, ``info["truncation"]``). Unlike Brax's
+AutoResetWrapper, which restarts every world from the state it was first reset to, a finished
+world restarts from a *fresh* ``reset`` with a new key, so block and target positions keep being
+sampled; the reset runs only on steps where some world finished.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+from so101_mjx.envs.base import SO101Env, State
+
+
+class TrainingEnv:
+    """Batched env over ``env`` with ``episode_length`` control steps (``action_repeat`` per action)."""
+
+    def __init__(self, env: SO101Env, episode_length: int | None = None, action_repeat: int = 1):
+        self.env = env
+        self.episode_length = int(episode_length or env.episode_length)
+        self.action_repeat = int(action_repeat)
+        if self.episode_length < 1 or self.action_repeat < 1:
+            raise ValueError(f"episode_length and action_repeat must be >= 1, got {self.episode_length}, {self.action_repeat}")
+
+    @property
+    def observation_size(self) -> int:
+        return self.env.observation_size
+
+    @property
+    def action_size(self) -> int:
+        return self.env.action_size
+
+    @property
+    def backend(self) -> str:
+        return self.env.backend
+
+    @property
+    def unwrapped(self) -> SO101Env:
+        return self.env
+
+    def reset(self, rng: Array) -> State:
+        """``rng`` (B, 2) keys -> batched state with ``steps`` and ``truncation`` zeroed."""
+        state = jax.vmap(self.env.reset)(rng)
+        zeros = jnp.zeros_like(state.done)
+        return state.replace(info={**state.info, "steps": jnp.zeros(zeros.shape, jnp.int32), "truncation": zeros})
+
+    def step(self, state: State, action: Array) -> State:
+        """Step every world; finished worlds (terminated or at ``episode_length``) restart fresh.
+
+        The returned state keeps the finishing step's reward, done and metrics; its physics, obs
+        and task info are those of the new episode.
+        """
+        steps = jnp.where(state.done > 0, 0, state.info["steps"])
+        state = state.replace(done=jnp.zeros_like(state.done))
+
+        def one(s, _):
+            n = jax.vmap(self.env.step)(s, action)
+            return n, n.reward
+
+        state, rewards = jax.lax.scan(one, state, None, length=self.action_repeat)
+        steps = steps + self.action_repeat
+        at_limit = steps >= self.episode_length
+        truncation = jnp.where(at_limit, 1 - state.done, 0).astype(state.done.dtype)
+        done = jnp.where(at_limit, 1, state.done).astype(state.done.dtype)
+        state = state.replace(
+            reward=jnp.sum(rewards, axis=0), done=done, info={**state.info, "steps": steps, "truncation": truncation}
+        )
+        return jax.lax.cond(jnp.any(done > 0), self._auto_reset, lambda s: s, state)
+
+    def _auto_reset(self, state: State) -> State:
+        keys = jax.vmap(jax.random.split)(state.info["rng"])
+        fresh = jax.vmap(self.env.reset)(keys[:, 0])
+        done = state.done > 0
+
+        def pick(new, old):
+            return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - done.ndim)), new, old)
+
+        info = {k: (jax.tree.map(pick, fresh.info[k], v) if k in fresh.info else v) for k, v in state.info.items()}
+        info["rng"] = jnp.where(done[:, None], fresh.info["rng"], keys[:, 1])
+        return state.replace(physics=jax.tree.map(pick, fresh.physics, state.physics), obs=pick(fresh.obs, state.obs), info=info)
+
+
+def wrap_for_brax(env: SO101Env, episode_length: int, action_repeat: int = 1, randomization_fn=None) -> TrainingEnv:
+    """``wrap_env_fn`` for ``brax.training.agents.ppo.train``.
+
+    Domain randomization is configured on the env itself (sampled at every reset, so it is
+    re-drawn per episode on both backends); Brax's model-level ``randomization_fn`` is refused.
+    """
+    if randomization_fn is not None:
+        raise ValueError("randomization_fn is not supported: configure domain randomization on the env")
+    return TrainingEnv(env, episode_length, action_repeat)

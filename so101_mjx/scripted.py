@@ -1,0 +1,140 @@
+"""Scripted controllers as pure JAX functions, usable in batched rollouts and as demonstrations.
+
+Ports of lerobot_env_so101 0.4.0's ``scripted.reach_close`` (stateless, from the flat
+observation) and ``scripted.pick_place.PickPlaceController`` (phases hover → descend → close →
+lift → traverse → lower → open → retreat, same constants), plus a proportional reacher for
+SO101Reach-v0. :func:`controller_for` gives any registered env a ``(init, act)`` pair over
+:class:`~so101_mjx.envs.base.State`; ``act`` is single-world (``jax.vmap`` it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+from jax import Array
+
+DEFAULT_ACTION_SCALE = 0.025  # metres per action unit the reference controllers are tuned for
+GRIPPER_OPEN, GRIPPER_CLOSED = 1.0, 0.0
+
+# reach-and-close (obs layout: agent_pos 14 = qpos 5, qvel 5, gripper_pose, ee 3; then block 3)
+EE_POS, BLOCK_POS, GRIPPER_POSE = slice(11, 14), slice(14, 17), 10
+REACH_CLOSE_HOVER, XY_ALIGN_TOLERANCE, GRASP_Z_OFFSET, REACH_CLOSE_TOLERANCE = 0.06, 0.01, 0.03, 0.005
+GRIPPER_CLOSED_THRESHOLD, REACH_CLOSE_SUCCESS_DISTANCE = 0.5, 0.05
+
+# pick-and-place
+HOVER_HEIGHT, LIFT_HEIGHT, GRASP_HEIGHT, RELEASE_CLEARANCE = 0.07, 0.06, 0.015, 0.002
+GOAL_TOLERANCE, CAREFUL_SPEED = 0.004, 0.4
+CLOSE_STEPS, OPEN_STEPS, PHASE_TIMEOUT_STEPS = 10, 8, 60
+HOVER, DESCEND, CLOSE, LIFT, TRAVERSE, LOWER, OPEN, RETREAT, DONE = range(9)
+_IS_HOLD = jnp.asarray([p in (CLOSE, OPEN) for p in range(9)])
+_HOLD_STEPS = jnp.asarray([CLOSE_STEPS if p == CLOSE else OPEN_STEPS if p == OPEN else 0 for p in range(9)])
+_IS_CAREFUL = jnp.asarray([p in (DESCEND, LIFT, LOWER) for p in range(9)])
+_GRIPPER = jnp.asarray([GRIPPER_CLOSED if p in (CLOSE, LIFT, TRAVERSE, LOWER) else GRIPPER_OPEN for p in range(9)])
+
+
+def reach_close(obs: Array, action_scale: float = DEFAULT_ACTION_SCALE) -> Array:
+    """Flat PickCube observation (17,) -> action (4,): hover over the block, descend, close."""
+    ee, block = obs[EE_POS], obs[BLOCK_POS]
+    goal = block + jnp.asarray([0.0, 0.0, GRASP_Z_OFFSET], obs.dtype)
+    at_goal = jnp.linalg.norm(ee - goal) < REACH_CLOSE_TOLERANCE
+    aligned = jnp.linalg.norm(ee[:2] - block[:2]) <= XY_ALIGN_TOLERANCE
+    target = jnp.where(aligned, goal, block + jnp.asarray([0.0, 0.0, REACH_CLOSE_HOVER], obs.dtype))
+    delta = jnp.clip((target - ee) / action_scale, -1.0, 1.0)
+    move = jnp.concatenate([delta, jnp.asarray([GRIPPER_OPEN], obs.dtype)])
+    return jnp.where(at_goal, jnp.asarray([0.0, 0.0, 0.0, GRIPPER_CLOSED], obs.dtype), move)
+
+
+def is_reach_close_success(obs: Array) -> Array:
+    """Gripper closed (gripper_pose < -0.5) within 5 cm of the block, from the flat observation."""
+    near = jnp.linalg.norm(obs[EE_POS] - obs[BLOCK_POS]) < REACH_CLOSE_SUCCESS_DISTANCE
+    return near & (obs[GRIPPER_POSE] < -GRIPPER_CLOSED_THRESHOLD)
+
+
+@struct.dataclass
+class PickPlaceState:
+    phase: Array  # () int32, HOVER..DONE
+    steps_in_phase: Array  # () int32
+    table_z: Array  # () block centre height at the first call, metres
+
+
+def pick_place_init(block_pos: Array) -> PickPlaceState:
+    """Controller state at the start of an episode (block position (3,) from the reset obs)."""
+    return PickPlaceState(jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), block_pos[2])
+
+
+def _phase_targets(grasp: Array, block: Array, goal: Array, table_z: Array) -> Array:
+    """Grasp-point targets (9, 3) of every phase (hold phases: unused)."""
+    lift_z = table_z + GRASP_HEIGHT + LIFT_HEIGHT
+    at = lambda xy, z: jnp.concatenate([xy, jnp.reshape(z, (1,))])  # noqa: E731
+    carried = grasp + goal - block
+    return jnp.stack([
+        at(block[:2], table_z + HOVER_HEIGHT),  # HOVER
+        at(block[:2], table_z + GRASP_HEIGHT),  # DESCEND
+        grasp,  # CLOSE
+        at(grasp[:2], lift_z),  # LIFT
+        at(carried[:2], lift_z),  # TRAVERSE
+        carried + jnp.asarray([0.0, 0.0, RELEASE_CLEARANCE], grasp.dtype),  # LOWER
+        grasp,  # OPEN
+        at(grasp[:2], table_z + HOVER_HEIGHT),  # RETREAT
+        grasp,  # DONE
+    ])
+
+
+def pick_place_act(
+    cs: PickPlaceState, grasp_pos: Array, block_pos: Array, goal_pos: Array, action_scale: float = DEFAULT_ACTION_SCALE
+) -> tuple[PickPlaceState, Array]:
+    """Advance the phase while its goal is met, then return the next action (4,).
+
+    ``grasp_pos`` is the point the action moves (the env's IK point), all positions (3,) metres.
+    """
+    targets = _phase_targets(grasp_pos, block_pos, goal_pos, cs.table_z)
+
+    def settle(_, carry):
+        phase, steps, settled, delta = carry
+        error = targets[phase] - grasp_pos
+        limit = jnp.where(_IS_CAREFUL[phase], CAREFUL_SPEED, 1.0)
+        move = jnp.clip(error / action_scale, -limit, limit)
+        finished = jnp.where(
+            _IS_HOLD[phase],
+            steps >= _HOLD_STEPS[phase],
+            (jnp.linalg.norm(error) < GOAL_TOLERANCE) | (steps >= PHASE_TIMEOUT_STEPS),
+        )
+        active = ~settled & (phase != DONE)
+        delta = jnp.where(active & ~finished, jnp.where(_IS_HOLD[phase], 0.0, move), delta)
+        advance = active & finished
+        settled = settled | (active & ~finished)
+        return phase + advance, jnp.where(advance, 0, steps), settled, delta
+
+    init = (cs.phase, cs.steps_in_phase, jnp.zeros((), bool), jnp.zeros(3, grasp_pos.dtype))
+    phase, steps, _, delta = jax.lax.fori_loop(0, DONE + 1, settle, init)
+    delta = jnp.where(phase == DONE, 0.0, delta)
+    action = jnp.concatenate([delta, _GRIPPER[phase][None].astype(delta.dtype)])
+    return PickPlaceState(phase, steps + 1, cs.table_z), action
+
+
+def reach(target: Array, ee_pos: Array, action_scale: float) -> Array:
+    """Proportional reacher for SO101Reach-v0: full-speed-limited step toward the target, jaw open."""
+    delta = jnp.clip((target - ee_pos) / action_scale, -1.0, 1.0)
+    return jnp.concatenate([delta, jnp.asarray([GRIPPER_OPEN], delta.dtype)])
+
+
+def controller_for(env) -> tuple[Callable, Callable]:
+    """``(init(state) -> cs, act(cs, state) -> (cs, action))`` for a registered env (single world)."""
+    from so101_mjx.envs.pick_cube import PickCube
+    from so101_mjx.envs.pick_place import PickPlace
+    from so101_mjx.envs.reach import Reach
+
+    scale = env.config.action_scale
+    if isinstance(env, PickPlace):
+        return (
+            lambda s: pick_place_init(env.block_pos(s.physics)),
+            lambda cs, s: pick_place_act(cs, env.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], scale),
+        )
+    if isinstance(env, PickCube):
+        return (lambda s: jnp.zeros(()), lambda cs, s: (cs, reach_close(s.obs, scale)))
+    if isinstance(env, Reach):
+        return (lambda s: jnp.zeros(()), lambda cs, s: (cs, reach(s.info["target"], env.ee_pos(s.physics), scale)))
+    raise ValueError(f"no scripted controller for {type(env).__name__}")
