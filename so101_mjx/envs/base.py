@@ -101,6 +101,8 @@ class SO101Env(abc.ABC):
         self._gripper_act = m.actuator(GRIPPER_JOINT).id
         self._gripper_qpos = m.joint(GRIPPER_JOINT).qposadr[0]
         self._gripper_range = m.actuator_ctrlrange[self._gripper_act].copy()
+        self._actuator_qpos = m.jnt_qposadr[m.actuator_trnid[:, 0]]
+        self._actuator_dof = m.jnt_dofadr[m.actuator_trnid[:, 0]]
         self._arm_ctrl_range = m.actuator_ctrlrange[self._arm_act].copy()
         self._joint_lower, self._joint_upper = ik.joint_limits(m)
         self._ik_offset = ik.grasp_point_offset(m) if config.top_down_ik else None
@@ -205,7 +207,7 @@ class SO101Env(abc.ABC):
         q_arm = self.arm_qpos(physics)
         lower, upper = jnp.asarray(self._joint_lower, dtype), jnp.asarray(self._joint_upper, dtype)
         if self.config.top_down_ik:
-            seed = self._top_down_seed(physics, q_arm, lower, upper)
+            seed = ik.top_down_seed(self.kin, q_arm, lower, upper, frames_q=physics.kin_qpos[self._arm_qpos])
             q_ik = ik.levenberg_marquardt(
                 self.kin, seed, target, offset=self._ik_offset, approach_axis=ik.APPROACH_AXIS,
                 damping=IK_DAMPING, iterations=IK_ITERATIONS, tolerance=IK_TOLERANCE, lower=lower, upper=upper,
@@ -215,9 +217,7 @@ class SO101Env(abc.ABC):
                 self.kin, q_arm, target, damping=IK_DAMPING, iterations=IK_ITERATIONS, tolerance=IK_TOLERANCE,
                 lower=lower, upper=upper,
             )
-        arm_ctrl = jnp.clip(q_ik, self._arm_ctrl_range[:, 0], self._arm_ctrl_range[:, 1])
-        ctrl = physics.ctrl.at[self._arm_act].set(arm_ctrl).at[self._gripper_act].set(gripper)
-        physics = self.physics.step(physics, ctrl, self.n_substeps)
+        physics = self.actuate(physics, q_ik, gripper)
         info = {
             **info,
             "ik_target": target,
@@ -226,17 +226,23 @@ class SO101Env(abc.ABC):
         }
         return physics, info
 
-    def _top_down_seed(self, physics: PhysicsState, q_arm: Array, lower: Array, upper: Array) -> Array:
-        """Current arm angles with wrist_roll turned by the roll that aligns the jaw axis with +y.
+    def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array) -> PhysicsState:
+        """Hold arm targets ``arm_q`` (5,) rad (clipped to the ctrl ranges) and ``gripper_ctrl`` rad
+        for ``n_substeps`` physics steps."""
+        arm = jnp.clip(arm_q, self._arm_ctrl_range[:, 0], self._arm_ctrl_range[:, 1])
+        ctrl = physics.ctrl.at[self._arm_act].set(arm).at[self._gripper_act].set(gripper_ctrl)
+        return self.physics.step(physics, ctrl, self.n_substeps)
 
-        As the reference, the roll is measured on the last evaluated kinematics (``kin_qpos``)
-        and added to the current angles.
-        """
-        q_kin = physics.kin_qpos[self._arm_qpos]
-        r = self.kin.joints.index(ik.ROLL_JOINT)
-        turned = ik.top_down_seed(self.kin, q_kin, jnp.full_like(lower, -jnp.inf), jnp.full_like(upper, jnp.inf))
-        roll = jnp.clip(q_arm[r] + (turned[r] - q_kin[r]), lower[r], upper[r])
-        return q_arm.at[r].set(roll)
+    def actuator_force(self, physics: PhysicsState) -> Array:
+        """Position-actuator forces (nu,) N·m at the current state: clip(kp·(ctrl − q) − kv·q̇, forcerange)."""
+        m = self.mj_model
+        dtype = physics.qpos.dtype
+        q = physics.qpos[..., self._actuator_qpos]
+        v = physics.qvel[..., self._actuator_dof]
+        force = (jnp.asarray(m.actuator_gainprm[:, 0], dtype) * physics.ctrl + jnp.asarray(m.actuator_biasprm[:, 1], dtype) * q
+                 + jnp.asarray(m.actuator_biasprm[:, 2], dtype) * v)
+        return jnp.clip(force, m.actuator_forcerange[:, 0], m.actuator_forcerange[:, 1])
+
 
 
 def default_metrics(state_info: dict[str, Array]) -> dict[str, Array]:

@@ -1,0 +1,104 @@
+"""``so101-mjx bench env``: batched env-steps/s vs raw ``mujoco.rollout`` and the reference env.
+
+Three figures from the same process, medians of ``--repeats`` runs:
+
+- ours: jitted ``vmap(env.step)`` (IK + ``n_substeps`` physics + reward/obs) at each batch size;
+- raw MuJoCo C: ``mujoco.rollout`` over the same scene, batch and substeps with ctrl held (no
+  IK, no Python per step): the ceiling for the ``c`` backend on this machine;
+- reference: ``lerobot_env_so101``'s gym env stepping one world in Python (when installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from mujoco import rollout
+
+from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.envs import make
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="SO101PickCube-v0")
+    parser.add_argument("--backend", choices=("mjx", "c"), default=None)
+    parser.add_argument("--batch", type=int, nargs="+", default=[1024])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=5, help="control steps per timed run")
+    parser.add_argument("--no-reference", action="store_true", help="skip the lerobot_env_so101 baseline")
+
+
+def env_rate(env, batch: int, steps: int, repeats: int) -> tuple[float, float]:
+    """(env-steps/s, seconds of the first jit of reset + step)."""
+    reset, step = jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
+    start = time.perf_counter()
+    state = jax.block_until_ready(step(reset(jax.random.split(jax.random.PRNGKey(0), batch)), jnp.zeros((batch, 4))))
+    compile_s = time.perf_counter() - start
+    actions = jax.random.uniform(jax.random.PRNGKey(1), (steps, batch, 4), minval=-1.0, maxval=1.0)
+
+    def run():
+        s = state
+        for k in range(steps):
+            s = step(s, actions[k])
+        return s.obs
+
+    return batch * steps / median_time(run, repeats, min_time=0.0), compile_s
+
+
+def raw_rollout_rate(model: mujoco.MjModel, batch: int, n_substeps: int, repeats: int) -> float:
+    """Physics steps/s of ``mujoco.rollout`` with all threads, ctrl held over ``n_substeps``."""
+    nthread = os.cpu_count() or 1
+    data = mujoco.MjData(model)
+    mujoco.mj_forward(model, data)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    state0 = np.zeros(mujoco.mj_stateSize(model, spec))
+    mujoco.mj_getState(model, data, state0, spec)
+    states = np.tile(state0, (batch, 1))
+    ctrl = np.zeros((batch, n_substeps, model.nu))
+    with rollout.Rollout(nthread=nthread) as runner:
+        datas = [mujoco.MjData(model) for _ in range(nthread)]
+        seconds = median_time(lambda: runner.rollout(model, datas, states, ctrl), repeats, min_time=0.0)
+    return batch * n_substeps / seconds
+
+
+def reference_rate(name: str, config: dict, seconds: float = 3.0) -> float | None:
+    """env.step/s of the lerobot_env_so101 gym env with random actions, or None if not installed."""
+    try:
+        import lerobot_env_so101 as ref
+    except ImportError:
+        return None
+    cls = {"SO101PickCube-v0": ref.SO101PickCubeGymEnv, "SO101PickPlace-v0": ref.SO101PickPlaceGymEnv}.get(name)
+    if cls is None:
+        return None
+    keys = ("action_scale", "top_down_ik", "jaw_pads", "random_block_position")
+    env = cls(**{k: v for k, v in config.items() if k in keys})
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.step(np.r_[rng.uniform(-1, 1, 3), rng.uniform(0, 1)].astype(np.float32))
+        n += 1
+    return n / (time.perf_counter() - start)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = {"action_scale": 0.025, "random_block_position": True} if "Reach" not in args.env else {}
+    env = make(args.env, backend=args.backend, **config)
+    ref = None if args.no_reference else reference_rate(args.env, {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
+    rows = []
+    for batch in args.batch:
+        rate, compile_s = env_rate(env, batch, args.steps, args.repeats)
+        raw = raw_rollout_rate(env.mj_model, batch, env.n_substeps, args.repeats) / env.n_substeps
+        rows.append([batch, rate, rate * env.n_substeps, raw, rate / raw, ref if ref else "n/a", rate / ref if ref else "n/a", compile_s])
+    print(f"{args.env}, backend {env.backend}, {env.n_substeps} substeps per env step, JAX {jax.default_backend()}, "
+          f"{os.cpu_count()} CPU threads")
+    print_table(
+        ["batch", "env-steps/s", "physics/s", "raw rollout env-steps/s", "vs raw", "reference env-steps/s", "vs reference", "first jit s"],
+        rows,
+    )
+    return 0

@@ -1,0 +1,147 @@
+"""A simulated SO-101 station speaking the arm evaluation interface (:mod:`so101_mjx.interface`).
+
+The station drives the arm in joint space on a task env's physics (the env's IK is bypassed):
+every control tick (``spec.control_rate`` Hz; the env is built with ``control_dt = 1 /
+control_rate``) it holds absolute joint targets and a gripper open fraction for one control
+period. Action chunks emitted at a lower rate are interpolated up to the control rate by
+:func:`so101_mjx.interface.interpolate_chunk` (row i is the target i / chunk_rate s after the
+chunk starts; linear between rows, held before and after). Observations are published at
+``spec.refresh_rate`` Hz (every ``control_rate / refresh_rate``-th tick).
+
+Two paths share one per-tick function, :func:`tick`:
+
+- :class:`SimStation`: one world on the CPU (backend ``c``), Python-facing, returns
+  :class:`~so101_mjx.interface.MotorizedArm_Observation` objects;
+- :func:`run_chunks`: a jitted ``lax.scan`` over ticks with the worlds vmapped, chunks batched.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from so101_mjx.envs import make
+from so101_mjx.envs.base import SO101Env
+from so101_mjx.interface import (
+    SO101_SPEC,
+    MotorizedArm_ActionChunk,
+    MotorizedArm_JointPose,
+    MotorizedArm_Observation,
+    MotorizedArmSpec,
+    gripper_ctrl_to_open_fraction,
+    gripper_open_fraction_to_ctrl,
+    interpolate_chunk,
+)
+from so101_mjx.physics import PhysicsState
+
+
+def tick(env: SO101Env, physics: PhysicsState, arm_q: Array, gripper_open: Array) -> PhysicsState:
+    """One control tick: hold ``arm_q`` (5,) rad and the jaw at open fraction ``gripper_open`` (1,)."""
+    return env.actuate(physics, arm_q, gripper_open_fraction_to_ctrl(gripper_open[0], env._gripper_range))
+
+
+def measure(env: SO101Env, physics: PhysicsState) -> dict[str, Array]:
+    """The observation channels of one world; temperatures are not simulated (NaN)."""
+    lo, hi = env._gripper_range
+    force = env.actuator_force(physics)
+    g = env._gripper_act
+    nan = jnp.full((1,), jnp.nan, physics.qpos.dtype)
+    return {
+        "timestamp": physics.time,
+        "joint_angle_q": physics.qpos[env._arm_qpos],
+        "joint_angle_vel_dq": physics.qvel[env._arm_dofs],
+        "joint_torque": force[env._arm_act],
+        "joint_temperature": jnp.full((len(env._arm_act),), jnp.nan, physics.qpos.dtype),
+        "gripper_pos": gripper_ctrl_to_open_fraction(physics.qpos[env._gripper_qpos], env._gripper_range)[None],
+        "gripper_vel": (physics.qvel[env._actuator_dof[g]] / (hi - lo))[None],
+        "gripper_torque": force[g][None],
+        "gripper_temperature": nan,
+    }
+
+
+def chunk_ticks(chunk_rate_hz: float, control_rate_hz: float, horizon: int) -> int:
+    """Control ticks needed to play a chunk to its last row: floor((H-1)/chunk_rate · control_rate) + 1."""
+    return int(np.floor((horizon - 1) / chunk_rate_hz * control_rate_hz + 1e-9)) + 1
+
+
+def run_chunks(
+    env: SO101Env, physics: PhysicsState, arm_chunks: Array, gripper_chunks: Array, chunk_rate_hz: float, n_ticks: int
+) -> tuple[PhysicsState, Array, Array]:
+    """Play batched chunks: ``arm_chunks`` (B, H, 5), ``gripper_chunks`` (B, H, 1) on B worlds.
+
+    Returns the final physics, the per-tick targets (n_ticks, B, 6) and the per-tick joint
+    positions (n_ticks, B, 5). Jit it with ``n_ticks`` static.
+    """
+    control_rate = 1.0 / env.dt
+    targets = jnp.concatenate([arm_chunks, gripper_chunks.astype(arm_chunks.dtype)], axis=-1)
+
+    def body(p, k):
+        target = interpolate_chunk(targets, chunk_rate_hz, control_rate, k / control_rate)
+        p = jax.vmap(lambda pw, tw: tick(env, pw, tw[:5], tw[5:]))(p, target)
+        return p, (target, p.qpos[:, env._arm_qpos])
+
+    physics, (targets_out, q) = jax.lax.scan(body, physics, jnp.arange(n_ticks))
+    return physics, targets_out, q
+
+
+class SimStation:
+    """One simulated SO-101 on MuJoCo C; see the module docstring."""
+
+    def __init__(self, env_name: str = "SO101PickCube-v0", spec: MotorizedArmSpec = SO101_SPEC, backend: str = "c", **config):
+        if spec.control_rate % spec.refresh_rate:
+            raise ValueError(f"refresh_rate ({spec.refresh_rate} Hz) must divide control_rate ({spec.control_rate} Hz)")
+        self.spec = spec
+        self.env = make(env_name, backend=backend, control_dt=1.0 / spec.control_rate, **config)
+        self._tick = jax.jit(lambda p, q, g: tick(self.env, p, q, g))
+        self._measure = jax.jit(lambda p: measure(self.env, p))
+        self._publish_every = spec.control_rate // spec.refresh_rate
+        self.physics: PhysicsState | None = None
+        self.targets: list[np.ndarray] = []  # every tick's (arm 5 + gripper 1) target, for inspection
+
+    def reset(self, seed: int = 0) -> MotorizedArm_Observation:
+        """Reset the underlying env (its reset distribution) and return the first observation."""
+        self.physics = self.env.reset(jax.random.PRNGKey(seed)).physics
+        self.targets = []
+        return self.observe()
+
+    def observe(self) -> MotorizedArm_Observation:
+        """The current observation (float32 containers; temperatures NaN)."""
+        fields = {k: np.asarray(v, np.float32) for k, v in self._measure(self._require()).items()}
+        obs = MotorizedArm_Observation(timestamp=float(fields.pop("timestamp")), **fields)
+        obs.validate(self.spec)
+        return obs
+
+    def _require(self) -> PhysicsState:
+        if self.physics is None:
+            raise RuntimeError("call reset() first")
+        return self.physics
+
+    def _play(self, targets: np.ndarray) -> list[MotorizedArm_Observation]:
+        published = []
+        for k, target in enumerate(targets):
+            self.targets.append(np.asarray(target))
+            self.physics = self._tick(self._require(), jnp.asarray(target[:5]), jnp.asarray(target[5:]))
+            if (k + 1) % self._publish_every == 0:
+                published.append(self.observe())
+        return published
+
+    def walk_to(self, pose: MotorizedArm_JointPose, duration: float = 2.0) -> list[MotorizedArm_Observation]:
+        """Move to ``pose`` along a straight joint-space line over ``duration`` seconds."""
+        pose.validate(self.spec)
+        now = self.observe()
+        start = np.concatenate([now.joint_angle_q, now.gripper_pos])[None]
+        end = np.concatenate([pose.joint_angle_q, pose.gripper_pos])[None]
+        chunk = np.concatenate([start, end]).astype(np.float32)
+        rate = 1.0 / max(duration, self.env.dt)
+        n = chunk_ticks(rate, self.spec.control_rate, 2)
+        ticks = np.arange(1, n + 1) / self.spec.control_rate
+        return self._play(np.asarray(interpolate_chunk(chunk, rate, self.spec.control_rate, np.minimum(ticks, 1 / rate))))
+
+    def execute(self, chunk: MotorizedArm_ActionChunk, chunk_rate_hz: float) -> list[MotorizedArm_Observation]:
+        """Play ``chunk`` (rows at ``chunk_rate_hz``) to its last row; returns published observations."""
+        chunk.validate(self.spec, chunk.horizon)
+        targets = np.concatenate([chunk.joint_angle_q, chunk.gripper_pos], axis=-1)
+        ticks = np.arange(chunk_ticks(chunk_rate_hz, self.spec.control_rate, chunk.horizon)) / self.spec.control_rate
+        return self._play(np.asarray(interpolate_chunk(targets, chunk_rate_hz, self.spec.control_rate, ticks)))
