@@ -19,6 +19,7 @@ state *before* the last integration, exactly as a ``MjData`` seen after ``mj_ste
 from __future__ import annotations
 
 import abc
+import copy
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -64,8 +65,11 @@ class Physics(abc.ABC):
         """State at ``qpos, qvel, ctrl`` (time 0, cold warm start) with kinematics and sensors evaluated."""
 
     @abc.abstractmethod
-    def step(self, state: PhysicsState, ctrl: Array, n_substeps: int) -> PhysicsState:
-        """Advance ``n_substeps`` physics steps holding ``ctrl`` (..., nu)."""
+    def step(self, state: PhysicsState, ctrl: Array, n_substeps: int, params: dict[str, Array] | None = None) -> PhysicsState:
+        """Advance ``n_substeps`` physics steps holding ``ctrl`` (..., nu).
+
+        ``params``: per-world model arrays overriding the model's (see :mod:`so101_mjx.randomization`).
+        """
 
     def sensor(self, state: PhysicsState, name: str) -> Array:
         """Slice of ``state.sensordata`` for a named sensor, shape (..., dim)."""
@@ -94,11 +98,12 @@ class MjxPhysics(Physics):
         data = mjx.forward(self.mjx_model, self._data(qpos, qvel, ctrl, zero_v, jnp.zeros((), qpos.dtype)))
         return PhysicsState(qpos, qvel, ctrl, zero_v, data.time, data.sensordata, qpos)
 
-    def step(self, state, ctrl, n_substeps):
+    def step(self, state, ctrl, n_substeps, params=None):
         data = self._data(state.qpos, state.qvel, ctrl, state.qacc_warmstart, state.time)
+        model = self.mjx_model if params is None else self.mjx_model.replace(**params)
 
         def substep(d, _):
-            return mjx.step(self.mjx_model, d), d.qpos
+            return mjx.step(model, d), d.qpos
 
         data, qpos_before = jax.lax.scan(substep, data, None, length=n_substeps)
         return PhysicsState(
@@ -116,20 +121,25 @@ class CPhysics(Physics):
         self.nthread = max(1, nthread or os.cpu_count() or 1)
         self._pool = ThreadPoolExecutor(self.nthread, thread_name_prefix="so101_mjx_c")
         self._datas = [mujoco.MjData(model) for _ in range(self.nthread)]
+        self._models = [copy.copy(model) for _ in range(self.nthread)]  # per-thread, for randomized params
 
     def _run(self, fn, n: int) -> None:
-        """Call ``fn(data, worlds)`` on contiguous chunks of ``range(n)``, one chunk per thread."""
+        """Call ``fn(model, data, worlds)`` on contiguous chunks of ``range(n)``, one chunk per thread."""
         chunks = [c for c in np.array_split(np.arange(n), self.nthread) if len(c)]
-        list(self._pool.map(fn, self._datas, chunks))
+        list(self._pool.map(fn, self._models, self._datas, chunks))
 
-    def _host_step(self, qpos, qvel, ctrl, warm, time, n_substeps: int):
+    def _host_step(self, qpos, qvel, ctrl, warm, time, *params, n_substeps: int, names: tuple[str, ...]):
         shape = qpos.shape[:-1]
-        m = self.model
-        q, v, u, w, t = (np.asarray(x, np.float64).reshape(-1, *x.shape[len(shape) :]) for x in (qpos, qvel, ctrl, warm, time))
-        out = [np.empty_like(q), np.empty_like(v), np.empty_like(w), np.empty_like(t), np.empty((len(q), m.nsensordata)), np.empty_like(q)]
+        flat = lambda x: np.asarray(x, np.float64).reshape(-1, *x.shape[len(shape) :])  # noqa: E731
+        q, v, u, w, t = (flat(x) for x in (qpos, qvel, ctrl, warm, time))
+        params = [flat(x) for x in params]
+        out = [np.empty_like(q), np.empty_like(v), np.empty_like(w), np.empty_like(t), np.empty((len(q), self.model.nsensordata)), np.empty_like(q)]
 
-        def work(d: mujoco.MjData, worlds: np.ndarray) -> None:
+        def work(m: mujoco.MjModel, d: mujoco.MjData, worlds: np.ndarray) -> None:
+            m = m if names else self.model
             for i in worlds:
+                for name, value in zip(names, params):
+                    getattr(m, name)[...] = value[i]
                 d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:], d.time = q[i], v[i], u[i], w[i], t[i]
                 d.act[:] = 0.0
                 if n_substeps > 1:
@@ -148,7 +158,7 @@ class CPhysics(Physics):
         q, v, u = (np.asarray(x, np.float64).reshape(-1, x.shape[-1]) for x in (qpos, qvel, ctrl))
         sens = np.empty((len(q), m.nsensordata))
 
-        def work(d: mujoco.MjData, worlds: np.ndarray) -> None:
+        def work(_: mujoco.MjModel, d: mujoco.MjData, worlds: np.ndarray) -> None:
             for i in worlds:
                 mujoco.mj_resetData(m, d)
                 d.qpos[:], d.qvel[:], d.ctrl[:] = q[i], v[i], u[i]
@@ -164,13 +174,15 @@ class CPhysics(Physics):
         zero_v = jnp.zeros_like(qvel)
         return PhysicsState(qpos, qvel, ctrl, zero_v, jnp.zeros(qpos.shape[:-1], qpos.dtype), sens, qpos)
 
-    def step(self, state, ctrl, n_substeps):
+    def step(self, state, ctrl, n_substeps, params=None):
         s = state
         shapes = (s.qpos, s.qvel, s.qacc_warmstart, s.time, s.sensordata, s.qpos)
         out = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in shapes)
-        host = lambda *a: self._host_step(*a, n_substeps=n_substeps)  # noqa: E731
+        names = tuple(sorted(params)) if params else ()
+        host = lambda *a: self._host_step(*a, n_substeps=n_substeps, names=names)  # noqa: E731
         q, v, w, t, sens, kin_q = jax.pure_callback(
-            host, out, s.qpos, s.qvel, ctrl.astype(s.qpos.dtype), s.qacc_warmstart, s.time, vmap_method="broadcast_all"
+            host, out, s.qpos, s.qvel, ctrl.astype(s.qpos.dtype), s.qacc_warmstart, s.time,
+            *(params[k] for k in names), vmap_method="broadcast_all",
         )
         return PhysicsState(q, v, ctrl, w, t, sens, kin_q)
 

@@ -28,7 +28,7 @@ import numpy as np
 from flax import struct
 from jax import Array
 
-from so101_mjx import ik
+from so101_mjx import ik, randomization
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.physics import Physics, PhysicsState, make_physics
 from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, actuator_ids, joint_dof_ids, joint_qpos_ids, load_model
@@ -64,6 +64,7 @@ class ArmConfig:
     jaw_pads: bool = False
     image_obs: bool = False
     episode_length: int = 100
+    randomization: randomization.Randomization | None = None  # per-episode domain randomization
 
     def validate(self) -> None:
         """Raise ValueError naming the first invalid field."""
@@ -174,8 +175,18 @@ class SO101Env(abc.ABC):
             self.ee_pos(physics),
         ], axis=-1)
 
-    def init_arm(self, qpos: Array) -> tuple[PhysicsState, dict[str, Array]]:
-        """Reset-time physics (arm at HOME, jaw ctrl 0, at rest) and the arm's info entries."""
+    def sample_params(self, rng: Array, dtype) -> dict[str, Array] | None:
+        """This episode's randomized model arrays, or None without ``config.randomization``."""
+        if self.config.randomization is None:
+            return None
+        return randomization.sample(self.mj_model, self.config.randomization, rng, dtype)
+
+    def init_arm(self, qpos: Array, params: dict[str, Array] | None = None) -> tuple[PhysicsState, dict[str, Array]]:
+        """Reset-time physics (arm at HOME, jaw ctrl 0, at rest) and the arm's info entries.
+
+        ``params`` (from :meth:`sample_params`) are kept in ``info["model_params"]`` and applied
+        on every step of the episode.
+        """
         dtype = qpos.dtype
         home = jnp.asarray(HOME_POSITION, dtype)
         qpos = qpos.at[self._arm_qpos].set(home)
@@ -186,6 +197,8 @@ class SO101Env(abc.ABC):
             "last_action_zero": jnp.zeros((), bool),
             "nonfinite_actions": jnp.zeros((), jnp.int32),
         }
+        if params is not None:
+            info["model_params"] = params
         return physics, info
 
     def control(self, state: State, action: Array) -> tuple[PhysicsState, dict[str, Array]]:
@@ -217,7 +230,7 @@ class SO101Env(abc.ABC):
                 self.kin, q_arm, target, damping=IK_DAMPING, iterations=IK_ITERATIONS, tolerance=IK_TOLERANCE,
                 lower=lower, upper=upper,
             )
-        physics = self.actuate(physics, q_ik, gripper)
+        physics = self.actuate(physics, q_ik, gripper, info.get("model_params"))
         info = {
             **info,
             "ik_target": target,
@@ -226,12 +239,12 @@ class SO101Env(abc.ABC):
         }
         return physics, info
 
-    def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array) -> PhysicsState:
+    def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array, params: dict[str, Array] | None = None) -> PhysicsState:
         """Hold arm targets ``arm_q`` (5,) rad (clipped to the ctrl ranges) and ``gripper_ctrl`` rad
-        for ``n_substeps`` physics steps."""
+        for ``n_substeps`` physics steps (with per-world model ``params`` if given)."""
         arm = jnp.clip(arm_q, self._arm_ctrl_range[:, 0], self._arm_ctrl_range[:, 1])
         ctrl = physics.ctrl.at[self._arm_act].set(arm).at[self._gripper_act].set(gripper_ctrl)
-        return self.physics.step(physics, ctrl, self.n_substeps)
+        return self.physics.step(physics, ctrl, self.n_substeps, params)
 
     def actuator_force(self, physics: PhysicsState) -> Array:
         """Position-actuator forces (nu,) N·m at the current state: clip(kp·(ctrl − q) − kv·q̇, forcerange)."""

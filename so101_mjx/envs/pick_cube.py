@@ -61,12 +61,26 @@ class PickCube(SO101Env):
     def block_pos(self, state_physics) -> Array:
         return self.physics.sensor(state_physics, "block_pos")
 
-    def reset_with_block(self, rng: Array, block_xy: Array, extra_info: dict | None = None) -> State:
-        """Reset with the block at ``block_xy`` (2,) — the seam parity tests use."""
+    def block_half_height(self, params: dict | None, dtype) -> Array:
+        """Block half-size in z (metres): the model's, or this episode's randomized one."""
+        if params is None:
+            return jnp.asarray(self._block_z, dtype)
+        return params["geom_size"][self.mj_model.geom("block").id, 2]
+
+    def reset_with_block(self, rng: Array, block_xy: Array, extra_info: dict | None = None, params: dict | None = None) -> State:
+        """Reset with the block at ``block_xy`` (2,) — the seam parity tests use.
+
+        ``params``: this episode's randomized model arrays (sampled from ``rng`` when None and
+        the config randomizes).
+        """
         dtype = block_xy.dtype
+        if params is None:
+            rng, key = jax.random.split(rng)
+            params = self.sample_params(key, dtype)
+        block_z = self.block_half_height(params, dtype)
         qpos = as_qpos0(self.mj_model, dtype)
-        qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, jnp.asarray([self._block_z], dtype)]))
-        physics, info = self.init_arm(qpos)
+        qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, block_z[None]]))
+        physics, info = self.init_arm(qpos, params)
         block = self.block_pos(physics)
         info = {**info, "rng": rng, "z_init": block[2], "succeed": jnp.zeros((), bool), **(extra_info or {})}
         obs = self.observation(physics, info)

@@ -69,10 +69,11 @@ class PickPlace(PickCube):
 
     def reset_with_block(self, rng: Array, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the block at ``block_xy`` and the goal at ``goal_xy`` (sampled when None)."""
-        rng, key = jax.random.split(rng)
+        rng, key, params_key = jax.random.split(rng, 3)
         goal_xy = self.sample_goal_xy(key, block_xy) if goal_xy is None else goal_xy
-        goal = jnp.concatenate([goal_xy, jnp.asarray([self._block_z], goal_xy.dtype)])
-        return super().reset_with_block(rng, block_xy, {"goal": goal, "was_carried": jnp.zeros((), bool)})
+        params = self.sample_params(params_key, block_xy.dtype)
+        goal = jnp.concatenate([goal_xy, self.block_half_height(params, block_xy.dtype)[None]])
+        return super().reset_with_block(rng, block_xy, {"goal": goal, "was_carried": jnp.zeros((), bool)}, params)
 
     def environment_state(self, physics, info) -> Array:
         return jnp.concatenate([self.block_pos(physics), info["goal"]])

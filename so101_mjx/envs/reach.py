@@ -40,7 +40,8 @@ class Reach(SO101Env):
         super().__init__(config or default_config(), backend, **physics_kwargs)
 
     def reset_with_target(self, rng: Array, target: Array) -> State:
-        physics, info = self.init_arm(as_qpos0(self.mj_model, target.dtype))
+        rng, key = jax.random.split(rng)
+        physics, info = self.init_arm(as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype))
         info = {**info, "rng": rng, "target": target, "succeed": jnp.zeros((), bool)}
         metrics = {**default_metrics(info), "success": jnp.zeros((), jnp.float32), "distance": self.distance(physics, info).astype(jnp.float32)}
         dtype = target.dtype
