@@ -4,9 +4,17 @@ Pure-functional task envs running as thousands of MJX worlds on an accelerator o
 speed on a CPU, jitted IK, Brax PPO training, and a CPU MuJoCo path kept numerically comparable.
 """
 
-from so101_mjx import compat as _compat
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import ARM_JOINTS, ROBOT_JOINTS, load_model, scene_path
+import os as _os
+import sys as _sys
+
+if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
+    # Headless Linux: EGL (GPU drivers, or Mesa's software EGL). Must be set before mujoco's GL
+    # context module is imported; an explicit MUJOCO_GL (e.g. osmesa) wins.
+    _os.environ.setdefault("MUJOCO_GL", "egl")
+
+from so101_mjx import compat as _compat  # noqa: E402
+from so101_mjx.kinematics import Kinematics  # noqa: E402
+from so101_mjx.scenes import ARM_JOINTS, ROBOT_JOINTS, load_model, scene_path  # noqa: E402
 
 __version__ = "0.1.0"
 

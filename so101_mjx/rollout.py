@@ -122,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     if args.video:
         from so101_mjx.render import render_trajectory
 
-        qpos = np.asarray(out["states"].physics.qpos[:, 0])
-        render_trajectory(env, qpos, args.video, fps=round(1 / env.dt))
+        states = out["states"]
+        marker = {"goal": np.asarray(states.info["goal"][0, 0])} if "goal" in states.info else None
+        render_trajectory(env, np.asarray(states.physics.qpos[0]), args.video, fps=round(1 / env.dt), site_pos=marker)
         print(f"  video of world 0: {args.video}")
     return 0

@@ -1,0 +1,286 @@
+"""gymnasium envs on MuJoCo C: a drop-in for lerobot_env_so101 0.4.0.
+
+``import so101_mjx.gym`` registers ``so101_mjx/SO101PickCube-v0`` (100 steps),
+``so101_mjx/SO101PickPlace-v0`` (300) and ``so101_mjx/SO101Reach-v0`` (50). A lerobot_env_so101
+user switches by changing the import and the env id::
+
+    import gymnasium as gym
+    import so101_mjx.gym  # noqa: F401
+    env = gym.make("so101_mjx/SO101PickPlace-v0", action_scale=0.025)
+
+Each env steps ONE world of the functional env (:mod:`so101_mjx.envs`) on backend ``c``, with its
+``reset``/``step`` jitted once per instance: rewards, IK, observations and sanitization are that
+code, not a second implementation. The functional env runs in float64 when JAX x64 is enabled and
+in float32 otherwise; observations are float32 like the reference's.
+
+Differences from the reference: ``reset`` draws a JAX PRNGKey from gymnasium's ``np_random``, so a
+seed gives the same episode every time but not the reference's block position; ``data`` is a
+read-only snapshot (writes do not reach the simulation; use :meth:`SO101MjxGymEnv.reset_to`);
+non-finite actions hold the pose (see :mod:`so101_mjx.envs.base`) instead of reaching MuJoCo;
+``render_mode`` is ``"rgb_array"`` only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any
+
+import gymnasium
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from gymnasium import spaces
+
+from so101_mjx.envs import State, make
+from so101_mjx.envs.registry import NAMESPACE, default_config
+
+AGENT_POS_SIZE = 14
+CAMERA = "front"
+
+
+@dataclasses.dataclass(frozen=True)
+class GymRenderingSpec:
+    """Offscreen frame size in pixels; ``render()`` always uses the ``front`` camera, as the reference."""
+
+    height: int = 128
+    width: int = 128
+    camera_id: str | int = -1  # accepted for API compatibility; the reference ignores it too
+    mode: str = "rgb_array"
+
+
+def normalized_to_ctrl(norm: float | np.ndarray, ctrlrange) -> np.ndarray:
+    """Jaw command in [0, 1] (0 closed, 1 open; clipped) -> gripper ctrl [rad]: ``lo + n·(hi − lo)``."""
+    lo, hi = ctrlrange
+    return lo + np.clip(norm, 0.0, 1.0) * (hi - lo)
+
+
+def ctrl_to_normalized(ctrl: float | np.ndarray, ctrlrange) -> np.ndarray:
+    """Gripper ctrl or jaw angle [rad] -> open fraction ``(ctrl − lo) / (hi − lo)``, NOT clipped (as the reference)."""
+    lo, hi = ctrlrange
+    return (np.asarray(ctrl) - lo) / (hi - lo)
+
+
+class SO101MjxGymEnv(gymnasium.Env):
+    """One world of a registered functional env on MuJoCo C, with the reference's gym API.
+
+    Args:
+        name: registry name (``SO101PickCube-v0``, ...).
+        seed: seeds ``random_state`` (as the reference; episodes are seeded by ``reset(seed=...)``).
+        render_spec: frame size of ``render()`` and of ``pixels.front``.
+        render_mode: ``"rgb_array"``.
+        image_obs: replace ``environment_state`` by ``pixels.front`` (H, W, 3) uint8.
+        **config: task config overrides with the reference's names (``action_scale``,
+            ``control_dt``, ``physics_dt``, ``reward_type``, ``random_block_position``,
+            ``top_down_ik``, ``jaw_pads``); ValueError naming an invalid field.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+    task: str = ""
+
+    def __init__(
+        self,
+        seed: int = 0,
+        render_spec: GymRenderingSpec = GymRenderingSpec(),  # noqa: B008
+        render_mode: str = "rgb_array",
+        image_obs: bool = False,
+        **config: Any,
+    ):
+        if render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        self.env = make(self.task, backend="c", **config)
+        self._dtype = jnp.result_type(float)  # float64 under jax_enable_x64, else float32
+        self._reset_fn = jax.jit(self.env.reset)
+        self._step_fn = jax.jit(self.env.step)
+        self._ik_point = jax.jit(self.env.ik_point)
+        self.render_mode = render_mode
+        self.image_obs = image_obs
+        self._render_spec = render_spec
+        self._random = np.random.RandomState(seed)
+        self._renderer: mujoco.Renderer | None = None
+        self._data = mujoco.MjData(self.env.mj_model)
+        self._data_stale = True
+        self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.env.dt))}
+
+        state = self._reset_fn(jax.random.PRNGKey(seed))
+        self._state: State = state
+        env_size = state.obs.shape[-1] - AGENT_POS_SIZE
+        agent = spaces.Box(-np.inf, np.inf, (AGENT_POS_SIZE,), np.float32)
+        if image_obs:
+            front = spaces.Box(0, 255, (render_spec.height, render_spec.width, 3), np.uint8)
+            self.observation_space = spaces.Dict({"pixels": spaces.Dict({"front": front}), "agent_pos": agent})
+        else:
+            env_box = spaces.Box(-np.inf, np.inf, (env_size,), np.float32)
+            self.observation_space = spaces.Dict({"agent_pos": agent, "environment_state": env_box})
+        self.action_space = spaces.Box(
+            np.asarray([-1, -1, -1, 0], np.float32), np.asarray([1, 1, 1, 1], np.float32), dtype=np.float32
+        )
+
+    # -- gymnasium API --------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        """New episode; the JAX key is drawn from ``np_random`` (seeded by ``seed``)."""
+        super().reset(seed=seed)
+        key = jax.random.PRNGKey(self.np_random.integers(0, 2**31 - 1))
+        return self.reset_to(self._reset_fn(key))
+
+    def reset_to(self, state: State) -> tuple[dict, dict]:
+        """Start an episode from an exact functional state (e.g. ``self.env.reset_with_block(...)``)."""
+        self._set_state(state)
+        return self._observation(), {}
+
+    def step(self, action) -> tuple[dict, float, bool, bool, dict]:
+        """One control step with ``action`` (4,) = [dx, dy, dz, grasp]; ValueError for another shape."""
+        action = np.asarray(action, np.float64)
+        if action.shape != (4,):
+            raise ValueError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
+        self._set_state(self._step_fn(self._state, jnp.asarray(action, self._dtype)))
+        s = self._state
+        return self._observation(), float(s.reward), bool(s.done), False, {"succeed": bool(s.info["succeed"])}
+
+    def render(self) -> np.ndarray:
+        """(height, width, 3) uint8 frame from the ``front`` camera (needs a GL backend: MUJOCO_GL=egl)."""
+        if self._renderer is None:
+            model = self.env.mj_model
+            model.vis.global_.offwidth = max(model.vis.global_.offwidth, self._render_spec.width)
+            model.vis.global_.offheight = max(model.vis.global_.offheight, self._render_spec.height)
+            self._renderer = mujoco.Renderer(model, self._render_spec.height, self._render_spec.width)
+        self._renderer.update_scene(self.data, camera=CAMERA)
+        return self._renderer.render()
+
+    def close(self) -> None:
+        """Release the GL context, if one was opened."""
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+    # -- reference properties -------------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        """The functional env's current state."""
+        return self._state
+
+    @property
+    def model(self) -> mujoco.MjModel:
+        return self.env.mj_model
+
+    @property
+    def data(self) -> mujoco.MjData:
+        """Snapshot of the current state (qpos, qvel, ctrl, time, warm start) after ``mj_forward``.
+
+        Read-only in effect: the simulation lives in :attr:`state`. Its sensors are evaluated at
+        the current qpos, whereas ``agent_pos``'s ee_pos, as the reference's, is one physics step
+        stale.
+        """
+        if self._data_stale:
+            p, d = self._state.physics, self._data
+            d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:] = p.qpos, p.qvel, p.ctrl, p.qacc_warmstart
+            d.time = float(p.time)
+            mujoco.mj_forward(self.env.mj_model, d)
+            self._data_stale = False
+        return self._data
+
+    @property
+    def ik_point_pos(self) -> np.ndarray:
+        """World position (3,) of the point the action moves (grasp point with ``top_down_ik``)."""
+        return np.asarray(self._ik_point(self._state.physics), np.float64)
+
+    @property
+    def control_dt(self) -> float:
+        return self.env.config.control_dt
+
+    @property
+    def physics_dt(self) -> float:
+        return self.env.config.physics_dt
+
+    @property
+    def random_state(self) -> np.random.RandomState:
+        return self._random
+
+    # -- internals ------------------------------------------------------------------------------
+    def _set_state(self, state: State) -> None:
+        self._state = state
+        self._data_stale = True
+
+    def _observation(self) -> dict:
+        obs = np.asarray(self._state.obs, np.float32)
+        if self.image_obs:
+            return {"pixels": {"front": self.render()}, "agent_pos": obs[:AGENT_POS_SIZE]}
+        return {"agent_pos": obs[:AGENT_POS_SIZE], "environment_state": obs[AGENT_POS_SIZE:]}
+
+
+class SO101PickCubeGymEnv(SO101MjxGymEnv):
+    """``so101_mjx/SO101PickCube-v0``: lift the block; environment_state = block (3)."""
+
+    task = "SO101PickCube-v0"
+
+
+class SO101PickPlaceGymEnv(SO101MjxGymEnv):
+    """``so101_mjx/SO101PickPlace-v0``: carry the block to the goal; environment_state = block, goal (6)."""
+
+    task = "SO101PickPlace-v0"
+
+    @property
+    def goal_pos(self) -> np.ndarray:
+        """Where the block centre should rest, world (3,)."""
+        return np.asarray(self._state.info["goal"], np.float64)
+
+
+class SO101ReachGymEnv(SO101MjxGymEnv):
+    """``so101_mjx/SO101Reach-v0``: reach a target; environment_state = target, target − ee (6)."""
+
+    task = "SO101Reach-v0"
+
+    @property
+    def target_pos(self) -> np.ndarray:
+        """The target, world (3,)."""
+        return np.asarray(self._state.info["target"], np.float64)
+
+
+class SevenDofToFourDofAdapter(gymnasium.ActionWrapper):
+    """Accept 7-dim ``[dx, dy, dz, drx, dry, drz, grasp]`` actions; the rotation deltas are dropped.
+
+    As lerobot_env_so101's adapter: warns once at construction, ValueError unless the wrapped
+    env's action space is a 4-dim Box.
+    """
+
+    def __init__(self, env: gymnasium.Env):
+        super().__init__(env)
+        warnings.warn(
+            "SevenDofToFourDofAdapter discards the rotation deltas (drx, dry, drz) of 7-dim actions: "
+            "the SO-101 IK controls end-effector position only.",
+            stacklevel=2,
+        )
+        native = env.action_space
+        if not isinstance(native, spaces.Box) or native.shape != (4,):
+            raise ValueError(f"SevenDofToFourDofAdapter expects a wrapped env with a 4-dim Box action space, got {native}")
+        low = np.insert(native.low, (3, 3, 3), -1.0).astype(np.float32)
+        high = np.insert(native.high, (3, 3, 3), 1.0).astype(np.float32)
+        self.action_space = spaces.Box(low, high, dtype=np.float32)
+
+    def action(self, action) -> np.ndarray:
+        """[dx, dy, dz, drx, dry, drz, grasp] (7,) -> [dx, dy, dz, grasp] (4,)."""
+        action = np.asarray(action, np.float32)
+        if action.shape != (7,):
+            raise ValueError(f"action must have shape (7,) = [dx, dy, dz, drx, dry, drz, grasp], got {action.shape}")
+        return action[[0, 1, 2, 6]]
+
+
+ENV_CLASSES: dict[str, type[SO101MjxGymEnv]] = {
+    cls.task: cls for cls in (SO101PickCubeGymEnv, SO101PickPlaceGymEnv, SO101ReachGymEnv)
+}
+
+
+def register() -> None:
+    """Register the ``so101_mjx/...`` ids with gymnasium (idempotent; done on import)."""
+    for name, cls in ENV_CLASSES.items():
+        env_id = NAMESPACE + name
+        if env_id not in gymnasium.registry:
+            gymnasium.register(
+                id=env_id,
+                entry_point=f"{__name__}:{cls.__name__}",
+                max_episode_steps=default_config(name).episode_length,
+            )
+
+
+register()

@@ -1,0 +1,333 @@
+"""MJX-vs-CPU parity harness: ``so101-mjx parity [--x64] [--episodes N] [--json out.json]``.
+
+Identical initial states and action sequences go through (a) backend ``mjx``, (b) backend ``c``,
+(c) the gymnasium env (:mod:`so101_mjx.gym`) and (d) lerobot_env_so101 0.4.0 when installed, with
+noslip off (our scenes have none, MJX lacks it) and on (the reference's default). Reported:
+
+- a table of max |deviation| from backend ``c`` per quantity (IK target, ctrl, qpos, qvel, obs,
+  reward, success) over the first 1, 10, 50, 200 control steps of three open-loop episodes:
+  ``reach/waypoints`` (contact-free), ``pick_cube/random`` (block resting on the floor, arm
+  moving) and ``pick_place/scripted`` (grasp, carry, place);
+- one control step from identical physics states (every state of each ``c`` trajectory),
+  ``mjx`` vs ``c``, max |dqpos|, |dqvel|;
+- the scripted pick-and-place closed loop over N random seeds on ``mjx`` and ``c``: success
+  rates and per-episode outcome agreement.
+
+Everything runs in float32 unless ``--x64``; the contract (README, DESIGN.md) is stated in float64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HORIZONS = (1, 10, 50, 200)
+QUANTITIES = ("ik_target", "ctrl", "qpos", "qvel", "obs", "reward", "success")
+REF_ENVS = {"SO101PickCube-v0": "SO101PickCubeGymEnv", "SO101PickPlace-v0": "SO101PickPlaceGymEnv"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Episode:
+    """An open-loop episode: task, config overrides, fixed initial state and actions (T, 4)."""
+
+    label: str
+    task: str
+    config: dict[str, Any]
+    actions: np.ndarray
+
+
+# --- scripted pick-and-place (temporary JAX port of lerobot_env_so101.scripted.pick_place) ---------
+# Phases HOVER, DESCEND, CLOSE, LIFT, TRAVERSE, LOWER, OPEN, RETREAT, DONE.
+HOVER_HEIGHT, LIFT_HEIGHT, GRASP_HEIGHT, RELEASE_CLEARANCE = 0.07, 0.06, 0.015, 0.002
+GOAL_TOLERANCE, CAREFUL_SPEED, PHASE_TIMEOUT_STEPS = 0.004, 0.4, 60
+_DONE = 8
+_HOLD_STEPS = np.array([0, 0, 10, 0, 0, 0, 8, 0, 0])
+_GRIP = np.array([1, 1, 0, 0, 0, 0, 1, 1, 1], float)
+_CAREFUL = np.array([0, 1, 0, 1, 0, 1, 0, 0, 0], bool)
+
+
+def scripted_action(ctl: dict, grasp: jax.Array, block: jax.Array, goal: jax.Array, action_scale: float):
+    """One step of the reference's ``PickPlaceController.act``; ``ctl`` = {phase, steps, table_z}.
+
+    Returns (action (4,), new ctl). Pure and vmap-safe; phases that are already finished are
+    skipped within the same call, as the reference's ``while`` loop does.
+    """
+    z = ctl["table_z"]
+    lift_z = z + GRASP_HEIGHT + LIFT_HEIGHT
+    at = lambda x, y, h: jnp.stack([x, y, jnp.broadcast_to(h, x.shape)])  # noqa: E731
+    steered = grasp + goal - block
+    targets = jnp.stack([
+        at(block[0], block[1], z + HOVER_HEIGHT), at(block[0], block[1], z + GRASP_HEIGHT), grasp,
+        at(grasp[0], grasp[1], lift_z), at(steered[0], steered[1], lift_z),
+        steered + jnp.asarray([0, 0, RELEASE_CLEARANCE], grasp.dtype), grasp,
+        at(grasp[0], grasp[1], z + HOVER_HEIGHT), grasp,
+    ])
+    hold_steps, careful = jnp.asarray(_HOLD_STEPS), jnp.asarray(_CAREFUL)
+
+    def advance(carry, _):
+        phase, steps, delta, settled = carry
+        error = targets[phase] - grasp
+        hold = hold_steps[phase] > 0
+        finished = jnp.where(hold, steps >= hold_steps[phase], (jnp.linalg.norm(error) < GOAL_TOLERANCE) | (steps >= PHASE_TIMEOUT_STEPS))
+        limit = jnp.where(careful[phase], CAREFUL_SPEED, 1.0)
+        move = jnp.where(hold | (phase == _DONE), 0.0, jnp.clip(error / action_scale, -limit, limit))
+        stop = settled | (phase == _DONE) | ~finished
+        delta = jnp.where(settled, delta, move)
+        return (jnp.where(stop, phase, phase + 1), jnp.where(stop, steps, 0), delta, stop), None
+
+    init = (ctl["phase"], ctl["steps"], jnp.zeros(3, grasp.dtype), jnp.zeros((), bool))
+    (phase, steps, delta, _), _ = jax.lax.scan(advance, init, None, length=_DONE + 1)
+    action = jnp.concatenate([delta, jnp.asarray(_GRIP, grasp.dtype)[phase][None]])
+    return action, {**ctl, "phase": phase, "steps": steps + 1}
+
+
+def scripted_rollout(env, keys: jax.Array, n_steps: int) -> dict[str, jax.Array]:
+    """Closed-loop scripted pick-and-place in a batch of worlds (keys (B, 2)).
+
+    Returns ``actions`` (B, T, 4) and ``success`` (B,): the episode's first termination
+    (success or block out of the workspace) was a success.
+    """
+    scale = env.config.action_scale
+
+    def one(key):
+        s = env.reset(key)
+        ctl = {"phase": jnp.zeros((), jnp.int32), "steps": jnp.zeros((), jnp.int32), "table_z": s.info["z_init"]}
+
+        def body(carry, _):
+            s, ctl, ended, success = carry
+            a, ctl = scripted_action(ctl, env.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], scale)
+            s = env.step(s, a)
+            success = success | (~ended & s.info["succeed"])
+            return (s, ctl, ended | (s.done > 0), success), a
+
+        init = (s, ctl, jnp.zeros((), bool), jnp.zeros((), bool))
+        (_, _, _, success), actions = jax.lax.scan(body, init, None, length=n_steps)
+        return {"actions": actions, "success": success}
+
+    return jax.jit(jax.vmap(one))(keys)
+
+
+# --- open-loop episodes ------------------------------------------------------------------------------
+def make_episodes(n_steps: int, seed: int = 0) -> list[Episode]:
+    """The three open-loop episodes of the table (fixed block / goal positions, fixed targets)."""
+    from so101_mjx.envs import make
+    from so101_mjx.envs.reach import TARGET_BOUNDS
+
+    rng = np.random.default_rng(seed)
+    # Reach: a piecewise-linear path through random waypoints inside the target box, at most one
+    # action unit per step: the arm stays above the floor (contact-free).
+    reach_cfg = {"action_scale": 0.01}
+    start = np.asarray(make("SO101Reach-v0", "c", **reach_cfg).reset(jax.random.PRNGKey(0)).info["ik_target"])
+    path = [start]
+    while len(path) <= n_steps:
+        goal = rng.uniform(*TARGET_BOUNDS)
+        n = int(np.ceil(np.abs(goal - path[-1]).max() / reach_cfg["action_scale"]))
+        path += list(path[-1] + np.linspace(0, 1, n + 1)[1:, None] * (goal - path[-1]))
+    reach = np.diff(np.asarray(path[: n_steps + 1]), axis=0) / reach_cfg["action_scale"]
+    reach = np.concatenate([reach, rng.uniform(0, 1, (n_steps, 1))], axis=1)
+
+    pick = np.concatenate([rng.uniform(-1, 1, (n_steps, 3)), rng.uniform(0, 1, (n_steps, 1))], axis=1)
+
+    place_cfg = {"action_scale": 0.025}
+    env = make("SO101PickPlace-v0", "c", **place_cfg)
+    place = np.asarray(scripted_rollout(env, jax.random.PRNGKey(0)[None], max(n_steps, 300))["actions"][0, :n_steps])
+    return [
+        Episode("reach/waypoints", "SO101Reach-v0", reach_cfg, reach),
+        Episode("pick_cube/random", "SO101PickCube-v0", {"action_scale": 0.025, "reward_type": "dense"}, pick),
+        Episode("pick_place/scripted", "SO101PickPlace-v0", place_cfg, place),
+    ]
+
+
+def initial_state(env):
+    """The fixed initial state (block / goal at the reference's fixed positions, Reach's target)."""
+    from so101_mjx.envs.pick_cube import PickCube
+
+    key, dtype = jax.random.PRNGKey(0), jnp.result_type(float)
+    if isinstance(env, PickCube):
+        return env.reset_with_block(key, jnp.asarray(env.fixed_block_xy, dtype))
+    return env.reset_with_target(key, jnp.asarray([0.25, 0.05, 0.15], dtype))
+
+
+def _record(s) -> dict[str, jax.Array]:
+    p = s.physics
+    return {
+        "ik_target": s.info["ik_target"], "ctrl": p.ctrl, "qpos": p.qpos, "qvel": p.qvel, "obs": s.obs,
+        "reward": s.reward, "success": s.info["succeed"].astype(p.qpos.dtype),
+    }
+
+
+def run_functional(env, actions: np.ndarray):
+    """Trajectory of a functional env: (records {quantity: (T, ...)}, physics states (T+1, ...))."""
+    s0 = initial_state(env)
+
+    @jax.jit
+    def rollout(s0, actions):
+        def body(s, a):
+            s = env.step(s, a)
+            return s, (_record(s), s.physics)
+
+        _, (rec, phys) = jax.lax.scan(body, s0, actions)
+        return rec, jax.tree.map(lambda a, b: jnp.concatenate([a[None], b]), s0.physics, phys)
+
+    rec, phys = rollout(s0, jnp.asarray(actions, s0.obs.dtype))
+    return jax.tree.map(np.asarray, rec), phys
+
+
+def run_gym(ep: Episode, actions: np.ndarray) -> dict[str, np.ndarray]:
+    """The same episode through the gymnasium env (float32 observations)."""
+    from so101_mjx.gym import ENV_CLASSES
+
+    env = ENV_CLASSES[ep.task](**ep.config)
+    env.reset_to(initial_state(env.env))
+    out = []
+    for a in actions:
+        obs, reward, _, _, info = env.step(a)
+        rec = {k: np.asarray(v) for k, v in _record(env.state).items()}
+        out.append({**rec, "obs": np.concatenate([obs["agent_pos"], obs["environment_state"]]), "reward": reward, "success": float(info["succeed"])})
+    env.close()
+    return {k: np.stack([o[k] for o in out]) for k in QUANTITIES}
+
+
+def run_reference(ep: Episode, actions: np.ndarray, noslip: bool) -> dict[str, np.ndarray] | None:
+    """The same episode through lerobot_env_so101 (None when not installed or no such task)."""
+    try:
+        import lerobot_env_so101 as ref
+    except ImportError:
+        return None
+    if ep.task not in REF_ENVS:
+        return None
+    env = getattr(ref, REF_ENVS[ep.task])(**ep.config)
+    if not noslip:
+        env.model.opt.noslip_iterations = 0
+    env.reset(seed=0)  # fixed block (and goal) positions, as initial_state
+    out = []
+    for a in actions:
+        obs, reward, _, _, info = env.step(np.asarray(a))
+        d = env.data
+        out.append({
+            "ik_target": env._target_ee_pos.copy(), "ctrl": d.ctrl.copy(), "qpos": d.qpos.copy(), "qvel": d.qvel.copy(),
+            "obs": np.concatenate([obs["agent_pos"], obs["environment_state"]]), "reward": reward, "success": float(info["succeed"]),
+        })
+    return {k: np.stack([o[k] for o in out]) for k in QUANTITIES}
+
+
+def horizon_deviation(a: dict, b: dict, horizons=HORIZONS) -> dict[str, list[float]]:
+    """max |a − b| per quantity over the first h steps, for each h (NaN past the episode)."""
+    out = {}
+    for q in QUANTITIES:
+        err = np.abs(np.asarray(a[q], np.float64) - np.asarray(b[q], np.float64)).reshape(len(a[q]), -1).max(axis=1)
+        out[q] = [float(err[:h].max()) if h <= len(err) else float("nan") for h in horizons]
+    return out
+
+
+def one_step_deviation(c_env, mjx_env, phys, ctrls: np.ndarray) -> dict[str, float]:
+    """From every state of a ``c`` trajectory, one control step with the same ctrl on both backends."""
+    n = c_env.n_substeps
+    states = jax.tree.map(lambda x: x[:-1], phys)
+    ctrls = jnp.asarray(ctrls, states.qpos.dtype)
+    c_next = jax.jit(jax.vmap(lambda p, u: c_env.physics.step(p, u, n)))(states, ctrls)
+    m_next = jax.jit(jax.vmap(lambda p, u: mjx_env.physics.step(p, u, n)))(states, ctrls)
+    return {k: float(jnp.abs(getattr(c_next, k) - getattr(m_next, k)).max()) for k in ("qpos", "qvel")}
+
+
+def _progress(msg: str) -> None:
+    print(f"[parity {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def compare_episode(ep: Episode, with_mjx: bool = True) -> dict[str, Any]:
+    """All comparisons of one episode against backend ``c``."""
+    from so101_mjx.envs import make
+
+    _progress(f"{ep.label}: {len(ep.actions)} steps")
+
+    c_env = make(ep.task, "c", **ep.config)
+    c_rec, c_phys = run_functional(c_env, ep.actions)
+    rows, one_step = {}, None
+    if with_mjx:
+        mjx_env = make(ep.task, "mjx", **ep.config)
+        rows["mjx"] = horizon_deviation(run_functional(mjx_env, ep.actions)[0], c_rec)
+        one_step = one_step_deviation(c_env, mjx_env, c_phys, c_rec["ctrl"])
+    rows["gym"] = horizon_deviation(run_gym(ep, ep.actions), c_rec)
+    for noslip in (False, True):
+        ref = run_reference(ep, ep.actions, noslip)
+        if ref is not None:
+            rows[f"reference noslip {'on' if noslip else 'off'}"] = horizon_deviation(ref, c_rec)
+    return {"rows": rows, "one_step_mjx_vs_c": one_step}
+
+
+def outcome_agreement(n_episodes: int, n_steps: int = 300, seed: int = 0) -> dict[str, float]:
+    """Scripted pick-and-place on random seeds, ``mjx`` vs ``c``: success rates and agreement."""
+    from so101_mjx.envs import make
+
+    keys = jax.random.split(jax.random.PRNGKey(seed), n_episodes)
+    cfg = {"action_scale": 0.025, "random_block_position": True}
+    _progress(f"scripted pick-and-place closed loop, {n_episodes} seeds, backends c and mjx")
+    succ = {b: np.asarray(scripted_rollout(make("SO101PickPlace-v0", b, **cfg), keys, n_steps)["success"]) for b in ("c", "mjx")}
+    return {
+        "episodes": n_episodes,
+        "success_rate_c": float(succ["c"].mean()),
+        "success_rate_mjx": float(succ["mjx"].mean()),
+        "outcome_agreement": float((succ["c"] == succ["mjx"]).mean()),
+    }
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """Fixed-width text table of :func:`run_all`'s results."""
+    hs = results["horizons"]
+    lines = [f"dtype {results['dtype']}; max |x − x_c| over the first h control steps", ""]
+    head = f"{'episode':22s} {'vs c':20s} {'quantity':10s}" + "".join(f"{'h=' + str(h):>10s}" for h in hs)
+    lines += [head, "-" * len(head)]
+    for label, ep in results["episodes"].items():
+        for pair, devs in ep["rows"].items():
+            for q, vals in devs.items():
+                lines.append(f"{label:22s} {pair:20s} {q:10s}" + "".join(f"{v:10.2e}" for v in vals))
+    lines.append("")
+    for label, ep in results["episodes"].items():
+        if ep["one_step_mjx_vs_c"]:
+            d = ep["one_step_mjx_vs_c"]
+            lines.append(f"one control step from identical states, mjx vs c, {label}: qpos {d['qpos']:.2e}  qvel {d['qvel']:.2e}")
+    if "contact_rich" in results:
+        o = results["contact_rich"]
+        lines.append(
+            f"scripted pick-and-place, {o['episodes']} seeds: success c {o['success_rate_c']:.3f}, "
+            f"mjx {o['success_rate_mjx']:.3f}, outcome agreement {o['outcome_agreement']:.3f}"
+        )
+    return "\n".join(lines)
+
+
+def run_all(n_episodes: int, n_steps: int = max(HORIZONS)) -> dict[str, Any]:
+    """Every comparison; ``n_episodes`` = 0 skips the closed-loop outcome agreement."""
+    episodes = {ep.label: compare_episode(ep) for ep in make_episodes(n_steps)}
+    results = {"dtype": str(jnp.result_type(float)), "horizons": [h for h in HORIZONS if h <= n_steps], "episodes": episodes}
+    if n_episodes:
+        results["contact_rich"] = outcome_agreement(n_episodes)
+    return results
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--x64", action="store_true", help="float64 (the contract's precision); default float32")
+    parser.add_argument("--episodes", type=int, default=256, help="seeds of the scripted pick-and-place (0 skips)")
+    parser.add_argument("--steps", type=int, default=max(HORIZONS), help="control steps of the open-loop episodes")
+    parser.add_argument("--json", default=None, help="also write the results to this JSON file")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.episodes < 0 or args.steps < 1:
+        raise ValueError(f"--episodes must be >= 0 and --steps >= 1, got {args.episodes}, {args.steps}")
+    jax.config.update("jax_enable_x64", bool(args.x64))
+    t0 = time.perf_counter()
+    results = run_all(args.episodes, args.steps)
+    results["seconds"] = time.perf_counter() - t0
+    print(format_table(results))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    return 0

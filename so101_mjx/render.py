@@ -1,0 +1,78 @@
+"""Offscreen rendering of env states with MuJoCo C (front camera), and video writing.
+
+Headless Linux needs an offscreen GL backend: ``import so101_mjx`` defaults ``MUJOCO_GL`` to
+``egl`` (GPU drivers, or Mesa's software EGL: Debian/Ubuntu ``libegl-mesa0``); set ``MUJOCO_GL``
+yourself to override (e.g. ``osmesa`` with ``libosmesa6``). Videos are encoded with the ffmpeg
+binary that ``imageio-ffmpeg`` ships (the ``viz`` extra).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+
+class FrameRenderer:
+    """Renders a model at given ``qpos`` vectors from a named camera; ``close()`` releases GL."""
+
+    def __init__(self, model: mujoco.MjModel, height: int = 240, width: int = 320, camera: str | int = "front"):
+        self.model = model
+        self.data = mujoco.MjData(model)
+        self.camera = camera
+        try:
+            self._renderer = mujoco.Renderer(model, height=height, width=width)
+        except Exception as err:  # GL failures surface as assorted exception types
+            raise RuntimeError(
+                f"cannot create an offscreen GL context (MUJOCO_GL={mujoco_gl()!r}): {err}. "
+                "On headless Linux install libosmesa6 (MUJOCO_GL=osmesa) or use a GPU with EGL."
+            ) from err
+
+    def frame(self, qpos: np.ndarray, site_pos: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """(height, width, 3) uint8 image at ``qpos``; ``site_pos`` moves marker sites (e.g. the goal)."""
+        for name, pos in (site_pos or {}).items():
+            self.model.site(name).pos[:] = pos
+        self.data.qpos[:] = qpos
+        mujoco.mj_forward(self.model, self.data)
+        self._renderer.update_scene(self.data, camera=self.camera)
+        return self._renderer.render().copy()
+
+    def close(self) -> None:
+        self._renderer.close()
+
+
+def mujoco_gl() -> str:
+    return os.environ.get("MUJOCO_GL", "")
+
+
+def write_video(frames: Iterable[np.ndarray], path: str | Path, fps: float) -> Path:
+    """Encode (H, W, 3) uint8 frames to an H.264 .mp4 with imageio-ffmpeg's bundled ffmpeg (``viz`` extra)."""
+    try:
+        import imageio_ffmpeg
+    except ImportError as err:
+        raise RuntimeError("writing videos needs imageio-ffmpeg: pip install 'so101-mjx[viz]'") from err
+    path = Path(path)
+    writer = None
+    try:
+        for frame in frames:
+            if writer is None:
+                h, w = frame.shape[:2]
+                writer = imageio_ffmpeg.write_frames(str(path), (w, h), fps=fps, macro_block_size=1, quality=7)
+                writer.send(None)
+            writer.send(np.ascontiguousarray(frame))
+    finally:
+        if writer is not None:
+            writer.close()
+    return path
+
+
+def render_trajectory(env, qpos: np.ndarray, path: str | Path, fps: float, site_pos: dict | None = None) -> Path:
+    """Render a (T, nq) qpos trajectory of ``env``'s model to a video file."""
+    renderer = FrameRenderer(env.mj_model)
+    try:
+        return write_video((renderer.frame(q, site_pos) for q in np.asarray(qpos)), path, fps)
+    finally:
+        renderer.close()

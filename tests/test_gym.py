@@ -1,0 +1,185 @@
+"""gymnasium envs: registration, spaces, check_env, reference drop-in, actions, rendering, memory."""
+
+import os
+import warnings
+
+import gymnasium as gym
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import so101_mjx.gym as sgym
+
+IDS = {"SO101PickCube-v0": 100, "SO101PickPlace-v0": 300, "SO101Reach-v0": 50}
+
+
+@pytest.fixture(scope="module")
+def gl() -> bool:
+    """Whether an offscreen GL context can be made (MUJOCO_GL=egl or osmesa)."""
+    try:
+        renderer = mujoco.Renderer(mujoco.MjModel.from_xml_string("<mujoco/>"), 8, 8)
+    except Exception:  # noqa: BLE001 - any GL failure means "no backend"
+        return False
+    renderer.close()
+    return True
+
+
+def _needs_gl(gl):
+    if not gl:
+        pytest.skip(f"no offscreen GL backend works here (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}; try egl or osmesa)")
+
+
+@pytest.mark.parametrize("name, steps", IDS.items())
+def test_registered_with_episode_limits(name, steps):
+    env = gym.make("so101_mjx/" + name, action_scale=0.025)
+    assert env.spec.max_episode_steps == steps
+    obs, info = env.reset(seed=0)
+    assert obs["agent_pos"].shape == (14,) and obs["agent_pos"].dtype == np.float32
+    assert obs["environment_state"].dtype == np.float32 and obs in env.observation_space
+    env.close()
+
+
+@pytest.mark.parametrize("name", ["SO101PickCube-v0", "SO101PickPlace-v0"])
+def test_spaces_match_reference(name):
+    ref = pytest.importorskip("lerobot_env_so101")
+    ours = sgym.ENV_CLASSES[name]()
+    theirs = getattr(ref, sgym.ENV_CLASSES[name].__name__)()
+    assert ours.observation_space == theirs.observation_space
+    assert ours.action_space == theirs.action_space
+
+
+@pytest.mark.parametrize("name", list(IDS))
+def test_check_env(name, gl):
+    env = sgym.ENV_CLASSES[name](action_scale=0.025, random_block_position=True) if name != "SO101Reach-v0" else sgym.ENV_CLASSES[name]()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*Box observation space (minimum|maximum) value is")
+        check_env(env, skip_render_check=not gl)
+    env.close()
+
+
+def test_seeding_is_reproducible_and_seed_dependent():
+    env = sgym.SO101PickPlaceGymEnv(random_block_position=True)
+    a, _ = env.reset(seed=3)
+    b, _ = env.reset(seed=3)
+    c, _ = env.reset(seed=4)
+    np.testing.assert_array_equal(a["environment_state"], b["environment_state"])
+    assert np.abs(a["environment_state"] - c["environment_state"]).max() > 1e-3
+
+
+def test_drop_in_for_reference_pick_place(rng):
+    """Same initial state and actions as lerobot_env_so101 (noslip off): same obs, reward, info, properties."""
+    ref_pkg = pytest.importorskip("lerobot_env_so101")
+    ref = ref_pkg.SO101PickPlaceGymEnv(action_scale=0.025)
+    ref.model.opt.noslip_iterations = 0
+    ref_obs, _ = ref.reset(seed=0)
+    env = sgym.SO101PickPlaceGymEnv(action_scale=0.025)
+    obs, _ = env.reset_to(env.env.reset_with_block(jax.random.PRNGKey(0), jnp.asarray(env.env.fixed_block_xy)))
+    for k in ref_obs:
+        np.testing.assert_allclose(obs[k], ref_obs[k], rtol=2e-7, atol=1e-8)
+    for i in range(8):
+        a = np.r_[rng.uniform(-1, 1, 3), rng.uniform(0, 1)]  # float64: the reference scales float32 deltas in float32
+        out, ref_out = env.step(a), ref.step(a)
+        for k in ref_out[0]:
+            np.testing.assert_allclose(out[0][k], ref_out[0][k], rtol=2e-7, atol=1e-8)
+        assert out[1:] == ref_out[1:]
+        if i == 0:  # the properties, from one identical step (function-level contract)
+            np.testing.assert_allclose(env.ik_point_pos, ref.ik_point_pos, rtol=0, atol=1e-12)
+            np.testing.assert_array_equal(env.goal_pos, ref.goal_pos)
+            np.testing.assert_allclose(env.data.qpos, ref.data.qpos, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(env.data.ctrl, ref.data.ctrl, rtol=0, atol=1e-12)
+    assert env.model.nq == ref.model.nq and env.control_dt == ref.control_dt and env.physics_dt == ref.physics_dt
+
+
+@pytest.mark.parametrize("bad", [np.zeros(3), np.zeros(7), np.zeros((1, 4)), np.zeros(())])
+def test_wrong_shape_action_raises(bad):
+    env = sgym.SO101PickCubeGymEnv()
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"action must have shape \(4,\)"):
+        env.step(bad)
+
+
+def test_nonfinite_actions_hold_and_never_crash():
+    env = sgym.SO101PickCubeGymEnv(action_scale=0.025)
+    env.reset(seed=0)
+    env.step([0.0, 0.0, 0.5, 1.0])
+    ctrl = env.data.ctrl.copy()
+    for a in ([np.nan] * 4, [np.inf, -np.inf, 0.0, np.nan]):
+        obs, reward, *_ = env.step(a)
+        assert all(np.isfinite(v).all() for v in obs.values()) and np.isfinite(reward)
+        assert env.data.ctrl[5] == ctrl[5]  # NaN grasp keeps the jaw command
+    assert int(env.state.info["nonfinite_actions"]) == 2
+
+
+def test_gripper_helpers_match_reference():
+    ref = pytest.importorskip("lerobot_env_so101.gripper")
+    ctrlrange = (-0.17453, 1.74533)
+    for x in np.linspace(-0.5, 1.5, 41):
+        assert sgym.normalized_to_ctrl(x, ctrlrange) == ref.normalized_to_ctrl(x, ctrlrange)
+        assert sgym.ctrl_to_normalized(x, ctrlrange) == ref.ctrl_to_normalized(x, ctrlrange)
+    assert sgym.ctrl_to_normalized(2.0, ctrlrange) > 1.0  # not clipped, as the reference
+
+
+def test_seven_dof_adapter():
+    with pytest.warns(UserWarning, match="discards the rotation deltas"):
+        env = sgym.SevenDofToFourDofAdapter(sgym.SO101PickCubeGymEnv())
+    assert env.action_space.shape == (7,)
+    np.testing.assert_array_equal(env.action(np.arange(7)), [0, 1, 2, 6])
+    with pytest.raises(ValueError, match=r"shape \(7,\)"):
+        env.action(np.zeros(4))
+    with pytest.raises(ValueError, match="4-dim Box action space"), pytest.warns(UserWarning):
+        sgym.SevenDofToFourDofAdapter(env)
+
+
+def test_invalid_config_and_render_mode_raise():
+    with pytest.raises(ValueError, match="action_scale must be positive"):
+        sgym.SO101PickCubeGymEnv(action_scale=-1.0)
+    with pytest.raises(ValueError, match="render_mode must be one of"):
+        sgym.SO101PickCubeGymEnv(render_mode="human")
+
+
+def test_render_and_image_obs(gl):
+    _needs_gl(gl)
+    spec = sgym.GymRenderingSpec(height=48, width=64)
+    env = sgym.SO101PickCubeGymEnv(render_spec=spec, image_obs=True)
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"pixels", "agent_pos"} and obs in env.observation_space
+    frame = obs["pixels"]["front"]
+    assert frame.shape == (48, 64, 3) and frame.dtype == np.uint8 and frame.std() > 5
+    for _ in range(3):
+        obs, *_ = env.step([0.0, 0.0, 1.0, 1.0])
+    assert np.abs(obs["pixels"]["front"].astype(int) - frame).max() > 0  # the arm moved in the picture
+    np.testing.assert_array_equal(env.render(), obs["pixels"]["front"])
+    env.close()
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _random_steps(n_steps: int, warmup: int) -> tuple[int, int]:
+    """(RSS after warm-up, RSS at the end) of ``n_steps`` random actions with auto-reset."""
+    env = gym.make("so101_mjx/SO101PickCube-v0", action_scale=0.025)
+    env.action_space.seed(0)
+    obs, _ = env.reset(seed=0)
+    start = 0
+    for i in range(n_steps):
+        obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        assert np.isfinite(obs["agent_pos"]).all() and np.isfinite(obs["environment_state"]).all() and np.isfinite(reward)
+        if terminated or truncated:
+            env.reset()
+        if i == warmup:
+            start = _rss_bytes()
+    env.close()
+    return start, _rss_bytes()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux) to read RSS")
+@pytest.mark.parametrize("n_steps, warmup", [(5_000, 1_000), pytest.param(100_000, 5_000, marks=pytest.mark.slow)])
+def test_random_steps_finite_and_memory_steady(n_steps, warmup):
+    start, end = _random_steps(n_steps, warmup)
+    print(f"{n_steps} steps: RSS {start / 2**20:.1f} MiB after warm-up -> {end / 2**20:.1f} MiB ({end / start - 1:+.2%})")
+    assert end < 1.05 * start

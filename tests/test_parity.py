@@ -1,0 +1,109 @@
+"""The parity contract (float64, see DESIGN.md): mjx vs c vs gymnasium vs lerobot_env_so101."""
+
+import argparse
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from so101_mjx import parity
+from so101_mjx.envs import make
+
+
+def _short(ep: parity.Episode, n: int) -> parity.Episode:
+    return parity.Episode(ep.label, ep.task, ep.config, ep.actions[:n])
+
+
+@pytest.fixture(scope="module")
+def episodes():
+    return {ep.label: ep for ep in parity.make_episodes(200)}
+
+
+def test_scripted_action_matches_reference_controller():
+    """The JAX port picks the reference controller's action at every step of a closed-loop episode."""
+    scripted = pytest.importorskip("lerobot_env_so101.scripted.pick_place")
+    env = make("SO101PickPlace-v0", "c", action_scale=0.025, random_block_position=True)
+    ref = scripted.PickPlaceController(action_scale=0.025)
+    s = env.reset(jax.random.PRNGKey(2))
+    ctl = {"phase": jnp.zeros((), jnp.int32), "steps": jnp.zeros((), jnp.int32), "table_z": s.info["z_init"]}
+    act = jax.jit(lambda ctl, s: parity.scripted_action(ctl, env.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], 0.025))
+    step = jax.jit(env.step)
+    phases = set()
+    for _ in range(300):
+        a, ctl = act(ctl, s)
+        a_ref = ref.act(np.asarray(env.ik_point(s.physics)), np.asarray(env.block_pos(s.physics)), np.asarray(s.info["goal"]))
+        assert int(ctl["phase"]) == ref.phase.value - 1
+        np.testing.assert_allclose(a, a_ref, rtol=1e-7, atol=1e-7)  # the reference returns float32
+        phases.add(int(ctl["phase"]))
+        s = step(s, jnp.asarray(a_ref, jnp.float64))
+        if bool(s.done):
+            break
+    assert bool(s.info["succeed"]) and set(range(7)) <= phases  # HOVER .. OPEN all exercised
+
+
+def test_function_level_matches_reference(episodes):
+    """IK target, ctrl (IK + gripper mapping) and dense reward after one identical step: ≤ 1e-12."""
+    pytest.importorskip("lerobot_env_so101")
+    for label in ("pick_cube/random", "pick_place/scripted"):
+        ep = _short(episodes[label], 1)
+        ours, _ = parity.run_functional(make(ep.task, "c", **ep.config), ep.actions)
+        dev = parity.horizon_deviation(parity.run_reference(ep, ep.actions, noslip=False), ours, horizons=(1,))
+        for q in ("ik_target", "ctrl", "qpos", "qvel", "reward", "success"):
+            assert dev[q][0] <= 1e-12, (label, q, dev[q])
+
+
+def test_gym_env_is_the_c_backend(episodes):
+    """The gymnasium env steps the functional env: identical state, obs = float32 of the c obs."""
+    ep = _short(episodes["pick_place/scripted"], 30)
+    c_rec, _ = parity.run_functional(make(ep.task, "c", **ep.config), ep.actions)
+    gym_rec = parity.run_gym(ep, ep.actions)
+    for q in ("ik_target", "ctrl", "qpos", "qvel", "reward", "success"):
+        np.testing.assert_array_equal(gym_rec[q], c_rec[q])
+    np.testing.assert_array_equal(gym_rec["obs"], c_rec["obs"].astype(np.float32))
+
+
+def test_one_control_step_mjx_vs_c(episodes):
+    """From identical physics states (block resting on the floor, arm moving): ≤ 1e-9 on qpos and qvel."""
+    ep = _short(episodes["pick_cube/random"], 6)
+    c_env, mjx_env = make(ep.task, "c", **ep.config), make(ep.task, "mjx", **ep.config)
+    rec, phys = parity.run_functional(c_env, ep.actions)
+    dev = parity.one_step_deviation(c_env, mjx_env, phys, rec["ctrl"])
+    print(f"one control step mjx vs c: {dev}")
+    assert dev["qpos"] <= 1e-9 and dev["qvel"] <= 1e-9
+
+
+@pytest.mark.slow
+def test_contact_free_200_steps_mjx_vs_c(episodes):
+    ep = episodes["reach/waypoints"]
+    out = parity.compare_episode(ep)
+    dev = out["rows"]["mjx"]
+    print(f"reach/waypoints mjx vs c: {dev}; one step {out['one_step_mjx_vs_c']}")
+    assert max(dev["qpos"]) <= 1e-8 and max(dev["qvel"]) <= 1e-8
+    assert out["one_step_mjx_vs_c"]["qpos"] <= 1e-9 and out["one_step_mjx_vs_c"]["qvel"] <= 1e-9
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("label", ["pick_cube/random", "pick_place/scripted"])
+def test_one_step_contract_along_contact_episodes(episodes, label):
+    ep = episodes[label]
+    c_env, mjx_env = make(ep.task, "c", **ep.config), make(ep.task, "mjx", **ep.config)
+    rec, phys = parity.run_functional(c_env, ep.actions)
+    dev = parity.one_step_deviation(c_env, mjx_env, phys, rec["ctrl"])
+    print(f"{label}: one control step mjx vs c over 200 states: {dev}")
+    assert dev["qpos"] <= 1e-9 and dev["qvel"] <= 1e-9
+
+
+@pytest.mark.slow
+def test_contact_rich_outcomes_256_seeds():
+    out = parity.outcome_agreement(256)
+    print(out)
+    assert abs(out["success_rate_c"] - out["success_rate_mjx"]) <= 0.02
+    assert out["outcome_agreement"] >= 0.95
+
+
+def test_cli_rejects_invalid_arguments():
+    parser = argparse.ArgumentParser()
+    parity.add_arguments(parser)
+    with pytest.raises(ValueError, match="--episodes must be >= 0"):
+        parity.run(parser.parse_args(["--episodes", "-1", "--x64"]))
