@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from so101_mjx.rollout import run_episodes
+
 HORIZONS = (1, 10, 50, 200)
 QUANTITIES = ("ik_target", "ctrl", "qpos", "qvel", "obs", "reward", "success")
 REF_ENVS = {"SO101PickCube-v0": "SO101PickCubeGymEnv", "SO101PickPlace-v0": "SO101PickPlaceGymEnv"}
@@ -42,77 +44,6 @@ class Episode:
     task: str
     config: dict[str, Any]
     actions: np.ndarray
-
-
-# --- scripted pick-and-place (temporary JAX port of lerobot_env_so101.scripted.pick_place) ---------
-# Phases HOVER, DESCEND, CLOSE, LIFT, TRAVERSE, LOWER, OPEN, RETREAT, DONE.
-HOVER_HEIGHT, LIFT_HEIGHT, GRASP_HEIGHT, RELEASE_CLEARANCE = 0.07, 0.06, 0.015, 0.002
-GOAL_TOLERANCE, CAREFUL_SPEED, PHASE_TIMEOUT_STEPS = 0.004, 0.4, 60
-_DONE = 8
-_HOLD_STEPS = np.array([0, 0, 10, 0, 0, 0, 8, 0, 0])
-_GRIP = np.array([1, 1, 0, 0, 0, 0, 1, 1, 1], float)
-_CAREFUL = np.array([0, 1, 0, 1, 0, 1, 0, 0, 0], bool)
-
-
-def scripted_action(ctl: dict, grasp: jax.Array, block: jax.Array, goal: jax.Array, action_scale: float):
-    """One step of the reference's ``PickPlaceController.act``; ``ctl`` = {phase, steps, table_z}.
-
-    Returns (action (4,), new ctl). Pure and vmap-safe; phases that are already finished are
-    skipped within the same call, as the reference's ``while`` loop does.
-    """
-    z = ctl["table_z"]
-    lift_z = z + GRASP_HEIGHT + LIFT_HEIGHT
-    at = lambda x, y, h: jnp.stack([x, y, jnp.broadcast_to(h, x.shape)])  # noqa: E731
-    steered = grasp + goal - block
-    targets = jnp.stack([
-        at(block[0], block[1], z + HOVER_HEIGHT), at(block[0], block[1], z + GRASP_HEIGHT), grasp,
-        at(grasp[0], grasp[1], lift_z), at(steered[0], steered[1], lift_z),
-        steered + jnp.asarray([0, 0, RELEASE_CLEARANCE], grasp.dtype), grasp,
-        at(grasp[0], grasp[1], z + HOVER_HEIGHT), grasp,
-    ])
-    hold_steps, careful = jnp.asarray(_HOLD_STEPS), jnp.asarray(_CAREFUL)
-
-    def advance(carry, _):
-        phase, steps, delta, settled = carry
-        error = targets[phase] - grasp
-        hold = hold_steps[phase] > 0
-        finished = jnp.where(hold, steps >= hold_steps[phase], (jnp.linalg.norm(error) < GOAL_TOLERANCE) | (steps >= PHASE_TIMEOUT_STEPS))
-        limit = jnp.where(careful[phase], CAREFUL_SPEED, 1.0)
-        move = jnp.where(hold | (phase == _DONE), 0.0, jnp.clip(error / action_scale, -limit, limit))
-        stop = settled | (phase == _DONE) | ~finished
-        delta = jnp.where(settled, delta, move)
-        return (jnp.where(stop, phase, phase + 1), jnp.where(stop, steps, 0), delta, stop), None
-
-    init = (ctl["phase"], ctl["steps"], jnp.zeros(3, grasp.dtype), jnp.zeros((), bool))
-    (phase, steps, delta, _), _ = jax.lax.scan(advance, init, None, length=_DONE + 1)
-    action = jnp.concatenate([delta, jnp.asarray(_GRIP, grasp.dtype)[phase][None]])
-    return action, {**ctl, "phase": phase, "steps": steps + 1}
-
-
-def scripted_rollout(env, keys: jax.Array, n_steps: int) -> dict[str, jax.Array]:
-    """Closed-loop scripted pick-and-place in a batch of worlds (keys (B, 2)).
-
-    Returns ``actions`` (B, T, 4) and ``success`` (B,): the episode's first termination
-    (success or block out of the workspace) was a success.
-    """
-    scale = env.config.action_scale
-
-    def one(key):
-        s = env.reset(key)
-        ctl = {"phase": jnp.zeros((), jnp.int32), "steps": jnp.zeros((), jnp.int32), "table_z": s.info["z_init"]}
-
-        def body(carry, _):
-            s, ctl, ended, success = carry
-            a, ctl = scripted_action(ctl, env.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], scale)
-            s = env.step(s, a)
-            success = success | (~ended & s.info["succeed"])
-            return (s, ctl, ended | (s.done > 0), success), a
-
-        init = (s, ctl, jnp.zeros((), bool), jnp.zeros((), bool))
-        (_, _, _, success), actions = jax.lax.scan(body, init, None, length=n_steps)
-        return {"actions": actions, "success": success}
-
-    return jax.jit(jax.vmap(one))(keys)
 
 
 # --- open-loop episodes ------------------------------------------------------------------------------
@@ -138,7 +69,8 @@ def make_episodes(n_steps: int, seed: int = 0) -> list[Episode]:
 
     place_cfg = {"action_scale": 0.025}
     env = make("SO101PickPlace-v0", "c", **place_cfg)
-    place = np.asarray(scripted_rollout(env, jax.random.PRNGKey(0)[None], max(n_steps, 300))["actions"][0, :n_steps])
+    scripted = run_episodes(env, "scripted", jax.random.PRNGKey(0), 1, max(n_steps, 300), trajectory=True)
+    place = np.asarray(scripted["actions"][0, :n_steps])
     return [
         Episode("reach/waypoints", "SO101Reach-v0", reach_cfg, reach),
         Episode("pick_cube/random", "SO101PickCube-v0", {"action_scale": 0.025, "reward_type": "dense"}, pick),
@@ -267,10 +199,10 @@ def outcome_agreement(n_episodes: int, n_steps: int = 300, seed: int = 0) -> dic
     """Scripted pick-and-place on random seeds, ``mjx`` vs ``c``: success rates and agreement."""
     from so101_mjx.envs import make
 
-    keys = jax.random.split(jax.random.PRNGKey(seed), n_episodes)
     cfg = {"action_scale": 0.025, "random_block_position": True}
     _progress(f"scripted pick-and-place closed loop, {n_episodes} seeds, backends c and mjx")
-    succ = {b: np.asarray(scripted_rollout(make("SO101PickPlace-v0", b, **cfg), keys, n_steps)["success"]) for b in ("c", "mjx")}
+    key = jax.random.PRNGKey(seed)
+    succ = {b: np.asarray(run_episodes(make("SO101PickPlace-v0", b, **cfg), "scripted", key, n_episodes, n_steps)["success"]) for b in ("c", "mjx")}
     return {
         "episodes": n_episodes,
         "success_rate_c": float(succ["c"].mean()),

@@ -44,7 +44,8 @@ def run_episodes(
     """One episode in each of ``num_envs`` worlds (jitted; call again with a new ``rng`` to reuse).
 
     Returns ``success`` (B,) bool, ``returns`` (B,), ``length`` (B,) int, ``final_obs`` (B, obs)
-    (at each episode's end) and, with ``trajectory``, ``states`` (every State, axes (B, T)).
+    (at each episode's end) and, with ``trajectory``, ``states`` (every State after its step) and
+    ``actions`` (B, T, 4), axes (B, T).
     """
     steps = int(steps or env.episode_length)
     init, act = policy_fns(env, policy)
@@ -68,12 +69,12 @@ def _episodes(env: SO101Env, init, act, steps: int, trajectory: bool):
             success = jnp.where(live, state.info["succeed"], success)
             final_obs = jnp.where(live, state.obs, final_obs)
             ended = ended | (state.done > 0)
-            return (state, cs, ended, success, ret, length, final_obs), (state if trajectory else None)
+            return (state, cs, ended, success, ret, length, final_obs), ((state, action) if trajectory else None)
 
-        (state, _, _, success, ret, length, final_obs), states = jax.lax.scan(body, carry, jax.random.split(key, steps))
+        (state, _, _, success, ret, length, final_obs), traj = jax.lax.scan(body, carry, jax.random.split(key, steps))
         out = {"success": success, "returns": ret, "length": length, "final_obs": final_obs}
         if trajectory:
-            out["states"] = states
+            out["states"], out["actions"] = traj
         return out
 
     return jax.jit(jax.vmap(one))

@@ -1,0 +1,50 @@
+"""The JAX scripted controllers pick the reference controllers' actions."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from so101_mjx import scripted
+from so101_mjx.envs import make
+from so101_mjx.rollout import run_episodes
+
+
+def test_pick_place_matches_reference_controller():
+    """Every step of a closed-loop episode: same phase and action as PickPlaceController."""
+    ref_scripted = pytest.importorskip("lerobot_env_so101.scripted.pick_place")
+    env = make("SO101PickPlace-v0", "c", action_scale=0.025, random_block_position=True)
+    ref = ref_scripted.PickPlaceController(action_scale=0.025)
+    s = env.reset(jax.random.PRNGKey(2))
+    cs = scripted.pick_place_init(env.block_pos(s.physics))
+    act = jax.jit(lambda cs, s: scripted.pick_place_act(cs, env.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], 0.025))
+    step = jax.jit(env.step)
+    phases = set()
+    for _ in range(300):
+        cs, a = act(cs, s)
+        a_ref = ref.act(np.asarray(env.ik_point(s.physics)), np.asarray(env.block_pos(s.physics)), np.asarray(s.info["goal"]))
+        assert int(cs.phase) == ref.phase.value - 1
+        np.testing.assert_allclose(a, a_ref, rtol=1e-7, atol=1e-7)  # the reference returns float32
+        phases.add(int(cs.phase))
+        s = step(s, jnp.asarray(a_ref, jnp.float64))
+        if bool(s.done):
+            break
+    assert bool(s.info["succeed"]) and set(range(7)) <= phases  # HOVER .. OPEN all exercised
+
+
+def test_reach_close_matches_reference(rng):
+    ref = pytest.importorskip("lerobot_env_so101.scripted.reach_close")
+    for _ in range(200):
+        obs = np.r_[rng.uniform(-1, 1, 10), rng.uniform(-1, 1), rng.uniform(0.1, 0.4, 3), rng.uniform(0.1, 0.4, 3)]
+        if rng.uniform() < 0.3:  # near the goal: the close branch
+            obs[11:14] = obs[14:17] + [0, 0, 0.03] + rng.uniform(-0.004, 0.004, 3)
+        np.testing.assert_allclose(scripted.reach_close(jnp.asarray(obs), 0.025), ref.scripted_reach_close(obs, 0.025), atol=1e-6)
+        assert bool(scripted.is_reach_close_success(jnp.asarray(obs))) == ref.is_reach_close_success(obs)
+
+
+@pytest.mark.parametrize("name, expected", [("SO101PickPlace-v0", 1.0), ("SO101Reach-v0", 0.9)])
+def test_batched_scripted_success(name, expected):
+    """A small batched closed-loop check (the 256-seed figures are in the README)."""
+    config = {"action_scale": 0.025, "random_block_position": True} if "Pick" in name else {}
+    out = run_episodes(make(name, "c", **config), "scripted", jax.random.PRNGKey(0), 8)
+    assert float(np.mean(out["success"])) >= expected
