@@ -35,6 +35,7 @@ from gymnasium import spaces
 
 from so101_mjx.envs import State, make
 from so101_mjx.envs.registry import NAMESPACE, default_config
+from so101_mjx.render import FrameRenderer
 
 AGENT_POS_SIZE = 14
 CAMERA = "front"
@@ -98,7 +99,7 @@ class SO101MjxGymEnv(gymnasium.Env):
         self.image_obs = image_obs
         self._render_spec = render_spec
         self._random = np.random.RandomState(seed)
-        self._renderer: mujoco.Renderer | None = None
+        self._renderer: FrameRenderer | None = None
         self._data = mujoco.MjData(self.env.mj_model)
         self._data_stale = True
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.env.dt))}
@@ -139,14 +140,18 @@ class SO101MjxGymEnv(gymnasium.Env):
         return self._observation(), float(s.reward), bool(s.done), False, {"succeed": bool(s.info["succeed"])}
 
     def render(self) -> np.ndarray:
-        """(height, width, 3) uint8 frame from the ``front`` camera (needs a GL backend: MUJOCO_GL=egl)."""
+        """(height, width, 3) uint8 frame from the ``front`` camera, goal/target marker drawn.
+
+        Needs an offscreen GL backend (``import so101_mjx`` defaults MUJOCO_GL to egl).
+        """
         if self._renderer is None:
             model = self.env.mj_model
             model.vis.global_.offwidth = max(model.vis.global_.offwidth, self._render_spec.width)
             model.vis.global_.offheight = max(model.vis.global_.offheight, self._render_spec.height)
-            self._renderer = mujoco.Renderer(model, self._render_spec.height, self._render_spec.width)
-        self._renderer.update_scene(self.data, camera=CAMERA)
-        return self._renderer.render()
+            self._renderer = FrameRenderer(model, self._render_spec.height, self._render_spec.width, CAMERA)
+        info = self._state.info
+        markers = {site: np.asarray(info[key]) for site, key in (("goal", "goal"), ("target", "target")) if key in info}
+        return self._renderer.frame(np.asarray(self._state.physics.qpos), markers)
 
     def close(self) -> None:
         """Release the GL context, if one was opened."""

@@ -8,7 +8,9 @@ binary that ``imageio-ffmpeg`` ships (the ``viz`` extra).
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -48,20 +50,39 @@ def mujoco_gl() -> str:
     return os.environ.get("MUJOCO_GL", "")
 
 
+VIDEO_SUFFIXES = (".mp4", ".gif")
+
+
+def check_video_path(path: str | Path) -> None:
+    """ValueError early (before any simulation) when ``path`` cannot be written."""
+    suffix = Path(path).suffix
+    if suffix not in VIDEO_SUFFIXES:
+        raise ValueError(f"video path must end in one of {VIDEO_SUFFIXES}, got {path}")
+    if suffix == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise ValueError("writing .mp4 needs imageio-ffmpeg: pip install 'so101-mjx[viz]' (or write a .gif)")
+
+
 def write_video(frames: Iterable[np.ndarray], path: str | Path, fps: float) -> Path:
-    """Encode (H, W, 3) uint8 frames to an H.264 .mp4 with imageio-ffmpeg's bundled ffmpeg (``viz`` extra)."""
-    try:
-        import imageio_ffmpeg
-    except ImportError as err:
-        raise RuntimeError("writing videos needs imageio-ffmpeg: pip install 'so101-mjx[viz]'") from err
+    """Write (H, W, 3) uint8 frames: .mp4 (H.264, imageio-ffmpeg's bundled ffmpeg) or .gif (Pillow)."""
+    check_video_path(path)
     path = Path(path)
+    if path.suffix == ".gif":
+        from PIL import Image
+
+        images = [Image.fromarray(np.asarray(f)) for f in frames]
+        images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0)
+        return path
+    import imageio_ffmpeg
+
     writer = None
     try:
         for frame in frames:
             if writer is None:
                 h, w = frame.shape[:2]
                 writer = imageio_ffmpeg.write_frames(str(path), (w, h), fps=fps, macro_block_size=1, quality=7)
-                writer.send(None)
+                with warnings.catch_warnings():  # JAX warns on any fork; ffmpeg is a plain subprocess
+                    warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+                    writer.send(None)
             writer.send(np.ascontiguousarray(frame))
     finally:
         if writer is not None:

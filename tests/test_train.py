@@ -1,0 +1,113 @@
+"""PPO training CLI: logs, checkpoints, resume after an interruption, determinism, user errors.
+
+Training runs in float32 (the library default; the test session enables x64 globally).
+"""
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from so101_mjx import cli
+from train import checkpoint, config
+from train.progress import read_csv
+
+ENV = "SO101Reach-v0"
+
+
+@pytest.fixture(scope="module")
+def float32():
+    jax.config.update("jax_enable_x64", False)
+    yield
+    jax.config.update("jax_enable_x64", True)
+
+
+def train_args(out: Path, *extra: str) -> list[str]:
+    return ["train", "--env", ENV, "--preset", "tiny", "--seed", "3", "--out", str(out), *extra]
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, float32) -> Path:
+    out = tmp_path_factory.mktemp("tiny") / "run"
+    assert cli.main(train_args(out, "--export")) == 0
+    return out
+
+
+def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
+    preset = config.preset(ENV, "tiny")
+    rows = read_csv(tiny_run / "metrics.csv")
+    assert [r["step"] for r in rows] == [k * preset.steps_per_epoch for k in range(preset.num_evals)]
+    assert all(np.isfinite(r["eval_reward"]) and 0 <= r["eval_success"] <= 1 for r in rows)
+    assert (tiny_run / "learning_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert any((tiny_run / "tb").iterdir())
+    saved = checkpoint.steps(tiny_run)
+    assert [int(p.name) for p in saved] == [r["step"] for r in rows[1:]]
+    run = checkpoint.read_run(saved[-1])
+    assert (run["env"], run["obs_size"], run["step"]) == (ENV, 20, preset.total_steps)
+    assert run["env_config"]["episode_length"] == preset.episode_length
+    assert (tiny_run / "policy.onnx").is_file() and (tiny_run / "policy.npz").is_file()
+
+
+class Interrupted(Exception):
+    pass
+
+
+def test_interrupted_run_is_deterministic_and_resumes(tiny_run, tmp_path, float32, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out = Path("run")  # relative, as users type it
+    save = checkpoint.save
+
+    def save_then_stop(*args, **kwargs):
+        save(*args, **kwargs)
+        raise Interrupted
+
+    with monkeypatch.context() as patch, pytest.raises(Interrupted):
+        patch.setattr(checkpoint, "save", save_then_stop)
+        cli.main(train_args(out))
+    (first,) = checkpoint.steps(out)
+
+    # Same seed, same params as the uninterrupted run at that step (normalizer, policy, value).
+    _, params = checkpoint.load(first)
+    _, reference = checkpoint.load(tiny_run / "checkpoints" / first.name)
+    leaves, ref_leaves = jax.tree.leaves(params), jax.tree.leaves(reference)
+    assert len(leaves) == len(ref_leaves) > 0
+    for a, b in zip(leaves, ref_leaves):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    assert cli.main(train_args(out)) == 2  # no silent overwrite
+    assert cli.main(train_args(out, "--resume")) == 0
+    preset = config.preset(ENV, "tiny")
+    assert [int(p.name) for p in checkpoint.steps(out)] == [int(first.name), preset.total_steps]
+    steps = [r["step"] for r in read_csv(out / "metrics.csv")]
+    assert steps == [k * preset.steps_per_epoch for k in range(preset.num_evals)]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--env", "SO101Nope-v0"], "unknown env"),
+        (["train", "--env", ENV, "--preset", "huge"], "unknown preset"),
+        (["export", "/nonexistent/run"], "not found"),
+    ],
+)
+def test_user_errors_are_one_line(argv, message, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_resume_with_another_env_is_refused(tiny_run, float32, capsys):
+    argv = ["train", "--env", "SO101PickCube-v0", "--preset", "tiny", "--out", str(tiny_run), "--resume"]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "obs_size 20 vs 17" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_replay_runs_the_export_in_the_gym_env(tiny_run, float32, capsys):
+    assert cli.main(["replay", str(tiny_run / "policy.npz"), "--episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "success rate" in out and "(CPU MuJoCo, gymnasium)" in out
+    assert cli.main(["replay", str(tiny_run / "policy.onnx"), "--env", "SO101PickCube-v0", "--episodes", "1"]) == 2
+    assert "expects observations of size 20" in capsys.readouterr().err

@@ -1,0 +1,142 @@
+"""Training presets: PPO hyperparameters, network sizes and env overrides, per env.
+
+``preset(env, name)`` returns a frozen :class:`Preset`; ``name=None`` picks the env's default.
+Every env has a ``tiny`` preset (seconds; used by the tests) besides its real ones. The
+``cpu`` presets are sized for backend ``c`` on a 2-core CPU, the ``gpu`` ones for MJX on one
+accelerator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from so101_mjx.envs.registry import canonical
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """Arguments of ``brax.training.agents.ppo.train`` plus network sizes and env overrides."""
+
+    num_timesteps: int
+    num_envs: int
+    batch_size: int
+    num_minibatches: int
+    unroll_length: int = 10
+    num_updates_per_batch: int = 4
+    learning_rate: float = 3e-4
+    entropy_cost: float = 1e-2
+    discounting: float = 0.97
+    gae_lambda: float = 0.95
+    clipping_epsilon: float = 0.3
+    max_grad_norm: float | None = 1.0
+    reward_scaling: float = 1.0
+    normalize_observations: bool = True
+    num_evals: int = 10
+    num_eval_envs: int = 128
+    episode_length: int | None = None  # overrides env_config's episode_length when set
+    policy_hidden_layer_sizes: tuple[int, ...] = (64, 64)
+    value_hidden_layer_sizes: tuple[int, ...] = (128, 128)
+    activation: str = "swish"  # a name in brax.training.networks.ACTIVATION
+    success_bonus: float = 0.0  # reward added when an episode ends in success (train.envs.BraxAdapter)
+    env_config: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if (self.batch_size * self.num_minibatches) % self.num_envs:
+            raise ValueError(f"batch_size * num_minibatches must be a multiple of num_envs, got {self}")
+        if self.num_evals < 2:
+            raise ValueError(f"num_evals must be >= 2 (checkpoints are written at each eval), got {self.num_evals}")
+
+    @property
+    def steps_per_epoch(self) -> int:
+        """Env steps between two evals (and checkpoints), as ``ppo.train`` rounds them."""
+        per_update = self.batch_size * self.num_minibatches * self.unroll_length
+        updates = -(-self.num_timesteps // ((self.num_evals - 1) * per_update))
+        return updates * per_update
+
+    @property
+    def total_steps(self) -> int:
+        """Env steps ``ppo.train`` actually runs (``num_timesteps`` rounded up to whole epochs)."""
+        return (self.num_evals - 1) * self.steps_per_epoch
+
+    def ppo_kwargs(self) -> dict[str, Any]:
+        """The fields ``ppo.train`` takes directly."""
+        skip = {"policy_hidden_layer_sizes", "value_hidden_layer_sizes", "activation", "env_config", "episode_length",
+                "success_bonus"}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+
+    def env_overrides(self) -> dict[str, Any]:
+        """Env config overrides, ``episode_length`` included."""
+        extra = {} if self.episode_length is None else {"episode_length": self.episode_length}
+        return {**self.env_config, **extra}
+
+    def network(self) -> dict[str, Any]:
+        """Arguments of :func:`train.networks.network_factory`."""
+        return {
+            "policy_hidden_layer_sizes": list(self.policy_hidden_layer_sizes),
+            "value_hidden_layer_sizes": list(self.value_hidden_layer_sizes),
+            "activation": self.activation,
+        }
+
+    def asdict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _tiny(**env_config: Any) -> Preset:
+    return Preset(
+        num_timesteps=2 * 8 * 4 * 4, num_envs=8, batch_size=8, num_minibatches=4, unroll_length=4,
+        num_updates_per_batch=1, num_evals=3, num_eval_envs=4, episode_length=8,
+        policy_hidden_layer_sizes=(8,), value_hidden_layer_sizes=(8,), env_config=env_config,
+    )
+
+
+_PLACE_CONFIG = {"top_down_ik": True, "jaw_pads": True, "random_block_position": True, "action_scale": 0.04}
+_PICK_CONFIG = {**_PLACE_CONFIG, "reward_type": "dense"}  # PickPlace has the sparse reward only
+
+PRESETS: dict[str, dict[str, Preset]] = {
+    "SO101Reach-v0": {
+        "tiny": _tiny(),
+        "cpu": Preset(
+            num_timesteps=600_000, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=10,
+            num_updates_per_batch=4, learning_rate=1e-3, entropy_cost=5e-3, discounting=0.95, num_evals=7,
+        ),
+        "gpu": Preset(
+            num_timesteps=10_000_000, num_envs=2048, batch_size=1024, num_minibatches=16, unroll_length=10,
+            num_updates_per_batch=4, learning_rate=1e-3, entropy_cost=5e-3, discounting=0.95, num_evals=10,
+        ),
+    },
+    "SO101PickCube-v0": {
+        "tiny": _tiny(**_PICK_CONFIG),
+        "cpu": Preset(
+            num_timesteps=20_000_000, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
+            num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=40,
+            policy_hidden_layer_sizes=(128, 128, 128), value_hidden_layer_sizes=(256, 256, 256),
+            success_bonus=30.0, env_config=_PICK_CONFIG,
+        ),
+        "gpu": Preset(
+            num_timesteps=100_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
+            num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=20,
+            policy_hidden_layer_sizes=(128, 128, 128), value_hidden_layer_sizes=(256, 256, 256),
+            success_bonus=30.0, env_config=_PICK_CONFIG,
+        ),
+    },
+    "SO101PickPlace-v0": {
+        "tiny": _tiny(**_PLACE_CONFIG),
+        "gpu": Preset(
+            num_timesteps=200_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
+            num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.98, num_evals=20,
+            policy_hidden_layer_sizes=(256, 256, 256), value_hidden_layer_sizes=(256, 256, 256),
+            env_config=_PLACE_CONFIG,
+        ),
+    },
+}
+DEFAULT_PRESET = {"SO101Reach-v0": "cpu", "SO101PickCube-v0": "cpu", "SO101PickPlace-v0": "gpu"}
+
+
+def preset(env: str, name: str | None = None) -> Preset:
+    """The preset ``name`` (default: the env's default) for ``env``; ValueError naming the choices."""
+    env = canonical(env)
+    name = name or DEFAULT_PRESET[env]
+    if name not in PRESETS[env]:
+        raise ValueError(f"unknown preset {name!r} for {env}; expected one of {sorted(PRESETS[env])}")
+    return PRESETS[env][name]

@@ -1,0 +1,82 @@
+"""Envs for training: the policy-to-env action map and the Brax adapter around :class:`TrainingEnv`.
+
+Brax PPO's tanh-normal policy acts in [-1, 1]^4. The env takes ``[dx, dy, dz]`` in [-1, 1] and
+the jaw command ``grasp`` in [0, 1] (0 closed), so :func:`to_env_action` maps the last component
+affinely, ``grasp = 0.5·a + 0.5``. Training, the JAX inference function and the exported ONNX /
+numpy policies all apply this same map: exported policies output env actions.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from so101_mjx.envs import make
+from so101_mjx.envs.base import SO101Env, State
+from so101_mjx.envs.wrappers import wrap_for_brax
+
+ACTION_SCALE = np.asarray([1.0, 1.0, 1.0, 0.5], np.float32)
+ACTION_OFFSET = np.asarray([0.0, 0.0, 0.0, 0.5], np.float32)
+
+
+def to_env_action(action: Array) -> Array:
+    """Policy action in [-1, 1]^4 -> env action [-1, 1]^3 x [0, 1] (last axis)."""
+    return action * jnp.asarray(ACTION_SCALE, action.dtype) + jnp.asarray(ACTION_OFFSET, action.dtype)
+
+
+def make_env(name: str, env_config: dict, backend: str | None = None) -> SO101Env:
+    """The registered env with the run's config overrides."""
+    return make(name, backend=backend, **env_config)
+
+
+class BraxAdapter:
+    """What ``ppo.train`` needs on top of :class:`~so101_mjx.envs.wrappers.TrainingEnv`.
+
+    Maps policy actions with :func:`to_env_action`; adds ``metrics["final_success"]`` (success
+    at an episode's last step: Brax's evaluator sums metrics over the episode, so this sum is the
+    episode's success) and the ``info["episode_done"]`` / ``info["episode_metrics"]`` entries
+    PPO's unroll collects (training-metric logging is not used; the metrics stay empty).
+
+    ``success_bonus`` is added to the reward of a step that ends an episode in success. The pick
+    tasks terminate on success, which with a positive dense reward forfeits the rest of the
+    episode's reward: without a bonus worth about ``reward / (1 − discounting)``, PPO learns to
+    hover just short of success.
+    """
+
+    def __init__(self, env, success_bonus: float = 0.0):
+        self.env = env
+        self.success_bonus = success_bonus
+        self._metric_keys = tuple(jax.eval_shape(env.reset, jax.random.split(jax.random.PRNGKey(0), 1)).metrics)
+
+    @property
+    def observation_size(self) -> int:
+        return self.env.observation_size
+
+    @property
+    def action_size(self) -> int:
+        return self.env.action_size
+
+    def reset(self, rng: Array) -> State:
+        return self._annotate(self.env.reset(rng))
+
+    def step(self, state: State, action: Array) -> State:
+        # The wrapped env scans over action repeats: hand it back its own metrics structure
+        # (without ours and those of Brax's EvalWrapper).
+        state = state.replace(metrics={k: state.metrics[k] for k in self._metric_keys})
+        return self._annotate(self.env.step(state, to_env_action(action)))
+
+    def _annotate(self, state: State) -> State:
+        final_success = state.metrics["success"] * (state.done > 0)
+        metrics = {**state.metrics, "final_success": final_success}
+        info = {**state.info, "episode_done": state.done, "episode_metrics": {}}
+        reward = state.reward + self.success_bonus * final_success.astype(state.reward.dtype)
+        return state.replace(reward=reward, metrics=metrics, info=info)
+
+
+def wrap_env_fn(
+    env: SO101Env, episode_length: int, action_repeat: int = 1, randomization_fn=None, success_bonus: float = 0.0
+) -> BraxAdapter:
+    """``wrap_env_fn`` for ``ppo.train`` (bind ``success_bonus`` with functools.partial)."""
+    return BraxAdapter(wrap_for_brax(env, episode_length, action_repeat, randomization_fn), success_bonus)

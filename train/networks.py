@@ -1,0 +1,42 @@
+"""PPO networks: Brax's MLPs with a tanh-normal policy, and their deterministic inference function.
+
+:func:`inference_fn` is Brax's own deterministic policy followed by
+:func:`~train.envs.to_env_action`: the reference that the exports (:mod:`train.policy`,
+:mod:`train.export`) are checked against.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+from brax.training import networks as brax_networks
+from brax.training.acme import running_statistics
+from brax.training.agents.ppo import networks as ppo_networks
+from jax import Array
+
+from train.envs import to_env_action
+
+
+def network_factory(policy_hidden_layer_sizes, value_hidden_layer_sizes, activation: str) -> Callable:
+    """``network_factory`` for ``ppo.train`` (checkpointable: activation by registered name)."""
+    if activation not in brax_networks.ACTIVATION:
+        raise ValueError(f"activation must be one of {sorted(brax_networks.ACTIVATION)}, got {activation!r}")
+    return functools.partial(
+        ppo_networks.make_ppo_networks,
+        policy_hidden_layer_sizes=tuple(policy_hidden_layer_sizes),
+        value_hidden_layer_sizes=tuple(value_hidden_layer_sizes),
+        activation=brax_networks.ACTIVATION[activation],
+    )
+
+
+def inference_fn(
+    factory: Callable, obs_size: int, action_size: int, normalize_observations: bool, params: Any
+) -> Callable[[Array], Array]:
+    """Brax's deterministic inference function followed by :func:`to_env_action`: obs -> env action."""
+    normalize = running_statistics.normalize if normalize_observations else (lambda x, _: x)
+    network = factory(obs_size, action_size, preprocess_observations_fn=normalize)
+    policy = ppo_networks.make_inference_fn(network)(params, deterministic=True)
+    return jax.jit(lambda obs: to_env_action(policy(obs, None)[0]))

@@ -1,0 +1,154 @@
+"""``so101-mjx train`` / ``python -m train.ppo``: Brax PPO on a registered env.
+
+One command trains, checkpoints at every eval, and optionally exports and replays on CPU::
+
+    so101-mjx train --env SO101Reach-v0 --export --replay-episodes 100
+
+writes ``runs/SO101Reach-v0-cpu-s0/`` (``run.json``, ``checkpoints/<step>/``, ``metrics.csv``,
+``tb/``, ``learning_curve.png``, ``policy.onnx``, ``policy.npz``). ``--resume`` continues from the
+latest checkpoint in ``--out``: params and observation normalizer are restored, the step counter
+and logs continue; the Adam moments restart (Brax checkpoints hold no optimizer state). A run is
+deterministic for a given ``--seed`` on a given machine and backend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import so101_mjx
+from so101_mjx.envs.base import asdict
+from so101_mjx.envs.registry import canonical
+from so101_mjx.physics import BACKENDS
+from train import checkpoint, config, envs
+from train.progress import Recorder
+
+COMPATIBLE_KEYS = ("env", "obs_size", "action_size", "network", "normalize_observations")
+
+
+def run_metadata(env_name: str, preset_name: str, preset: config.Preset, env, seed: int) -> dict[str, Any]:
+    """Everything export and replay need to rebuild the env and the policy."""
+    return {
+        "env": env_name,
+        "env_config": asdict(env.config),
+        "preset": preset_name,
+        "preset_config": preset.asdict(),
+        "seed": seed,
+        "backend": env.backend,
+        "obs_size": env.observation_size,
+        "action_size": env.action_size,
+        "network": preset.network(),
+        "normalize_observations": preset.normalize_observations,
+        "action_map": {"scale": envs.ACTION_SCALE.tolist(), "offset": envs.ACTION_OFFSET.tolist()},
+        "version": so101_mjx.__version__,
+    }
+
+
+def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
+    """The checkpoint to continue from, after checking it belongs to this run; None for a fresh run."""
+    existing = checkpoint.steps(out)
+    if not resume:
+        if existing:
+            raise ValueError(f"{out} already holds checkpoints; pass --resume to continue it or choose another --out")
+        return None
+    if not existing:
+        raise ValueError(f"--resume: no checkpoint under {out}")
+    previous = checkpoint.read_run(existing[-1])
+    diff = [f"{k} {previous.get(k)!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if previous.get(k) != run[k]]
+    if diff:
+        raise ValueError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")
+    return existing[-1]
+
+
+def train(
+    env_name: str, preset_name: str, preset: config.Preset, out: Path, *,
+    backend: str | None = None, seed: int = 0, resume: bool = False,
+) -> tuple[Path, dict[str, Any]]:
+    """Train (or resume) into ``out``. Returns the last checkpoint and the last eval's metrics."""
+    from brax.training.agents.ppo import train as ppo_train
+
+    from train import networks
+
+    env_name = canonical(env_name)
+    env = envs.make_env(env_name, preset.env_overrides(), backend)
+    run = run_metadata(env_name, preset_name, preset, env, seed)
+    restore = _resume_point(out, run, resume)
+    offset = checkpoint.read_run(restore)["step"] if restore else 0
+    remaining = preset.total_steps - offset
+    if remaining <= 0:
+        print(f"{out}: already trained {offset:,} of {preset.total_steps:,} steps")
+        return restore, {}
+    checkpoint.write_run(out, run)
+    recorder = Recorder(out, preset.total_steps, offset)
+
+    def save(step: int, make_policy, params) -> None:
+        if step > 0:
+            checkpoint.save(out, offset + int(step), params, run)
+
+    print(f"{env_name} preset={preset_name} backend={env.backend} seed={seed} obs={run['obs_size']} "
+          f"steps {offset:,} -> {preset.total_steps:,} into {out}", flush=True)
+    kwargs = preset.ppo_kwargs() | {"num_timesteps": remaining, "num_evals": -(-remaining // preset.steps_per_epoch) + 1}
+    _, _, metrics = ppo_train.train(
+        environment=env,
+        wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),
+        episode_length=env.episode_length,
+        network_factory=networks.network_factory(**run["network"]),
+        seed=seed + offset,
+        deterministic_eval=True,
+        use_pmap_on_reset=False,
+        progress_fn=recorder,
+        policy_params_fn=save,
+        restore_checkpoint_path=None if restore is None else restore.absolute(),
+        **kwargs,
+    )
+    png = recorder.close(f"{env_name} ({preset_name}, seed {seed})")
+    print(f"metrics: {out / 'metrics.csv'}  curve: {png}  TensorBoard: {out / 'tb'}")
+    return checkpoint.resolve(out), metrics
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
+    choices = "; ".join(f"{env}: {', '.join(p)} (default {config.DEFAULT_PRESET[env]})" for env, p in config.PRESETS.items())
+    parser.add_argument("--preset", default=None, help=f"preset in train/config.py: {choices}")
+    parser.add_argument("--backend", choices=BACKENDS, default=None, help="default: c on CPU, mjx on accelerators")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
+    parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    parser.add_argument("--num-timesteps", type=int, default=None, help="override the preset's env steps")
+    parser.add_argument("--num-evals", type=int, default=None, help="override the preset's number of evals (and checkpoints)")
+    parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
+    parser.add_argument("--replay-episodes", type=int, default=0, help="replay N episodes of the export on CPU MuJoCo")
+
+
+def run(args: argparse.Namespace) -> int:
+    from train import export, replay
+
+    env_name = canonical(args.env)
+    preset_name = args.preset or config.DEFAULT_PRESET[env_name]
+    preset = config.preset(env_name, preset_name)
+    overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals}
+    preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
+    if args.replay_episodes < 0:
+        raise ValueError(f"--replay-episodes must be >= 0, got {args.replay_episodes}")
+    out = Path(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}")
+    start = time.perf_counter()
+    last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume)
+    print(f"checkpoint: {last}  ({time.perf_counter() - start:.0f} s)  final JAX eval: success "
+          f"{metrics.get('eval/episode_final_success', float('nan')):.3f} over {preset.num_eval_envs} episodes")
+    if args.export or args.replay_episodes:
+        onnx_path, npz_path = export.export(last, out / "policy.onnx")
+        if args.replay_episodes:
+            replay.replay(onnx_path or npz_path, episodes=args.replay_episodes, seed=args.seed)
+    print(f"total wall time {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    from so101_mjx.cli import main
+
+    sys.exit(main(["train", *sys.argv[1:]]))

@@ -1,0 +1,108 @@
+"""Training progress: one console line per eval, ``metrics.csv``, TensorBoard, learning-curve PNG.
+
+:class:`Recorder` is ``ppo.train``'s ``progress_fn``. Steps are absolute (a resumed run continues
+its CSV and counters); ``wall_s`` continues too. ``steps_per_s`` is Brax's training throughput
+(env steps per second of the training epochs, learning included, evals excluded).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+COLUMNS = ("step", "wall_s", "steps_per_s", "eval_reward", "eval_success", "eval_episode_length")
+EVAL_KEYS = {
+    "eval_reward": "eval/episode_reward",
+    "eval_success": "eval/episode_final_success",
+    "eval_episode_length": "eval/avg_episode_length",
+}
+CSV_FILE, PNG_FILE, TB_DIR = "metrics.csv", "learning_curve.png", "tb"
+
+
+def read_csv(path: Path) -> list[dict[str, float]]:
+    if not Path(path).is_file():
+        return []
+    with open(path, newline="") as f:
+        return [{k: float(v) if v else math.nan for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+class Recorder:
+    """Console + CSV + TensorBoard writer for ``ppo.train``'s ``progress_fn(step, metrics)``."""
+
+    def __init__(self, out: Path, total_steps: int, step_offset: int = 0):
+        self.out = Path(out)
+        self.total_steps = total_steps
+        self.step_offset = step_offset
+        self.rows = [r for r in read_csv(self.out / CSV_FILE) if r["step"] <= step_offset]
+        self._wall_offset = self.rows[-1]["wall_s"] if self.rows else 0.0
+        self._start = time.perf_counter()
+        with open(self.out / CSV_FILE, "w", newline="") as f:  # drop rows past the resumed step
+            writer = csv.DictWriter(f, COLUMNS)
+            writer.writeheader()
+            writer.writerows({k: row[k] for k in COLUMNS} for row in self.rows)
+        try:
+            from tensorboardX import SummaryWriter
+        except ImportError:
+            print("tensorboardX is not installed (pip install so101-mjx[train]): no TensorBoard logs")
+            self._tb = None
+        else:
+            self._tb = SummaryWriter(str(self.out / TB_DIR))
+
+    def __call__(self, step: int, metrics: dict[str, Any]) -> None:
+        step = int(step) + self.step_offset
+        row = {
+            "step": step,
+            "wall_s": self._wall_offset + time.perf_counter() - self._start,
+            "steps_per_s": float(metrics.get("training/sps", math.nan)),
+            **{col: float(metrics.get(key, math.nan)) for col, key in EVAL_KEYS.items()},
+        }
+        self.rows.append(row)
+        with open(self.out / CSV_FILE, "a", newline="") as f:
+            csv.DictWriter(f, COLUMNS).writerow(row)
+        if self._tb is not None:
+            for key, value in metrics.items():
+                if "_std" not in key and math.isfinite(float(value)):
+                    self._tb.add_scalar(key, float(value), step)
+            self._tb.flush()
+        print(self.line(row), flush=True)
+
+    def line(self, row: dict[str, float]) -> str:
+        pct = 100 * row["step"] / max(self.total_steps, 1)
+        return (
+            f"[{pct:5.1f}%] step {int(row['step']):>10,}/{self.total_steps:,}  {row['wall_s']:6.0f} s  "
+            f"{row['steps_per_s']:7,.0f} steps/s  eval reward {row['eval_reward']:8.3f}  "
+            f"success {row['eval_success']:.3f}  length {row['eval_episode_length']:.0f}"
+        )
+
+    def close(self, title: str) -> Path | None:
+        """Close TensorBoard; write the learning curve PNG (None when matplotlib is missing)."""
+        if self._tb is not None:
+            self._tb.close()
+        return plot(self.rows, self.out / PNG_FILE, title)
+
+
+def plot(rows: list[dict[str, float]], path: Path, title: str) -> Path | None:
+    """Eval reward and success vs env steps."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install so101-mjx[train]): no learning-curve PNG")
+        return None
+    steps = [r["step"] for r in rows]
+    fig, (ax_r, ax_s) = plt.subplots(1, 2, figsize=(10, 3.8), constrained_layout=True)
+    ax_r.plot(steps, [r["eval_reward"] for r in rows], marker="o")
+    ax_r.set(xlabel="env steps", ylabel="eval episode reward")
+    ax_s.plot(steps, [r["eval_success"] for r in rows], marker="o", color="tab:green")
+    ax_s.set(xlabel="env steps", ylabel="eval success rate", ylim=(-0.02, 1.02))
+    for ax in (ax_r, ax_s):
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
