@@ -87,11 +87,10 @@ def task_error(
         (position rows, then the tilt's components on the two other axes, times the weight).
     """
     dt = q.dtype
-    error = target - kin.point(q, site, offset)
-    jacp, jacr = kin.jacobian(q, site, offset)
+    point, axes, jacp, jacr = kin.site_kinematics(q, site, offset)
+    error = target - point
     if approach_axis is None:
         return error, jacp
-    axes = kin.site_pose(q, site)[1]
     if rotation is not None:
         axes = axes @ jnp.asarray(rotation, dt)
     direction = jnp.asarray(approach_dir, dt)

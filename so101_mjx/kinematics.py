@@ -162,25 +162,28 @@ class Kinematics:
 
     def site_pose(self, q, site: str) -> tuple[Array, Array]:
         """World position (..., 3) and rotation (..., 3, 3) of one site."""
+        return self._site_pose(self.forward(q), site)
+
+    def _site_pose(self, frames: tuple[Array, Array], site: str) -> tuple[Array, Array]:
         s = self.site_id(site)
-        pos, rot = self.body_pose(q, self.body_names[self.site_body[s]])
+        b = self.site_body[s]
+        pos, rot = frames[0][..., b, :], frames[1][..., b, :, :]
         dt = pos.dtype
         site_pos = pos + jnp.einsum("...ij,j->...i", rot, jnp.asarray(self.site_pos[s], dt))
         return site_pos, rot @ jnp.asarray(self.site_rot[s], dt)
 
     def point(self, q, site: str, offset=None) -> Array:
         """World position (..., 3) of the site origin plus ``offset`` (3,) given in the site frame."""
-        pos, rot = self.site_pose(q, site)
-        if offset is None:
-            return pos
-        return pos + jnp.einsum("...ij,...j->...i", rot, jnp.asarray(offset, pos.dtype))
+        return _offset_point(*self.site_pose(q, site), offset)
 
     def joint_frames(self, q) -> tuple[Array, Array, tuple[int, ...]]:
         """World hinge axes (..., nq, 3), anchors (..., nq, 3) and each joint's body index."""
-        q = self.check_q(q)
-        xpos, xrot = self.forward(q)
+        return self._joint_frames(self.forward(q))
+
+    def _joint_frames(self, frames: tuple[Array, Array]) -> tuple[Array, Array, tuple[int, ...]]:
+        xpos, xrot = frames
         bodies = tuple(self.body_joint.index(j) for j in range(self.nq))
-        dt = q.dtype
+        dt = xpos.dtype
         axes = jnp.stack([xrot[..., b, :, :] @ jnp.asarray(self.joint_axis[b], dt) for b in bodies], -2)
         anchors = jnp.stack(
             [xpos[..., b, :] + xrot[..., b, :, :] @ jnp.asarray(self.joint_anchor[b], dt) for b in bodies], -2
@@ -200,14 +203,26 @@ class Kinematics:
         Returns ``(jacp, jacr)``, each (..., 3, nq): d(point)/dq and the angular-velocity map,
         matching ``mj_jacSite`` / ``mj_jac`` restricted to ``kin.joints``.
         """
-        q = self.check_q(q)
-        p = self.point(q, site, offset)
-        axes, anchors, bodies = self.joint_frames(q)
+        return self.site_kinematics(q, site, offset)[2:]
+
+    def site_kinematics(self, q, site: str, offset=None) -> tuple[Array, Array, Array, Array]:
+        """Everything IK needs from ONE forward pass: the point (..., 3) (site origin + site-frame
+        ``offset``), the site rotation (..., 3, 3) and the Jacobians ``jacp, jacr`` (..., 3, nq)."""
+        frames = self.forward(q)
+        pos, rot = self._site_pose(frames, site)
+        p = _offset_point(pos, rot, offset)
+        axes, anchors, bodies = self._joint_frames(frames)
         moves = self._ancestors(self.site_body[self.site_id(site)])
-        mask = jnp.asarray([b in moves for b in bodies], q.dtype)[:, None]
+        mask = jnp.asarray([b in moves for b in bodies], p.dtype)[:, None]
         jacr = axes * mask
         jacp = jnp.cross(jacr, p[..., None, :] - anchors)
-        return jnp.swapaxes(jacp, -1, -2), jnp.swapaxes(jacr, -1, -2)
+        return p, rot, jnp.swapaxes(jacp, -1, -2), jnp.swapaxes(jacr, -1, -2)
+
+
+def _offset_point(pos: Array, rot: Array, offset) -> Array:
+    if offset is None:
+        return pos
+    return pos + jnp.einsum("...ij,...j->...i", rot, jnp.asarray(offset, pos.dtype))
 
 
 def _descends_from(model: mujoco.MjModel, body: int, root: int) -> bool:
