@@ -31,7 +31,6 @@ from so101_mjx.interface import (
     MotorizedArm_Observation,
     MotorizedArmSpec,
     gripper_ctrl_to_open_fraction,
-    gripper_open_fraction_to_ctrl,
     interpolate_chunk,
 )
 from so101_mjx.physics import PhysicsState
@@ -39,7 +38,7 @@ from so101_mjx.physics import PhysicsState
 
 def tick(env: SO101Env, physics: PhysicsState, arm_q: Array, gripper_open: Array) -> PhysicsState:
     """One control tick: hold ``arm_q`` (5,) rad and the jaw at open fraction ``gripper_open`` (1,)."""
-    return env.actuate(physics, arm_q, gripper_open_fraction_to_ctrl(gripper_open[0], env._gripper_range))
+    return env.actuate(physics, arm_q, env.gripper_ctrl(gripper_open[0]))
 
 
 def measure(env: SO101Env, physics: PhysicsState) -> dict[str, Array]:

@@ -29,6 +29,7 @@ from flax import struct
 from jax import Array
 
 from so101_mjx import ik, randomization
+from so101_mjx.interface import gripper_open_fraction_to_ctrl
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.physics import Physics, PhysicsState, make_physics
 from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, actuator_ids, joint_dof_ids, joint_qpos_ids, load_model
@@ -153,8 +154,7 @@ class SO101Env(abc.ABC):
 
     def gripper_ctrl(self, grasp: Array) -> Array:
         """Jaw command in [0, 1] (clipped; 0 closed) -> gripper ctrl in radians."""
-        lo, hi = self._gripper_range
-        return lo + jnp.clip(grasp, 0.0, 1.0) * (hi - lo)
+        return gripper_open_fraction_to_ctrl(grasp, self._gripper_range).astype(grasp.dtype)
 
     def gripper_pose(self, ctrl: Array) -> Array:
         """Gripper ctrl -> [-1, 1] (-1 closed), the observation's ``gripper_pose``."""
