@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import importlib.util
 import os
 from concurrent.futures import ThreadPoolExecutor
 
@@ -77,14 +78,22 @@ class Physics(abc.ABC):
         return state.sensordata[..., sensor.adr[0] : sensor.adr[0] + sensor.dim[0]]
 
 
+def default_mjx_impl() -> str:
+    """``"warp"`` on a GPU when mujoco_warp is installed, else ``"jax"``."""
+    if jax.default_backend() == "gpu" and importlib.util.find_spec("mujoco_warp") is not None:
+        return "warp"
+    return "jax"
+
+
 class MjxPhysics(Physics):
-    """``mujoco.mjx``; ``impl`` is ``"jax"`` or ``"warp"``."""
+    """``mujoco.mjx``; ``impl`` is ``"jax"`` or ``"warp"`` (default: :func:`default_mjx_impl`)."""
 
     name = "mjx"
 
-    def __init__(self, model: mujoco.MjModel, impl: str = "jax"):
+    def __init__(self, model: mujoco.MjModel, impl: str | None = None):
         super().__init__(model)
-        self.mjx_model = mjx.put_model(model, impl=impl)
+        self.impl = impl or default_mjx_impl()
+        self.mjx_model = mjx.put_model(model, impl=self.impl)
 
     def _data(self, qpos, qvel, ctrl, qacc_warmstart, time) -> mjx.Data:
         dtype = qpos.dtype
