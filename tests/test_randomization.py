@@ -55,3 +55,14 @@ def test_mjx_backend_applies_block_size_and_gain():
     c = _settle("c", Randomization(block_size=(1.5, 1.5), actuator_gain=(0.5, 0.5)))
     assert float(s.obs[16]) == pytest.approx(0.03, abs=1e-3)
     np.testing.assert_allclose(s.physics.qpos[:5], c.physics.qpos[:5], atol=1e-3)
+
+
+def test_config_with_randomization_round_trips_through_json():
+    import json
+
+    from so101_mjx.envs.base import asdict
+
+    r = Randomization(block_mass=(0.5, 2.0))
+    env = make("SO101Reach-v0", backend="c", randomization=r)
+    again = make("SO101Reach-v0", backend="c", **json.loads(json.dumps(asdict(env.config))))
+    assert again.config == env.config

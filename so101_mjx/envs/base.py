@@ -264,8 +264,8 @@ def default_metrics(state_info: dict[str, Array]) -> dict[str, Array]:
 
 
 def asdict(config: Any) -> dict[str, Any]:
-    """Config dataclass as a plain dict (for logging and export metadata)."""
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    """Config dataclass as a JSON-ready dict (nested dataclasses too); ``make(**asdict(c))`` rebuilds it."""
+    return dataclasses.asdict(config)
 
 
 def block_qpos_adr(model: mujoco.MjModel) -> int:
