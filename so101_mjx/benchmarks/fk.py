@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from so101_mjx import ik
 from so101_mjx.benchmarks import median_time, print_table
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.scenes import ARM_JOINTS, joint_qpos_ids, load_model
@@ -42,11 +43,11 @@ def run(args: argparse.Namespace) -> int:
     dtype = jnp.float64 if args.x64 else jnp.float32
     model = load_model("pick_cube")
     kin = Kinematics.from_model(model, ARM_JOINTS)
-    lo, hi = model.jnt_range[[model.joint(j).id for j in ARM_JOINTS]].T
+    lo, hi = ik.joint_limits(model)
     rng = np.random.default_rng(0)
     c_rate = mujoco_rate(model, rng.uniform(lo, hi, (2000, len(ARM_JOINTS))), args.repeats)
 
-    fn = jax.jit(lambda q: (kin.site_pose(q, "gripperframe"), kin.jacobian(q, "gripperframe")))
+    fn = jax.jit(lambda q: kin.site_kinematics(q, "gripperframe"))  # pose + Jacobians, one forward pass
     rows = []
     for batch in args.batch:
         q = jnp.asarray(rng.uniform(lo, hi, (batch, len(ARM_JOINTS))), dtype)
