@@ -39,43 +39,78 @@ def policy_fns(env: SO101Env, policy: str | Callable[[Array], Array]) -> tuple[C
 
 
 def run_episodes(
-    env: SO101Env, policy: str | Callable, rng: Array, num_envs: int, steps: int | None = None, trajectory: bool = False
+    env: SO101Env, policy: str | Callable, rng: Array, num_envs: int, steps: int | None = None,
+    trajectory: bool = False, stop_when_done: bool = False,
 ) -> dict[str, Array]:
-    """One episode in each of ``num_envs`` worlds (jitted; call again with a new ``rng`` to reuse).
+    """One episode in each of ``num_envs`` worlds (jitted).
 
     Returns ``success`` (B,) bool, ``returns`` (B,), ``length`` (B,) int, ``final_obs`` (B, obs)
     (at each episode's end) and, with ``trajectory``, ``states`` (every State after its step) and
-    ``actions`` (B, T, 4), axes (B, T).
+    ``actions`` (B, T, 4), axes (B, T). ``stop_when_done`` (without ``trajectory``) scans in
+    chunks of :data:`CHUNK_STEPS` and stops once every episode has ended: same results, less
+    compute when episodes terminate early.
     """
     steps = int(steps or env.episode_length)
     init, act = policy_fns(env, policy)
-    return _episodes(env, init, act, steps, trajectory)(jax.random.split(rng, num_envs))
+    keys = jax.random.split(rng, num_envs)
+    if not stop_when_done or trajectory:
+        return _episodes(env, init, act, steps, trajectory)(keys)
+    start, advance, _, _ = _episode_fns(env, init, act)
+    carry, step_keys = start(keys, steps)
+    for t in range(0, steps, CHUNK_STEPS):
+        carry = advance(carry, step_keys[:, t : t + CHUNK_STEPS])
+        if bool(jnp.all(carry[2])):
+            break
+    return _outcome(carry)
 
 
-def _episodes(env: SO101Env, init, act, steps: int, trajectory: bool):
-    def one(key):
+CHUNK_STEPS = 25
+
+
+def _episode_fns(env: SO101Env, init, act):
+    """Jitted ``start(keys (B, 2), steps) -> (carry, per-step keys (B, steps, 2))`` and
+    ``advance(carry, keys (B, T, 2)) -> carry`` over batched episode carries."""
+
+    def start_one(key, steps):
         key, reset_key = jax.random.split(key)
         state = env.reset(reset_key)
         zero = jnp.zeros((), state.reward.dtype)
         carry = (state, init(state), jnp.zeros((), bool), jnp.zeros((), bool), zero, jnp.zeros((), jnp.int32), state.obs)
+        return carry, jax.random.split(key, steps)
 
-        def body(carry, key):
-            state, cs, ended, success, ret, length, final_obs = carry
-            cs, action = act(cs, state, key)
-            state = env.step(state, action)
-            live = ~ended
-            ret = ret + jnp.where(live, state.reward, 0.0)
-            length = length + live.astype(jnp.int32)
-            success = jnp.where(live, state.info["succeed"], success)
-            final_obs = jnp.where(live, state.obs, final_obs)
-            ended = ended | (state.done > 0)
-            return (state, cs, ended, success, ret, length, final_obs), ((state, action) if trajectory else None)
+    def body(carry, key):
+        state, cs, ended, success, ret, length, final_obs = carry
+        cs, action = act(cs, state, key)
+        state = env.step(state, action)
+        live = ~ended
+        ret = ret + jnp.where(live, state.reward, 0.0)
+        length = length + live.astype(jnp.int32)
+        success = jnp.where(live, state.info["succeed"], success)
+        final_obs = jnp.where(live, state.obs, final_obs)
+        ended = ended | (state.done > 0)
+        return (state, cs, ended, success, ret, length, final_obs), (state, action)
 
-        (state, _, _, success, ret, length, final_obs), traj = jax.lax.scan(body, carry, jax.random.split(key, steps))
-        out = {"success": success, "returns": ret, "length": length, "final_obs": final_obs}
-        if trajectory:
-            out["states"], out["actions"] = traj
-        return out
+    start = jax.jit(jax.vmap(start_one, in_axes=(0, None)), static_argnums=1)
+    advance = jax.jit(jax.vmap(lambda carry, keys: jax.lax.scan(body, carry, keys)[0]))
+    return start, advance, start_one, body
+
+
+def _outcome(carry) -> dict[str, Array]:
+    _, _, _, success, ret, length, final_obs = carry
+    return {"success": success, "returns": ret, "length": length, "final_obs": final_obs}
+
+
+def _episodes(env: SO101Env, init, act, steps: int, trajectory: bool):
+    """Jitted ``keys (B, 2) -> outcomes`` running all ``steps`` in one scan."""
+    _, _, start_one, body = _episode_fns(env, init, act)
+
+    def one(key):
+        carry, keys = start_one(key, steps)
+        if not trajectory:
+            body_no_traj = lambda c, k: (body(c, k)[0], None)  # noqa: E731
+            return _outcome(jax.lax.scan(body_no_traj, carry, keys)[0])
+        carry, (states, actions) = jax.lax.scan(body, carry, keys)
+        return {**_outcome(carry), "states": states, "actions": actions}
 
     return jax.jit(jax.vmap(one))
 
