@@ -163,15 +163,16 @@ def horizon_deviation(a: dict, b: dict, horizons=HORIZONS) -> dict[str, list[flo
     return out
 
 
-CONTACT_CLASSES = ("contact-free", "block on floor", "gripper on block")
+CONTACT_CLASSES = ("contact-free", "block on floor", "arm in contact")
 
 
 def contact_classes(model: mujoco.MjModel, phys, ctrls: np.ndarray, n_substeps: int) -> np.ndarray:
     """Index into :data:`CONTACT_CLASSES` of each control step (T,) from states ``phys[:-1]``:
-    the contacts MuJoCo C makes while stepping it (block–floor plane–box contacts only, or any
-    gripper–block box–box contact)."""
+    the contacts MuJoCo C makes while stepping it (none; block–floor plane–box contacts only; or
+    any contact of the arm — jaws, pads or links on the block, box–box — or of the arm on the floor)."""
     data = mujoco.MjData(model)
-    block, floor = model.geom("block").id, model.geom("floor").id
+    floor = model.geom("floor").id
+    block = model.geom("block").id if "block" in {model.geom(i).name for i in range(model.ngeom)} else -1
     qpos, qvel, warm = (np.asarray(x, np.float64) for x in (phys.qpos, phys.qvel, phys.qacc_warmstart))
     out = np.zeros(len(ctrls), int)
     for i, ctrl in enumerate(np.asarray(ctrls, np.float64)):

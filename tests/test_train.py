@@ -111,3 +111,14 @@ def test_replay_runs_the_export_in_the_gym_env(tiny_run, float32, capsys):
     assert "success rate" in out and "(CPU MuJoCo, gymnasium)" in out
     assert cli.main(["replay", str(tiny_run / "policy.onnx"), "--env", "SO101PickCube-v0", "--episodes", "1"]) == 2
     assert "expects observations of size 20" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("env_name, name", [(e, p) for e, presets in config.PRESETS.items() for p in presets])
+def test_every_preset_builds_its_env(env_name, name):
+    """Each preset's env overrides are valid config (ValueErrors would surface only at train time)."""
+    from train import envs
+
+    preset = config.preset(env_name, name)
+    env = envs.make_env(env_name, preset.env_overrides(), "c")
+    assert (env.action_size, env.episode_length) == (4, preset.episode_length or env.config.episode_length)
+    assert preset.total_steps >= preset.num_timesteps

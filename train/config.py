@@ -110,9 +110,11 @@ PRESETS: dict[str, dict[str, Preset]] = {
     },
     "SO101PickCube-v0": {
         "tiny": _tiny(**_PICK_CONFIG),
+        # 12 epochs of 532,480 env steps (a checkpoint and eval after each). Measured, seed 0: eval
+        # success 0 until epoch 8, 1.000 from epoch 9 (4.79M steps); see the README.
         "cpu": Preset(
-            num_timesteps=20_000_000, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
-            num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=40,
+            num_timesteps=12 * 532_480, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
+            num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=13,
             policy_hidden_layer_sizes=(128, 128, 128), value_hidden_layer_sizes=(256, 256, 256),
             success_bonus=50.0, env_config=_PICK_TRAIN_CONFIG,
         ),
