@@ -122,3 +122,26 @@ def test_every_preset_builds_its_env(env_name, name):
     env = envs.make_env(env_name, preset.env_overrides(), "c")
     assert (env.action_size, env.episode_length) == (4, preset.episode_length or env.config.episode_length)
     assert preset.total_steps >= preset.num_timesteps
+
+
+def test_replay_in_the_reference_env(tmp_path, capsys):
+    """--reference runs the policy in lerobot_env_so101's own env, given the config fields it knows."""
+    pytest.importorskip("lerobot_env_so101")
+    from train import envs
+    from train.policy import NumpyPolicy, PolicyWeights
+
+    rng = np.random.default_rng(0)
+    weights = PolicyWeights(
+        mean=np.zeros(17, np.float32), std=np.ones(17, np.float32), activation="tanh",
+        kernels=(0.1 * rng.normal(size=(17, 8)).astype(np.float32), 0.1 * rng.normal(size=(8, 8)).astype(np.float32)),
+        biases=(np.zeros(8, np.float32), np.zeros(8, np.float32)),
+    )
+    env_config = {"top_down_ik": True, "jaw_pads": True, "reward_type": "dense", "grasp_reward": 0.25, "episode_length": 5}
+    meta = {"env": "SO101PickCube-v0", "env_config": env_config, "obs_size": 17,
+            "action_map": {"scale": envs.ACTION_SCALE.tolist(), "offset": envs.ACTION_OFFSET.tolist()}}
+    NumpyPolicy(weights, meta, envs.ACTION_SCALE, envs.ACTION_OFFSET).save(tmp_path / "policy.npz")
+    assert cli.main(["replay", str(tmp_path / "policy.npz"), "--reference", "--episodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "lerobot_env_so101 SO101PickCubeGymEnv" in out and "mean episode length 5.0" in out
+    assert cli.main(["replay", str(tmp_path / "policy.npz"), "--reference", "--env", "SO101Reach-v0"]) == 2
+    assert "lerobot_env_so101 has no SO101Reach-v0" in capsys.readouterr().err

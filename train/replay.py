@@ -2,13 +2,16 @@
 
 ``POLICY`` is a ``.onnx`` (run by onnxruntime; by the ``.npz`` beside it when onnxruntime is
 missing) or a ``.npz`` (numpy runner). The env is ``so101_mjx/<env>`` built with the policy's
-env config (``--env`` another env: its default config). An episode's success is
-``info["succeed"]`` at its last step, terminated or truncated at the config's episode length.
+env config (``--env`` another env: its default config); with ``--reference``, lerobot_env_so101's
+own env as shipped (its mesh collisions and noslip), given the config fields it knows. An
+episode's success is ``info["succeed"]`` at its last step, terminated or truncated at the
+config's episode length.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -69,18 +72,44 @@ def make_gym_env(name: str, env_config: dict[str, Any], render: bool = False):
     return gymnasium.make(NAMESPACE + name, max_episode_steps=length, disable_env_checker=True, **config)
 
 
+def make_reference_env(name: str, env_config: dict[str, Any]):
+    """lerobot_env_so101's env for ``name`` with the fields of ``env_config`` it accepts,
+    truncated at ``episode_length``; ValueError when it is not installed or has no such task."""
+    import gymnasium
+
+    from so101_mjx.envs.registry import default_config
+    from so101_mjx.parity import REF_ENVS
+
+    try:
+        import lerobot_env_so101 as ref
+    except ImportError:
+        raise ValueError("--reference needs lerobot_env_so101: pip install lerobot_env_so101==0.4.0") from None
+    name = canonical(name)
+    if name not in REF_ENVS:
+        raise ValueError(f"--reference: lerobot_env_so101 has no {name}; it has {sorted(REF_ENVS)}")
+    cls = getattr(ref, REF_ENVS[name])
+    accepted = set(inspect.signature(cls).parameters) - {"image_obs", "render_mode", "render_spec", "seed"}
+    length = env_config.get("episode_length", default_config(name).episode_length)
+    return gymnasium.wrappers.TimeLimit(cls(**{k: v for k, v in env_config.items() if k in accepted}), length)
+
+
 def replay(
     path: str | Path, env: str | None = None, episodes: int = 100, seed: int = 0, video: str | None = None,
-    video_episodes: int = 3,
+    video_episodes: int = 3, reference: bool = False,
 ) -> dict[str, float]:
-    """Run ``episodes`` episodes; print and return success rate, mean return and mean length."""
+    """Run ``episodes`` episodes; print and return success rate, mean return and mean length.
+
+    ``reference``: in lerobot_env_so101's env instead of ours (see :func:`make_reference_env`).
+    """
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
     if video:
         check_video_path(video)
     policy, meta = load_policy(path)
     name = env or meta["env"]
-    gym_env = make_gym_env(name, meta["env_config"] if canonical(name) == meta["env"] else {})
+    env_config = meta["env_config"] if canonical(name) == meta["env"] else {}
+    gym_env = make_reference_env(name, env_config) if reference else make_gym_env(name, env_config)
+    where = f"lerobot_env_so101 {type(gym_env.unwrapped).__name__} (as shipped)" if reference else f"so101_mjx/{name}"
     obs, _ = gym_env.reset(seed=seed)
     obs_size = sum(np.size(v) for v in obs.values())
     if obs_size != meta["obs_size"]:
@@ -101,11 +130,11 @@ def replay(
     gym_env.close()
     result = {"success_rate": float(np.mean(successes)), "mean_return": float(np.mean(returns)),
               "mean_length": float(np.mean(lengths)), "episodes": episodes}
-    print(f"replay {Path(path).name} on so101_mjx/{name} (CPU MuJoCo, gymnasium): success rate "
+    print(f"replay {Path(path).name} on {where} (CPU MuJoCo, gymnasium): success rate "
           f"{result['success_rate']:.3f} ({sum(successes)}/{episodes}), mean return {result['mean_return']:.3f}, "
           f"mean episode length {result['mean_length']:.1f}")
     if video:
-        write_video(frames, video, fps=gym_env.metadata["render_fps"])
+        write_video(frames, video, fps=gym_env.metadata.get("render_fps", round(1 / meta["env_config"].get("control_dt", 0.1))))
         print(f"video of the first {min(episodes, video_episodes)} episodes: {video}")
     return result
 
@@ -117,8 +146,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--video", default=None, help="write the first episodes to this .mp4 or .gif (needs a GL backend)")
     parser.add_argument("--video-episodes", type=int, default=3)
+    parser.add_argument("--reference", action="store_true", help="replay in lerobot_env_so101's own env (pick tasks)")
 
 
 def run(args: argparse.Namespace) -> int:
-    replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes)
+    replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes, args.reference)
     return 0
