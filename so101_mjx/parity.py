@@ -172,7 +172,7 @@ def contact_classes(model: mujoco.MjModel, phys, ctrls: np.ndarray, n_substeps: 
     any contact of the arm — jaws, pads or links on the block, box–box — or of the arm on the floor)."""
     data = mujoco.MjData(model)
     floor = model.geom("floor").id
-    block = model.geom("block").id if "block" in {model.geom(i).name for i in range(model.ngeom)} else -1
+    block = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_GEOM, "block")  # -1 in the reach scene
     qpos, qvel, warm = (np.asarray(x, np.float64) for x in (phys.qpos, phys.qvel, phys.qacc_warmstart))
     out = np.zeros(len(ctrls), int)
     for i, ctrl in enumerate(np.asarray(ctrls, np.float64)):

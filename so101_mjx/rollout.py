@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -55,62 +56,72 @@ def run_episodes(
     keys = jax.random.split(rng, num_envs)
     if not stop_when_done or trajectory:
         return _episodes(env, init, act, steps, trajectory)(keys)
-    start, advance, _, _ = _episode_fns(env, init, act)
-    carry, step_keys = start(keys, steps)
+    start, body = _episode_fns(env, init, act)
+    advance = jax.jit(jax.vmap(lambda carry, keys: jax.lax.scan(body, carry, keys)[0]))
+    carry, step_keys = jax.jit(jax.vmap(start, in_axes=(0, None)), static_argnums=1)(keys, steps)
     for t in range(0, steps, CHUNK_STEPS):
         carry = advance(carry, step_keys[:, t : t + CHUNK_STEPS])
-        if bool(jnp.all(carry[2])):
+        if bool(jnp.all(carry.ended)):
             break
-    return _outcome(carry)
+    return carry.outcome()
 
 
 CHUNK_STEPS = 25
 
 
-def _episode_fns(env: SO101Env, init, act):
-    """Jitted ``start(keys (B, 2), steps) -> (carry, per-step keys (B, steps, 2))`` and
-    ``advance(carry, keys (B, T, 2)) -> carry`` over batched episode carries."""
+class _Episode(NamedTuple):
+    """One world's episode so far (a pytree: the scan carry)."""
 
-    def start_one(key, steps):
+    state: State
+    controller: Any  # the policy's own state
+    ended: Array  # () bool: a done was seen
+    success: Array  # () bool: info["succeed"] at the episode's last step
+    returns: Array  # ()
+    length: Array  # () int32
+    final_obs: Array  # (obs_size,) at the episode's last step
+
+    def outcome(self) -> dict[str, Array]:
+        return {"success": self.success, "returns": self.returns, "length": self.length, "final_obs": self.final_obs}
+
+
+def _episode_fns(env: SO101Env, init, act):
+    """Single-world ``start(key, steps) -> (_Episode, per-step keys (steps, 2))`` and the scan
+    body ``(_Episode, key) -> (_Episode, (state, action))``."""
+
+    def start(key, steps):
         key, reset_key = jax.random.split(key)
         state = env.reset(reset_key)
-        zero = jnp.zeros((), state.reward.dtype)
-        carry = (state, init(state), jnp.zeros((), bool), jnp.zeros((), bool), zero, jnp.zeros((), jnp.int32), state.obs)
-        return carry, jax.random.split(key, steps)
+        false = jnp.zeros((), bool)
+        episode = _Episode(state, init(state), false, false, jnp.zeros((), state.reward.dtype), jnp.zeros((), jnp.int32), state.obs)
+        return episode, jax.random.split(key, steps)
 
-    def body(carry, key):
-        state, cs, ended, success, ret, length, final_obs = carry
-        cs, action = act(cs, state, key)
-        state = env.step(state, action)
-        live = ~ended
-        ret = ret + jnp.where(live, state.reward, 0.0)
-        length = length + live.astype(jnp.int32)
-        success = jnp.where(live, state.info["succeed"], success)
-        final_obs = jnp.where(live, state.obs, final_obs)
-        ended = ended | (state.done > 0)
-        return (state, cs, ended, success, ret, length, final_obs), (state, action)
+    def body(ep: _Episode, key):
+        cs, action = act(ep.controller, ep.state, key)
+        state = env.step(ep.state, action)
+        live = ~ep.ended
+        ep = _Episode(
+            state, cs, ep.ended | (state.done > 0),
+            jnp.where(live, state.info["succeed"], ep.success),
+            ep.returns + jnp.where(live, state.reward, 0.0),
+            ep.length + live.astype(jnp.int32),
+            jnp.where(live, state.obs, ep.final_obs),
+        )
+        return ep, (state, action)
 
-    start = jax.jit(jax.vmap(start_one, in_axes=(0, None)), static_argnums=1)
-    advance = jax.jit(jax.vmap(lambda carry, keys: jax.lax.scan(body, carry, keys)[0]))
-    return start, advance, start_one, body
-
-
-def _outcome(carry) -> dict[str, Array]:
-    _, _, _, success, ret, length, final_obs = carry
-    return {"success": success, "returns": ret, "length": length, "final_obs": final_obs}
+    return start, body
 
 
 def _episodes(env: SO101Env, init, act, steps: int, trajectory: bool):
     """Jitted ``keys (B, 2) -> outcomes`` running all ``steps`` in one scan."""
-    _, _, start_one, body = _episode_fns(env, init, act)
+    start, body = _episode_fns(env, init, act)
 
     def one(key):
-        carry, keys = start_one(key, steps)
+        episode, keys = start(key, steps)
         if not trajectory:
-            body_no_traj = lambda c, k: (body(c, k)[0], None)  # noqa: E731
-            return _outcome(jax.lax.scan(body_no_traj, carry, keys)[0])
-        carry, (states, actions) = jax.lax.scan(body, carry, keys)
-        return {**_outcome(carry), "states": states, "actions": actions}
+            body_no_traj = lambda ep, k: (body(ep, k)[0], None)  # noqa: E731
+            return jax.lax.scan(body_no_traj, episode, keys)[0].outcome()
+        episode, (states, actions) = jax.lax.scan(body, episode, keys)
+        return {**episode.outcome(), "states": states, "actions": actions}
 
     return jax.jit(jax.vmap(one))
 

@@ -134,7 +134,7 @@ def replay(
           f"{result['success_rate']:.3f} ({sum(successes)}/{episodes}), mean return {result['mean_return']:.3f}, "
           f"mean episode length {result['mean_length']:.1f}")
     if video:
-        write_video(frames, video, fps=gym_env.metadata.get("render_fps", round(1 / meta["env_config"].get("control_dt", 0.1))))
+        write_video(frames, video, fps=gym_env.metadata["render_fps"])
         print(f"video of the first {min(episodes, video_episodes)} episodes: {video}")
     return result
 

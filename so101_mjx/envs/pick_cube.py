@@ -21,6 +21,7 @@ from jax import Array
 
 from so101_mjx import ik
 from so101_mjx.envs.base import ArmConfig, State, SO101Env, as_qpos0, block_qpos_adr, default_metrics
+from so101_mjx.interface import gripper_ctrl_to_open_fraction
 from so101_mjx.scenes import EE_SITE
 
 SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
@@ -119,8 +120,7 @@ class PickCube(SO101Env):
     def grasped(self, physics) -> Array:
         """Bool (): the jaw is commanded closed but held open by something, with the block centre
         within ``GRASP_MAX_DISTANCE`` of the grasp point (a proxy that needs no contact data)."""
-        lo, hi = self._gripper_range
-        command = (physics.ctrl[self._gripper_act] - lo) / (hi - lo)
+        command = gripper_ctrl_to_open_fraction(physics.ctrl[self._gripper_act], self._gripper_range)
         grasp_point = self.kin.point(physics.qpos[self._arm_qpos], EE_SITE, self._grasp_offset)
         near = jnp.linalg.norm(grasp_point - self.block_pos(physics)) < GRASP_MAX_DISTANCE
         return (command < GRASP_COMMAND_CLOSED) & (self.jaw_opening(physics) > GRASP_MIN_OPENING) & near
