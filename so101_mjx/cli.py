@@ -19,12 +19,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train.ppo", "Brax PPO training"),
     "export": ("train.export", "export a checkpoint to ONNX and numpy"),
     "replay": ("train.replay", "replay an exported policy on CPU MuJoCo"),
+    "eval": ("train.evaluate", "evaluate a checkpoint or exported policy in the jitted env on mjx and/or c"),
 }
 BENCHES: dict[str, tuple[str, str]] = {
     "fk": ("so101_mjx.benchmarks.fk", "FK + Jacobian evaluations/s vs MuJoCo C"),
     "ik": ("so101_mjx.benchmarks.ik", "batched IK solves/s vs the reference numpy solver"),
     "env": ("so101_mjx.benchmarks.env", "env-steps/s vs raw mujoco.rollout and the reference env"),
     "dynamics": ("so101_mjx.benchmarks.dynamics", "M, C, g, ID, FD, regressor evaluations/s vs MuJoCo C"),
+    "device": ("so101_mjx.benchmarks.device", "the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown"),
 }
 
 
