@@ -1,4 +1,4 @@
-"""The parity contract (float64, see DESIGN.md): mjx vs c vs gymnasium vs lerobot_env_so101."""
+"""The parity contract (float64, see docs/DESIGN.md): mjx vs c vs gymnasium vs lerobot_env_so101."""
 
 import argparse
 
