@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from train.policy import NUMPY_ACTIVATIONS, NumpyPolicy, PolicyWeights
+from train.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights, check_metadata
 
 OPSET = 17
 METADATA_KEY = "so101_mjx"
@@ -32,12 +32,18 @@ ENVIRONMENT_STATE_LAYOUT = {
     "SO101PickCube-v0": "block_pos (3)",
     "SO101PickPlace-v0": "block_pos (3), goal (3)",
 }
+
+
+def obs_layout(env: str, obs_size: int) -> str:
+    """The flat observation's layout for env ``env`` (canonical name)."""
+    return f"{AGENT_POS_LAYOUT}; environment_state[14:{obs_size}] = {ENVIRONMENT_STATE_LAYOUT.get(env, 'task state')}"
+
+
 def metadata(run: dict[str, Any]) -> dict[str, Any]:
     """The run metadata plus the observation and action layouts."""
-    env_state = ENVIRONMENT_STATE_LAYOUT.get(run["env"], "task state")
     return {
         **run,
-        "obs_layout": f"{AGENT_POS_LAYOUT}; environment_state[14:{run['obs_size']}] = {env_state}",
+        "obs_layout": obs_layout(run["env"], run["obs_size"]),
         "action_layout": "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp in [0, 1] (0 closed)",
     }
 
@@ -70,7 +76,7 @@ def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.nd
         elif weights.activation in ("relu", "tanh"):
             x = node(weights.activation.capitalize(), [x], f"hidden_{i}")
         else:
-            raise ValueError(f"activation must be one of {sorted(NUMPY_ACTIVATIONS)} for ONNX, got {weights.activation!r}")
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)} for ONNX, got {weights.activation!r}")
     for name, value in (("loc_start", 0), ("loc_end", weights.action_size), ("loc_axis", 1)):
         inits.append(numpy_helper.from_array(np.asarray([value], np.int64), name))
     x = node("Slice", [x, "loc_start", "loc_end", "loc_axis"], "loc")
@@ -91,17 +97,76 @@ def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.nd
     return model
 
 
-def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, Path]:
-    """Write ``out`` (.onnx) and the ``.npz`` beside it. Returns their paths (ONNX None without onnx)."""
+def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
+    """``(deterministic policy, Brax params)`` of a checkpoint (run, checkpoints or step directory),
+    its ``run.json`` as the policy's metadata; ValueError naming the step directory when either is
+    unusable (:meth:`NumpyPolicy.checked`)."""
     from train import checkpoint
 
+    step_dir = checkpoint.resolve(path)
+    run, params = checkpoint.load(step_dir)
+    run = check_metadata(run, step_dir / checkpoint.RUN_FILE)
+    if not isinstance(run.get("network"), dict) or not isinstance(run.get("normalize_observations"), bool):
+        raise ValueError(f"{step_dir / checkpoint.RUN_FILE}: 'network' (object) and 'normalize_observations' (bool) are required")
+    try:
+        weights = checkpoint.policy_weights(run, params)
+    except (KeyError, TypeError, IndexError) as err:
+        raise ValueError(f"{step_dir}: params do not hold a Brax PPO policy: {err!r}") from None
+    return NumpyPolicy.checked(weights, run, step_dir), params
+
+
+def read_onnx(path: str | Path) -> NumpyPolicy:
+    """The policy an ONNX export holds (its initializers and ``so101_mjx`` metadata), checked as
+    :meth:`NumpyPolicy.checked`: ValueError naming ``path`` for a graph this exporter did not write."""
+    import onnx
+    from onnx import numpy_helper
+
+    try:
+        model = onnx.load(str(path))
+        meta = json.loads({p.key: p.value for p in model.metadata_props}[METADATA_KEY])
+        inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+        n = sum(name.startswith("kernel_") for name in inits)
+        ops = {node.name: node.op_type for node in model.graph.node}
+        hidden = ops.get("hidden_0")
+        activation = {"Mul": "swish", "Relu": "relu", "Tanh": "tanh"}[hidden] if hidden else meta["network"]["activation"]
+        weights = PolicyWeights(
+            mean=inits["obs_mean"], std=inits["obs_std"], kernels=tuple(inits[f"kernel_{i}"] for i in range(n)),
+            biases=tuple(inits[f"bias_{i}"] for i in range(n)), activation=activation,
+        )
+        scale, offset = inits["action_scale"].tolist(), inits["action_offset"].tolist()
+    except Exception as err:  # protobuf, key or JSON errors: not one of our exports
+        raise ValueError(f"{path} is not an exported so101_mjx ONNX policy: {err!r}") from None
+    if isinstance(meta, dict) and isinstance(meta.get("action_map"), dict):
+        meta = {**meta, "action_map": {**meta["action_map"], "scale": scale, "offset": offset}}  # the graph's own
+    return NumpyPolicy.checked(weights, meta, path)
+
+
+def load_exported(path: str | Path) -> NumpyPolicy:
+    """A checked policy from an exported ``.onnx`` (needs onnx; else the ``.npz`` beside it) or ``.npz``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"policy not found: {path}")
+    if path.suffix == ".npz":
+        return NumpyPolicy.load(path)
+    if path.suffix != ".onnx":
+        raise ValueError(f"policy must be a .onnx or .npz file, got {path}")
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        if not path.with_suffix(".npz").is_file():
+            raise ValueError(f"reading {path} needs onnx (pip install so101-mjx[export]) and {path.with_suffix('.npz')} is missing") from None
+        print(f"onnx is not installed: using {path.with_suffix('.npz')}")
+        return NumpyPolicy.load(path.with_suffix(".npz"))
+    return read_onnx(path)
+
+
+def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, Path]:
+    """Write ``out`` (.onnx) and the ``.npz`` beside it. Returns their paths (ONNX None without onnx)."""
     out = Path(out)
     if out.suffix != ".onnx":
         raise ValueError(f"--out must end in .onnx, got {out}")
-    run, params = checkpoint.load(checkpoint_path)
-    weights = checkpoint.policy_weights(run, params)
-    meta = metadata(run)
-    scale, offset = run["action_map"]["scale"], run["action_map"]["offset"]
+    policy, _ = load_checkpoint(checkpoint_path)
+    meta, weights, scale, offset = metadata(policy.metadata), policy.weights, policy.scale, policy.offset
     out.parent.mkdir(parents=True, exist_ok=True)
     npz = out.with_suffix(".npz")
     NumpyPolicy(weights, meta, scale, offset).save(npz)
@@ -111,13 +176,15 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
         print(f"onnx is not installed (pip install so101-mjx[export]): wrote only {npz}")
         return None, npz
     onnx.save(onnx_model(weights, meta, scale, offset), out)
-    print(f"exported step {run['step']:,} of {run['env']} -> {out} and {npz}")
+    print(f"exported step {meta['step']:,} of {meta['env']} -> {out} and {npz}")
     return out, npz
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from so101_mjx.cliargs import output_file
+
     parser.add_argument("checkpoint", help="run directory, its checkpoints/ directory, or one step directory")
-    parser.add_argument("--out", default=None, help="ONNX path (default: <run dir>/policy.onnx); the .npz goes beside it")
+    parser.add_argument("--out", type=output_file, default=None, help="ONNX path (default: <run dir>/policy.onnx); the .npz goes beside it")
 
 
 def run(args: argparse.Namespace) -> int:

