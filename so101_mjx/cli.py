@@ -60,12 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Errors a user's input causes (unknown env, bad value, a path that is missing, a file where a
+# directory is needed, ...): reported as one line, exit status 2, no traceback.
+USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run one subcommand; returns its exit status (2 for a bad argument or input, usage on stderr)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit_:  # argparse: usage + one error line (2), or --help (0)
+        return int(exit_.code or 0)
     try:
         return int(importlib.import_module(args._module).run(args) or 0)
-    except (ValueError, FileNotFoundError) as err:
-        # User errors (unknown env, bad checkpoint, missing file): one clear line, no traceback.
+    except USER_ERRORS as err:
         print(f"so101-mjx {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -1,4 +1,4 @@
-"""Compatibility shims: the newest JAX for brax, and one MJX precision fix.
+"""Compatibility shims: the newest JAX for brax, one MJX precision fix, and quiet MuJoCo output.
 
 - brax 0.14.2's PPO calls ``jax.device_put_replicated``, which JAX 0.10 removed (``ppo.train``
   then dies with AttributeError). :func:`install` supplies a drop-in built on ``jax.device_put``
@@ -14,19 +14,54 @@
   ``mujoco.mjx._src.math.quat_integrate`` (looked up at call time by MJX's integrator) with
   :func:`quat_integrate`, MuJoCo C's ``mju_quatIntegrate`` (zero rotation only below
   ``mjMINVAL`` = 1e-15) written gradient-safe.
+- mujoco-mjx 3.17.0 prints ``Failed to import warp: ...`` and ``Failed to import mujoco_warp: ...``
+  on stdout whenever ``mujoco.mjx`` is imported without Warp. This module is the first to import
+  ``mujoco.mjx`` (``so101_mjx/__init__`` imports it before anything else) and captures exactly
+  those lines (any other output of the import passes through) into :data:`WARP_IMPORT_ERRORS`;
+  :func:`install` makes MJX's check before ``impl="warp"`` raise a RuntimeError quoting them, so
+  they are shown when the Warp implementation is asked for.
+- MuJoCo C writes its warnings (``Nan, Inf or huge value in QACC ...``) to stdout and to
+  ``MUJOCO_LOG.TXT`` in the working directory unless a user warning handler is set. :func:`install`
+  sets one (unless another is already set) that logs them on the ``so101_mjx.mujoco`` logger at
+  WARNING level (stderr when logging is unconfigured). The bindings' trampoline acquires the GIL, so
+  warnings from ``mj_step`` on backend ``c``'s worker threads are logged the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 from jax import Array
-from mujoco.mjx._src import math as mjx_math
 
+WARP_IMPORT_PREFIXES = ("Failed to import warp:", "Failed to import mujoco_warp:")
+LOGGER = logging.getLogger("so101_mjx.mujoco")
+
+
+def _import_mjx_quietly() -> list[str]:
+    """Import ``mujoco.mjx``; return the Warp import failures it printed, pass its other stdout through."""
+    captured = io.StringIO()
+    with contextlib.redirect_stdout(captured):
+        import mujoco.mjx  # noqa: F401
+    lines = captured.getvalue().splitlines(keepends=True)
+    sys.stdout.write("".join(line for line in lines if not line.startswith(WARP_IMPORT_PREFIXES)))
+    return [line.strip() for line in lines if line.startswith(WARP_IMPORT_PREFIXES)]
+
+
+WARP_IMPORT_ERRORS = _import_mjx_quietly()  # empty when Warp imported, or when mjx was imported before us
+
+from mujoco.mjx._src import io as mjx_io  # noqa: E402
+from mujoco.mjx._src import math as mjx_math  # noqa: E402
+
+MJX_CHECK_WARP_INSTALLED = mjx_io._check_warp_installed  # mujoco-mjx's own
 MJMINVAL = 1e-15  # MuJoCo C's mjMINVAL: below it, mju_normalize3 treats a vector as zero
 MJX_QUAT_INTEGRATE = mjx_math.quat_integrate  # mujoco-mjx's own, kept for comparison
 
@@ -53,13 +88,28 @@ def quat_integrate(quat: Array, vel: Array, dt: Array) -> Array:
     return mjx_math.normalize(mjx_math.quat_mul(quat, rotation))
 
 
-def install() -> bool:
-    """Install both shims (see the module docstring).
+def check_warp_installed() -> None:
+    """MJX's check before ``impl="warp"``; RuntimeError quoting :data:`WARP_IMPORT_ERRORS` if there are any."""
+    if WARP_IMPORT_ERRORS:
+        raise RuntimeError(f"the Warp implementation of MJX is unavailable: {'; '.join(WARP_IMPORT_ERRORS)}")
+    MJX_CHECK_WARP_INSTALLED()
 
-    Returns True if ``jax.device_put_replicated`` was missing and is now ours; the MJX
-    orientation fix is installed on every call (idempotent).
+
+def log_mujoco_warning(message: str) -> None:
+    """MuJoCo's user warning handler: ``message`` to the ``so101_mjx.mujoco`` logger."""
+    LOGGER.warning("%s", message)
+
+
+def install() -> bool:
+    """Install the shims (see the module docstring).
+
+    Returns True if ``jax.device_put_replicated`` was missing and is now ours; the MJX fixes and
+    the warning handler are installed on every call (idempotent; another warning handler is kept).
     """
     mjx_math.quat_integrate = quat_integrate
+    mjx_io._check_warp_installed = check_warp_installed
+    if mujoco.get_mju_user_warning() is None:
+        mujoco.set_mju_user_warning(log_mujoco_warning)
     if hasattr(jax, "device_put_replicated"):
         return False
     jax.device_put_replicated = device_put_replicated

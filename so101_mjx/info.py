@@ -21,6 +21,7 @@ def _version(dist: str) -> str:
 def run(args: argparse.Namespace) -> int:
     del args
     import jax
+    from mujoco.mjx import warp as mjx_warp
 
     import so101_mjx
     from so101_mjx import compat
@@ -31,6 +32,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {dist:18s} {_version(dist)}")
     shim = "installed by so101_mjx.compat" if jax.device_put_replicated is compat.device_put_replicated else "native"
     print(f"  jax.device_put_replicated: {shim}")
+    if mjx_warp.WARP_INSTALLED and not compat.WARP_IMPORT_ERRORS:
+        print("  MJX Warp implementation: importable")
+    else:
+        print(f"  MJX Warp implementation: unavailable ({'; '.join(compat.WARP_IMPORT_ERRORS) or 'warp-lang not installed'})")
     print(f"JAX backend: {jax.default_backend()}  devices: {', '.join(str(d) for d in jax.devices())}")
     print(f"scenes ({scenes_dir()}):")
     for name in SCENES:

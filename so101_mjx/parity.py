@@ -24,6 +24,7 @@ import dataclasses
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -31,6 +32,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from so101_mjx import cliargs
 from so101_mjx.physics import CPhysics, MjxPhysics
 from so101_mjx.rollout import run_episodes
 
@@ -291,20 +293,19 @@ def run_all(n_episodes: int, n_steps: int = max(HORIZONS)) -> dict[str, Any]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--x64", action="store_true", help="float64 (the contract's precision); default float32")
-    parser.add_argument("--episodes", type=int, default=256, help="seeds of the scripted pick-and-place (0 skips)")
-    parser.add_argument("--steps", type=int, default=max(HORIZONS), help="control steps of the open-loop episodes")
-    parser.add_argument("--json", default=None, help="also write the results to this JSON file")
+    parser.add_argument("--episodes", type=cliargs.non_negative_int, default=256, help="seeds of the scripted pick-and-place (0 skips)")
+    parser.add_argument("--steps", type=cliargs.positive_int, default=max(HORIZONS), help="control steps of the open-loop episodes")
+    parser.add_argument("--json", type=cliargs.output_file, default=None, help="also write the results to this JSON file")
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.episodes < 0 or args.steps < 1:
-        raise ValueError(f"--episodes must be >= 0 and --steps >= 1, got {args.episodes}, {args.steps}")
     jax.config.update("jax_enable_x64", bool(args.x64))
     t0 = time.perf_counter()
     results = run_all(args.episodes, args.steps)
     results["seconds"] = time.perf_counter() - t0
     print(format_table(results))
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
@@ -17,9 +18,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import scripted
+from so101_mjx import cliargs, scripted
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env, State
+from so101_mjx.render import check_video_path, render_trajectory
 
 POLICIES = ("scripted", "random", "zero")
 
@@ -128,14 +130,14 @@ def _episodes(env: SO101Env, init, act, steps: int, trajectory: bool):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101PickPlace-v0")
-    parser.add_argument("--num-envs", type=int, default=64)
-    parser.add_argument("--steps", type=int, default=None, help="control steps (default: the env's episode length)")
+    parser.add_argument("--num-envs", type=cliargs.positive_int, default=64)
+    parser.add_argument("--steps", type=cliargs.positive_int, default=None, help="control steps (default: the env's episode length)")
     parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="default: c on CPU, mjx on accelerators")
     parser.add_argument("--policy", choices=POLICIES, default="scripted")
-    parser.add_argument("--action-scale", type=float, default=scripted.DEFAULT_ACTION_SCALE)
+    parser.add_argument("--action-scale", type=cliargs.positive_float, default=scripted.DEFAULT_ACTION_SCALE, help="metres per unit action")
     parser.add_argument("--fixed-block", action="store_true", help="reference's fixed block/goal instead of random")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--video", default=None, help="render world 0 to this .mp4 (MuJoCo C, needs mediapy)")
+    parser.add_argument("--seed", type=cliargs.seed, default=0)
+    parser.add_argument("--video", type=cliargs.output_file, default=None, help="render world 0 to this .mp4 or .gif (MuJoCo C)")
 
 
 def task_config(name: str, action_scale: float, random_positions: bool) -> dict:
@@ -147,8 +149,10 @@ def task_config(name: str, action_scale: float, random_positions: bool) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.video:
+        check_video_path(args.video)
     env = make(args.env, backend=args.backend, **task_config(args.env, args.action_scale, not args.fixed_block))
-    steps = args.steps or env.episode_length
+    steps = env.episode_length if args.steps is None else args.steps
     init, act = policy_fns(env, args.policy)
     fn = _episodes(env, init, act, steps, trajectory=args.video is not None)
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.num_envs)
@@ -167,8 +171,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"  first call (compile + run) {first:.1f} s; second call {elapsed:.2f} s: "
           f"{args.num_envs * steps / elapsed:,.0f} env-steps/s, {args.num_envs * steps * env.n_substeps / elapsed:,.0f} physics steps/s")
     if args.video:
-        from so101_mjx.render import render_trajectory
-
+        Path(args.video).parent.mkdir(parents=True, exist_ok=True)
         states = out["states"]
         marker = {"goal": np.asarray(states.info["goal"][0, 0])} if "goal" in states.info else None
         render_trajectory(env, np.asarray(states.physics.qpos[0]), args.video, fps=round(1 / env.dt), site_pos=marker)

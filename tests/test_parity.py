@@ -105,8 +105,9 @@ def test_contact_rich_outcomes_256_seeds():
     assert out["outcome_agreement"] >= 0.95
 
 
-def test_cli_rejects_invalid_arguments():
+def test_cli_rejects_invalid_arguments(capsys):
     parser = argparse.ArgumentParser()
     parity.add_arguments(parser)
-    with pytest.raises(ValueError, match="--episodes must be >= 0"):
-        parity.run(parser.parse_args(["--episodes", "-1", "--x64"]))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--episodes", "-1", "--x64"])
+    assert "argument --episodes: expected an integer >= 0" in capsys.readouterr().err

@@ -9,14 +9,50 @@ accelerator.
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
+from collections.abc import Callable
 from typing import Any
 
 from so101_mjx.envs.registry import canonical
 
 
+def _int(value: Any, low: int) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= low
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_POSITIVE_INT = (lambda v: _int(v, 1), "an integer >= 1")
+_POSITIVE_REAL = (lambda v: _real(v) and v > 0, "a finite number > 0")
+_LAYERS = (lambda v: isinstance(v, (tuple, list)) and all(_int(n, 1) for n in v), "a tuple of integers >= 1")
+# Preset field -> (accepts(value), what is allowed); checked in Preset.__post_init__.
+_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **dict.fromkeys(("num_timesteps", "num_envs", "batch_size", "num_minibatches", "unroll_length",
+                     "num_updates_per_batch", "num_eval_envs"), _POSITIVE_INT),
+    "num_evals": (lambda v: _int(v, 2), "an integer >= 2 (checkpoints are written at each eval)"),
+    "episode_length": (lambda v: v is None or _int(v, 1), "None or an integer >= 1"),
+    "learning_rate": _POSITIVE_REAL,
+    "entropy_cost": (lambda v: _real(v) and v >= 0, "a finite number >= 0"),
+    "discounting": (lambda v: _real(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "gae_lambda": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "clipping_epsilon": _POSITIVE_REAL,
+    "max_grad_norm": (lambda v: v is None or _POSITIVE_REAL[0](v), "None or a finite number > 0"),
+    "reward_scaling": _POSITIVE_REAL,
+    "success_bonus": (_real, "a finite number"),
+    "policy_hidden_layer_sizes": _LAYERS,
+    "value_hidden_layer_sizes": _LAYERS,
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class Preset:
-    """Arguments of ``brax.training.agents.ppo.train`` plus network sizes and env overrides."""
+    """Arguments of ``brax.training.agents.ppo.train`` plus network sizes and env overrides.
+
+    An invalid field (e.g. ``num_timesteps`` < 1, a NaN learning rate) raises ValueError naming it.
+    """
 
     num_timesteps: int
     num_envs: int
@@ -42,10 +78,11 @@ class Preset:
     env_config: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for name, (ok, allowed) in _RULES.items():
+            if not ok(getattr(self, name)):
+                raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
         if (self.batch_size * self.num_minibatches) % self.num_envs:
             raise ValueError(f"batch_size * num_minibatches must be a multiple of num_envs, got {self}")
-        if self.num_evals < 2:
-            raise ValueError(f"num_evals must be >= 2 (checkpoints are written at each eval), got {self.num_evals}")
 
     @property
     def steps_per_epoch(self) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import so101_mjx
+from so101_mjx import cliargs
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
 from so101_mjx.physics import BACKENDS
@@ -116,13 +117,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     choices = "; ".join(f"{env}: {', '.join(p)} (default {config.DEFAULT_PRESET[env]})" for env, p in config.PRESETS.items())
     parser.add_argument("--preset", default=None, help=f"preset in train/config.py: {choices}")
     parser.add_argument("--backend", choices=BACKENDS, default=None, help="default: c on CPU, mjx on accelerators")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
+    parser.add_argument("--seed", type=cliargs.seed, default=0)
+    parser.add_argument("--out", type=cliargs.output_dir, default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
-    parser.add_argument("--num-timesteps", type=int, default=None, help="override the preset's env steps")
-    parser.add_argument("--num-evals", type=int, default=None, help="override the preset's number of evals (and checkpoints)")
+    parser.add_argument("--num-timesteps", type=cliargs.positive_int, default=None, help="override the preset's env steps")
+    parser.add_argument("--num-evals", type=cliargs.positive_int, default=None, help="override the preset's number of evals (>= 2; one checkpoint each after the first)")
     parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
-    parser.add_argument("--replay-episodes", type=int, default=0, help="replay N episodes of the export on CPU MuJoCo")
+    parser.add_argument("--replay-episodes", type=cliargs.non_negative_int, default=0, help="replay N episodes of the export on CPU MuJoCo")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,9 +134,7 @@ def run(args: argparse.Namespace) -> int:
     preset = config.preset(env_name, preset_name)
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
-    if args.replay_episodes < 0:
-        raise ValueError(f"--replay-episodes must be >= 0, got {args.replay_episodes}")
-    out = Path(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}")
+    out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))
     start = time.perf_counter()
     last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume)
     print(f"checkpoint: {last}  ({time.perf_counter() - start:.0f} s)  final JAX eval: success "

@@ -1,0 +1,73 @@
+"""argparse ``type=`` functions shared by every ``so101-mjx`` subcommand.
+
+Each parses one command-line value and raises :class:`ArgumentValueError` naming what is allowed,
+so a bad value ends in argparse's own usage + one error line, exit status 2, before any env is
+built or anything is compiled (called from a ``run()``, e.g. on a default, the error is a
+ValueError: ``so101_mjx.cli`` reports it in one line, status 2)::
+
+    parser.add_argument("--num-envs", type=positive_int, default=64)
+    parser.add_argument("--out", type=output_dir)
+
+Output paths are checked, not created: a writer makes the missing parent directories itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+SEED_LIMIT = 2**32  # jax.random.PRNGKey keeps 32 bits without x64: larger seeds would collide
+
+
+class ArgumentValueError(argparse.ArgumentTypeError, ValueError):
+    """A bad command-line value: argparse reports it with the argument's name, ``cli.main`` as a ValueError."""
+
+
+def _checked(convert: Callable[[str], T], ok: Callable[[T], bool], allowed: str, name: str) -> Callable[[str], T]:
+    """A ``type=`` function: ``convert(text)``, accepted when ``ok(value)``, else an error naming ``allowed``."""
+
+    def parse(text: str) -> T:
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise ArgumentValueError(f"expected {allowed}, got {text!r}")
+        return value
+
+    parse.__name__ = parse.__qualname__ = name
+    return parse
+
+
+positive_int = _checked(int, lambda v: v > 0, "an integer >= 1", "positive_int")
+non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0", "non_negative_int")
+seed = _checked(int, lambda v: 0 <= v < SEED_LIMIT, f"an integer in [0, 2**32) = [0, {SEED_LIMIT - 1}]", "seed")
+positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0", "positive_float")
+
+
+def _creatable(path: Path, text: str) -> None:
+    """ArgumentValueError unless ``path`` is a directory or can be made one (its nearest existing ancestor is a directory)."""
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ArgumentValueError(f"{text!r}: {str(ancestor)!r} is a file, not a directory")
+
+
+def output_file(text: str) -> str:
+    """A file to (over)write: not an existing directory, and its directory exists or can be created."""
+    path = Path(text)
+    if path.is_dir():
+        raise ArgumentValueError(f"{text!r} is a directory, expected a file path")
+    _creatable(path.parent, text)
+    return text
+
+
+def output_dir(text: str) -> str:
+    """A directory to write into: an existing directory or one that can be created."""
+    _creatable(Path(text), text)
+    return text

@@ -1,0 +1,156 @@
+"""The ``so101-mjx`` doors: bad arguments end in one error line and exit status 2 before any env is
+built; no import noise on stdout; MuJoCo warnings go to logging, not to a file in the cwd."""
+
+import argparse
+import dataclasses
+import logging
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import mujoco
+import numpy as np
+import pytest
+
+from so101_mjx import cli, cliargs, compat
+from train import config
+
+
+@pytest.fixture
+def paths(tmp_path):
+    """An existing file and an existing directory."""
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    return tmp_path
+
+
+BAD_ARGUMENTS = [
+    (["rollout", "--num-envs", "0"], "--num-envs", "integer >= 1"),
+    (["rollout", "--num-envs", "-3"], "--num-envs", "integer >= 1"),
+    (["rollout", "--steps", "0"], "--steps", "integer >= 1"),
+    (["rollout", "--steps", "1.5"], "--steps", "integer >= 1"),
+    (["rollout", "--action-scale", "nan"], "--action-scale", "finite number > 0"),
+    (["rollout", "--action-scale", "inf"], "--action-scale", "finite number > 0"),
+    (["rollout", "--action-scale", "0"], "--action-scale", "finite number > 0"),
+    (["rollout", "--seed", "-1"], "--seed", "[0, 2**32)"),
+    (["rollout", "--seed", str(2**32)], "--seed", "[0, 2**32)"),
+    (["rollout", "--video", "{dir}"], "--video", "is a directory"),
+    (["train", "--num-timesteps", "-5"], "--num-timesteps", "integer >= 1"),
+    (["train", "--num-timesteps", "0"], "--num-timesteps", "integer >= 1"),
+    (["train", "--num-evals", "0"], "--num-evals", "integer >= 1"),
+    (["train", "--replay-episodes", "-1"], "--replay-episodes", "integer >= 0"),
+    (["train", "--seed", "-2"], "--seed", "[0, 2**32)"),
+    (["train", "--out", "{file}"], "--out", "is a file, not a directory"),
+    (["train", "--out", "{file}/run"], "--out", "is a file, not a directory"),
+    (["export", "ckpt", "--out", "{dir}"], "--out", "is a directory"),
+    (["export", "ckpt", "--out", "{file}/policy.onnx"], "--out", "is a file, not a directory"),
+    (["parity", "--steps", "0"], "--steps", "integer >= 1"),
+    (["parity", "--episodes", "-1"], "--episodes", "integer >= 0"),
+    (["parity", "--json", "{dir}"], "--json", "is a directory"),
+]
+
+
+@pytest.mark.parametrize(("argv", "argument", "allowed"), BAD_ARGUMENTS, ids=["_".join(a[0]) for a in BAD_ARGUMENTS])
+def test_bad_argument_is_one_line_and_status_2(argv, argument, allowed, paths, capsys):
+    argv = [a.format(file=paths / "file", dir=paths / "dir") for a in argv]
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith(f"so101-mjx {argv[0]}: error: argument {argument}: ") and allowed in last
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--env", "SO101Reach-v0", "--preset", "tiny", "--num-evals", "1"], "num_evals must be an integer >= 2"),
+        (["train", "--env", "SO101Reach-v0", "--preset", "tiny"], "'runs' is a file, not a directory"),  # default --out
+    ],
+)
+def test_run_level_errors_are_one_line(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").write_text("not a directory")
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # nothing written
+
+
+def test_argument_types_accept_valid_values(tmp_path):
+    assert cliargs.positive_int("3") == 3 and cliargs.non_negative_int("0") == 0
+    assert cliargs.seed("0") == 0 and cliargs.seed(str(2**32 - 1)) == 2**32 - 1
+    assert cliargs.positive_float("0.025") == 0.025
+    (tmp_path / "policy.onnx").write_text("old")  # an existing file may be overwritten
+    for path in (tmp_path / "policy.onnx", tmp_path / "new" / "deeper" / "policy.onnx"):
+        assert cliargs.output_file(str(path)) == str(path)
+    assert cliargs.output_dir(str(tmp_path)) == str(tmp_path)
+    assert cliargs.output_dir(str(tmp_path / "new" / "run")) == str(tmp_path / "new" / "run")
+    assert not (tmp_path / "new").exists()  # checked, not created
+    with pytest.raises(ValueError, match="integer >= 1"):  # also a ValueError, for run()-level use
+        cliargs.positive_int("0")
+    with pytest.raises(argparse.ArgumentTypeError):
+        cliargs.positive_float("nan")
+
+
+def test_help_returns_0(capsys):
+    assert cli.main(["rollout", "--help"]) == 0
+    assert "--num-envs" in capsys.readouterr().out
+
+
+def test_rollout_runs_the_requested_steps(capsys):
+    argv = ["rollout", "--env", "SO101Reach-v0", "--policy", "zero", "--num-envs", "2", "--steps", "3", "--backend", "c"]
+    assert cli.main(argv) == 0
+    assert "worlds=2 steps=3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("num_timesteps", -5), ("num_timesteps", 0), ("num_envs", 0), ("num_evals", 1), ("learning_rate", float("nan")),
+     ("discounting", 1.5), ("episode_length", 0), ("max_grad_norm", -1.0), ("policy_hidden_layer_sizes", (64, 0))],
+)
+def test_preset_rejects_bad_fields(field, value):
+    with pytest.raises(ValueError, match=f"^{field} must be"):
+        dataclasses.replace(config.preset("SO101Reach-v0", "tiny"), **{field: value})
+
+
+def test_imports_print_nothing_on_stdout():
+    code = "import so101_mjx.physics, so101_mjx.envs, train.ppo"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout == ""
+
+
+def test_info_starts_with_its_own_output():
+    result = subprocess.run([sys.executable, "-m", "so101_mjx.cli", "info"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0
+    assert result.stdout.startswith("so101_mjx ")
+    assert "MJX Warp implementation:" in result.stdout
+
+
+@pytest.mark.skipif(not compat.WARP_IMPORT_ERRORS, reason="Warp imported in this environment")
+def test_requesting_warp_shows_its_import_errors(model):
+    from so101_mjx.physics import MjxPhysics
+
+    with pytest.raises(RuntimeError) as err:
+        MjxPhysics(model, impl="warp")
+    assert all(line in str(err.value) for line in compat.WARP_IMPORT_ERRORS)
+
+
+def test_mujoco_warnings_go_to_logging_not_a_file(tmp_path, monkeypatch, caplog, capfd):
+    monkeypatch.chdir(tmp_path)
+    model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>")
+
+    def nan_step(_) -> int:
+        data = mujoco.MjData(model)
+        data.qpos[0] = np.nan
+        mujoco.mj_step(model, data)
+        return data.warning[mujoco.mjtWarning.mjWARN_BADQPOS].number
+
+    with caplog.at_level(logging.WARNING, logger="so101_mjx.mujoco"):
+        counts = [nan_step(0)]
+        with ThreadPoolExecutor(4) as pool:  # backend c steps worlds on a thread pool
+            counts += list(pool.map(nan_step, range(4)))
+    assert counts == [1] * 5
+    records = [r for r in caplog.records if r.name == "so101_mjx.mujoco"]
+    assert len(records) == 5 and all("Nan, Inf or huge value in QPOS" in r.getMessage() for r in records)
+    assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
+    assert "WARNING" not in capfd.readouterr().out
