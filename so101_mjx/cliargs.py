@@ -55,7 +55,8 @@ def _creatable(path: Path, text: str) -> None:
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
-        raise ArgumentValueError(f"{text!r}: {str(ancestor)!r} is a file, not a directory")
+        where = "" if ancestor == Path(text) else f": {str(ancestor)!r}"
+        raise ArgumentValueError(f"{text!r}{where} is a file, not a directory")
 
 
 def output_file(text: str) -> str:
