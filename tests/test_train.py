@@ -1,8 +1,10 @@
-"""PPO training CLI: logs, checkpoints, resume after an interruption, determinism, user errors.
+"""PPO training CLI: logs, checkpoints, the loop equal to Brax's ppo.train, corrupt checkpoints, user errors
+(exact resume after SIGKILL: tests/test_resume.py).
 
 Training runs in float32 (the library default; the test session enables x64 globally).
 """
 
+import shutil
 from pathlib import Path
 
 import jax
@@ -11,7 +13,7 @@ import pytest
 
 from so101_mjx import cli
 from train import checkpoint, config
-from train.progress import read_csv
+from train.progress import EVAL_KEYS, read_csv
 
 ENV = "SO101Reach-v0"
 
@@ -47,40 +49,85 @@ def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
     assert (run["env"], run["obs_size"], run["step"]) == (ENV, 20, preset.total_steps)
     assert run["env_config"]["episode_length"] == preset.episode_length
     assert (tiny_run / "policy.onnx").is_file() and (tiny_run / "policy.npz").is_file()
+    assert all((p / checkpoint.PARAMS_FILE).is_file() and (p / checkpoint.STATE_FILE).is_file() for p in saved)
+    assert not any((tiny_run / checkpoint.CHECKPOINTS / checkpoint.STAGING).iterdir())  # nothing left staged
 
 
-class Interrupted(Exception):
-    pass
+def test_fresh_run_equals_brax_ppo_train(tiny_run, float32):
+    """train.loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals, bitwise."""
+    import functools
 
+    from brax.training.agents.ppo import train as ppo_train
 
-def test_interrupted_run_is_deterministic_and_resumes(tiny_run, tmp_path, float32, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    out = Path("run")  # relative, as users type it
-    save = checkpoint.save
+    from train import envs, networks
 
-    def save_then_stop(*args, **kwargs):
-        save(*args, **kwargs)
-        raise Interrupted
-
-    with monkeypatch.context() as patch, pytest.raises(Interrupted):
-        patch.setattr(checkpoint, "save", save_then_stop)
-        cli.main(train_args(out))
-    (first,) = checkpoint.steps(out)
-
-    # Same seed, same params as the uninterrupted run at that step (normalizer, policy, value).
-    _, params = checkpoint.load(first)
-    _, reference = checkpoint.load(tiny_run / "checkpoints" / first.name)
-    leaves, ref_leaves = jax.tree.leaves(params), jax.tree.leaves(reference)
-    assert len(leaves) == len(ref_leaves) > 0
-    for a, b in zip(leaves, ref_leaves):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-
-    assert cli.main(train_args(out)) == 2  # no silent overwrite
-    assert cli.main(train_args(out, "--resume")) == 0
     preset = config.preset(ENV, "tiny")
-    assert [int(p.name) for p in checkpoint.steps(out)] == [int(first.name), preset.total_steps]
-    steps = [r["step"] for r in read_csv(out / "metrics.csv")]
-    assert steps == [k * preset.steps_per_epoch for k in range(preset.num_evals)]
+    env = envs.make_env(ENV, preset.env_overrides(), "c")
+    params, evals = {}, {}
+    ppo_train.train(
+        environment=env, wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),
+        episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()), seed=3,
+        deterministic_eval=True, use_pmap_on_reset=False,
+        progress_fn=lambda step, metrics: evals.__setitem__(int(step), metrics),
+        policy_params_fn=lambda step, make_policy, p: params.__setitem__(int(step), p),
+        **preset.ppo_kwargs(),
+    )
+    saved = checkpoint.steps(tiny_run)
+    assert [int(p.name) for p in saved] == sorted(params)[1:]
+    for step_dir in saved:
+        ours, theirs = jax.tree.leaves(checkpoint.load(step_dir)[1]), jax.tree.leaves(params[int(step_dir.name)])
+        assert len(ours) == len(theirs) == 14
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    rows = read_csv(tiny_run / "metrics.csv")
+    assert [r["step"] for r in rows] == sorted(evals)
+    for row in rows:
+        for column, key in EVAL_KEYS.items():
+            assert row[column] == float(evals[int(row["step"])][key]), (row["step"], column)
+
+
+def test_rerun_is_refused_and_a_finished_run_is_not_retrained(tiny_run, float32, capsys):
+    assert cli.main(train_args(tiny_run)) == 2  # no silent overwrite
+    assert "pass --resume" in capsys.readouterr().err
+    assert cli.main(train_args(tiny_run, "--resume")) == 0
+    assert "already trained 256 of 256 steps" in capsys.readouterr().out
+
+
+@pytest.fixture
+def run_copy(tiny_run, tmp_path) -> Path:
+    """A copy of the tiny run's directory, its last checkpoint to be damaged."""
+    copy = tmp_path / "run"
+    shutil.copytree(tiny_run, copy, ignore=shutil.ignore_patterns("tb"))
+    return copy
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage"])
+def test_corrupt_checkpoint_is_one_error_line(run_copy, damage, float32, capsys):
+    last = checkpoint.steps(run_copy)[-1]
+    for name in (checkpoint.PARAMS_FILE, checkpoint.STATE_FILE):
+        (last / name).write_bytes(b"" if damage == "empty" else b"PK\x03\x04not a zip file" * 50)
+    assert cli.main(["export", str(run_copy)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{last / checkpoint.PARAMS_FILE}: unreadable checkpoint file" in err and len(err.splitlines()) == 1
+    (run_copy / "metrics.csv").unlink()  # the final eval row is missing: --resume restores the state
+    assert cli.main(train_args(run_copy, "--resume")) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{last / checkpoint.STATE_FILE}: unreadable checkpoint file" in err and len(err.splitlines()) == 1
+
+
+def test_orbax_only_checkpoint_loads_and_its_corruption_is_one_line(run_copy, capsys):
+    """Checkpoints written before params.npz: Brax's Orbax params, read by Orbax; damage: one line."""
+    last = checkpoint.steps(run_copy)[-1]
+    _, expected = checkpoint.load(last)
+    (last / checkpoint.PARAMS_FILE).unlink()
+    _, from_orbax = checkpoint.load(last)
+    for a, b in zip(jax.tree.leaves(from_orbax), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    (last / "manifest.ocdbt").write_bytes(b"")
+    with pytest.raises(ValueError, match="unreadable Orbax checkpoint") as err:
+        checkpoint.load(last)
+    assert str(last) in str(err.value) and len(str(err.value)) < 300
+    assert capsys.readouterr().err == ""  # no tensorstore dump, no asyncio tracebacks
 
 
 @pytest.mark.parametrize(

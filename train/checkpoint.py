@@ -1,29 +1,63 @@
-"""Checkpoints: Brax's Orbax PPO checkpoints plus ``run.json``, the metadata that rebuilds a policy.
+"""Checkpoints: the params (Brax's Orbax format and ``params.npz``), the full training state for an
+exact resume, and ``run.json``, the metadata that rebuilds a policy.
 
 Layout of a run directory (``--out``)::
 
     run.json                   env name and full config, preset, seed, obs/action sizes,
                                network sizes, normalizer setting, library version
-    checkpoints/000000204800/  brax.training.agents.ppo.checkpoint format (Orbax params +
-                               ppo_network_config.json) and a copy of run.json, written last:
-                               a step directory without it is incomplete and ignored
+    checkpoints/000000204800/  one step:
+        (Orbax files), ppo_network_config.json   brax.training.agents.ppo.checkpoint format
+        params.npz             the same params (normalizer, policy, value): what :func:`load` reads
+        training_state.npz     :class:`train.loop.LoopState`: params, Adam moments, normalizer, env
+                               steps, the rollout's env states, the loop's and the evaluator's keys
+        run.json               a copy of run.json with ``step``
+    checkpoints/.staging/      where a step is written before it is published
 
-``resolve`` accepts a run directory, its ``checkpoints/`` directory or one step directory.
+A step is written into ``checkpoints/.staging/<step>/`` and renamed into ``checkpoints/`` once
+complete, so a killed process leaves either the whole checkpoint or none (a step directory
+without ``run.json``, left by an older version, is incomplete: ignored, and replaced when that
+step is written again). ``resolve`` accepts a run directory, its ``checkpoints/`` directory or one
+step directory. Unreadable files raise a one-line ValueError naming the path.
+
+Test hook: with ``SO101_MJX_KILL_AT=<point>:<step>`` set, :func:`kill_point` SIGKILLs the process
+at that point (``train``: the epoch ending at ``step`` is computed, nothing of it written — what a
+kill anywhere in the epoch leaves; ``orbax``: Orbax has renamed its directory, the rest of the
+checkpoint is unwritten; ``checkpoint``: the checkpoint is published, its eval row is not
+written). tests/test_resume.py uses it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
+import jax
+import numpy as np
+from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import checkpoint as ppo_checkpoint
 
 from train import networks
 from train.policy import PolicyWeights
 
 RUN_FILE = "run.json"
+PARAMS_FILE = "params.npz"
+STATE_FILE = "training_state.npz"
 CHECKPOINTS = "checkpoints"
+STAGING = ".staging"
+KILL_ENV = "SO101_MJX_KILL_AT"
+
+
+def kill_point(point: str, step: int) -> None:
+    """Test hook: SIGKILL this process when ``$SO101_MJX_KILL_AT`` is ``<point>:<step>``."""
+    if os.environ.get(KILL_ENV) == f"{point}:{step}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def write_run(path: Path, run: dict[str, Any]) -> None:
@@ -59,14 +93,24 @@ def resolve(path: str | Path) -> Path:
     return found[-1]
 
 
-def save(run_dir: Path, step: int, params: Any, run: dict[str, Any]) -> Path:
-    """Write step ``step``'s params ``(normalizer, policy, value)`` and its run.json."""
+def save(run_dir: Path, step: int, params: Any, run: dict[str, Any], state: Any = None) -> Path:
+    """Write step ``step``: params ``(normalizer, policy, value)``, the loop ``state`` if given, run.json.
+
+    Staged under ``checkpoints/.staging/`` and renamed into ``checkpoints/`` when complete.
+    """
     factory = networks.network_factory(**run["network"])
     config = ppo_checkpoint.network_config(run["obs_size"], run["action_size"], run["normalize_observations"], factory)
     root = Path(run_dir).absolute() / CHECKPOINTS  # Orbax wants absolute paths
-    ppo_checkpoint.save(root, step, params, config)
-    path = root / f"{step:012d}"
-    write_run(path, {**run, "step": step})
+    staged, path = root / STAGING / f"{step:012d}", root / f"{step:012d}"
+    shutil.rmtree(staged, ignore_errors=True)
+    ppo_checkpoint.save(root / STAGING, step, params, config)
+    kill_point("orbax", step)
+    _save_tree(staged / PARAMS_FILE, params)
+    if state is not None:
+        _save_tree(staged / STATE_FILE, state)
+    write_run(staged, {**run, "step": step})
+    shutil.rmtree(path, ignore_errors=True)  # an incomplete directory of an older version
+    staged.rename(path)
     return path
 
 
@@ -74,7 +118,21 @@ def load(path: str | Path) -> tuple[dict[str, Any], Any]:
     """``(run, params)`` of the checkpoint meant by ``path`` (see :func:`resolve`)."""
     step_dir = resolve(path)
     run = read_run(step_dir)
-    return run, ppo_checkpoint.load(step_dir.absolute())
+    if (step_dir / PARAMS_FILE).is_file():
+        return run, _load_tree(step_dir / PARAMS_FILE, _params_template(run), check_dtype=False)
+    return run, _load_orbax(step_dir)  # written before params.npz existed
+
+
+def load_state(path: str | Path, template: Any) -> Any:
+    """The training state saved at the checkpoint ``path``, as a pytree like ``template``.
+
+    ValueError when the checkpoint holds none or its arrays do not fit ``template`` (another
+    num_envs, network, device count or float precision).
+    """
+    step_dir = resolve(path)
+    if not (step_dir / STATE_FILE).is_file():
+        raise ValueError(f"{step_dir} holds no {STATE_FILE} (written by an older so101_mjx): it cannot be resumed exactly")
+    return _load_tree(step_dir / STATE_FILE, template, check_dtype=True)
 
 
 def policy_weights(run: dict[str, Any], params: Any) -> PolicyWeights:
@@ -85,3 +143,59 @@ def inference_fn(run: dict[str, Any], params: Any):
     """Brax's deterministic policy for a loaded checkpoint: obs -> env action."""
     factory = networks.network_factory(**run["network"])
     return networks.inference_fn(factory, run["obs_size"], run["action_size"], run["normalize_observations"], params)
+
+
+def _load_orbax(step_dir: Path) -> Any:
+    """Brax's Orbax params of ``step_dir``; ValueError (one line) when Orbax cannot read them.
+
+    A damaged checkpoint makes Orbax fail with a kilobyte tensorstore message and leaves asyncio
+    callbacks that report "Event loop is closed" through ``sys.unraisablehook`` during the call:
+    that hook, Orbax's warnings and absl's log are silenced while it runs.
+    """
+    hook, absl = sys.unraisablehook, logging.getLogger("absl")
+    level = absl.level
+    sys.unraisablehook = lambda unraisable: None
+    absl.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ppo_checkpoint.load(step_dir.absolute())
+    except Exception as err:  # Orbax and tensorstore raise many types
+        raise ValueError(f"{step_dir}: unreadable Orbax checkpoint ({type(err).__name__})") from None
+    finally:
+        sys.unraisablehook = hook
+        absl.setLevel(level)
+
+
+def _params_template(run: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """Params ``(normalizer, policy, value)`` of ``run``'s network, freshly initialized."""
+    network = networks.network_factory(**run["network"])(run["obs_size"], run["action_size"])
+    normalizer = running_statistics.init_state(specs.Array((run["obs_size"],), np.dtype("float32")))
+    key = jax.random.PRNGKey(0)
+    return normalizer, network.policy_network.init(key), network.value_network.init(key)
+
+
+def _save_tree(file: Path, tree: Any) -> None:
+    """The leaves of ``tree`` as an ``.npz``, named by their key paths."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    np.savez(file, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})
+
+
+def _load_tree(file: Path, template: Any, check_dtype: bool) -> Any:
+    """``template`` with its leaves read from ``file`` (written by :func:`_save_tree`)."""
+    try:
+        with np.load(file, allow_pickle=False) as data:
+            arrays = {name: data[name] for name in data.files}
+    except Exception as err:  # zipfile, zlib, OSError, ValueError: a truncated or foreign file
+        raise ValueError(f"{file}: unreadable checkpoint file ({type(err).__name__})") from None
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
+    names = [jax.tree_util.keystr(p) for p, _ in leaves]
+    problems = [f"{n} missing" for n in names if n not in arrays]
+    problems += [f"unexpected {n}" for n in arrays.keys() - set(names)]
+    for name, (_, leaf) in zip(names, leaves):
+        want, got = np.asarray(leaf), arrays.get(name)
+        if got is not None and (got.shape != want.shape or (check_dtype and got.dtype != want.dtype)):
+            problems.append(f"{name} {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)} here")
+    if problems:
+        raise ValueError(f"{file} does not fit this run: {'; '.join(problems[:3])}")
+    return jax.tree_util.tree_unflatten(treedef, [arrays[n] for n in names])

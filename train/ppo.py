@@ -5,10 +5,14 @@ One command trains, checkpoints at every eval, and optionally exports and replay
     so101-mjx train --env SO101Reach-v0 --export --replay-episodes 100
 
 writes ``runs/SO101Reach-v0-cpu-s0/`` (``run.json``, ``checkpoints/<step>/``, ``metrics.csv``,
-``tb/``, ``learning_curve.png``, ``policy.onnx``, ``policy.npz``). ``--resume`` continues from the
-latest checkpoint in ``--out``: params and observation normalizer are restored, the step counter
-and logs continue; the Adam moments restart (Brax checkpoints hold no optimizer state). A run is
-deterministic for a given ``--seed`` on a given machine and backend.
+``tb/``, ``learning_curve.png``, ``policy.onnx``, ``policy.npz``). The loop is
+:func:`train.loop.train` (Brax's PPO, same params bitwise as ``brax...ppo.train.train``). A run is
+deterministic for a given ``--seed`` on a given machine and backend, and ``--resume`` is exact: it
+continues from the latest checkpoint in ``--out`` with the whole training state (params, Adam
+moments, normalizer, env steps, the rollout's env states and RNG keys), re-runs that checkpoint's
+eval, rewrites ``metrics.csv`` to the rows before it, and ends with the params and metrics of the
+uninterrupted run (bitwise on backend ``c``; tests/test_resume.py kills runs with SIGKILL at
+several moments). Killed before its first checkpoint, a run restarts at step 0 on ``--resume``.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
 from so101_mjx.physics import BACKENDS
 from train import checkpoint, config, envs
-from train.progress import Recorder
+from train.progress import CSV_FILE, Recorder, read_csv
 
 COMPATIBLE_KEYS = ("env", "obs_size", "action_size", "network", "normalize_observations")
 
@@ -51,13 +55,20 @@ def run_metadata(env_name: str, preset_name: str, preset: config.Preset, env, se
 
 
 def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
-    """The checkpoint to continue from, after checking it belongs to this run; None for a fresh run."""
+    """The checkpoint to continue from, after checking it belongs to this run; None to start at step 0.
+
+    ``--resume`` of a run killed before its first checkpoint (``run.json`` written, no checkpoint)
+    starts it again from step 0.
+    """
     existing = checkpoint.steps(out)
     if not resume:
         if existing:
             raise ValueError(f"{out} already holds checkpoints; pass --resume to continue it or choose another --out")
         return None
     if not existing:
+        if (out / checkpoint.RUN_FILE).is_file():
+            print(f"--resume: no checkpoint under {out} yet: starting from step 0")
+            return None
         raise ValueError(f"--resume: no checkpoint under {out}")
     previous = checkpoint.read_run(existing[-1])
     diff = [f"{k} {previous.get(k)!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if previous.get(k) != run[k]]
@@ -71,44 +82,42 @@ def train(
     backend: str | None = None, seed: int = 0, resume: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
     """Train (or resume) into ``out``. Returns the last checkpoint and the last eval's metrics."""
-    from brax.training.agents.ppo import train as ppo_train
-
-    from train import networks
+    from train import loop, networks
 
     env_name = canonical(env_name)
     env = envs.make_env(env_name, preset.env_overrides(), backend)
     run = run_metadata(env_name, preset_name, preset, env, seed)
     restore = _resume_point(out, run, resume)
-    offset = checkpoint.read_run(restore)["step"] if restore else 0
-    remaining = preset.total_steps - offset
-    if remaining <= 0:
-        print(f"{out}: already trained {offset:,} of {preset.total_steps:,} steps")
+    step = checkpoint.read_run(restore)["step"] if restore else 0
+    rows = read_csv(out / CSV_FILE)
+    if step >= preset.total_steps and rows and rows[-1]["step"] == step:
+        print(f"{out}: already trained {step:,} of {preset.total_steps:,} steps")
         return restore, {}
     checkpoint.write_run(out, run)
-    recorder = Recorder(out, preset.total_steps, offset)
+    recorder = Recorder(out, preset.total_steps, step)
 
-    def save(step: int, make_policy, params) -> None:
-        if step > 0:
-            checkpoint.save(out, offset + int(step), params, run)
+    def save(step: int, params, state) -> None:
+        checkpoint.kill_point("train", step)
+        checkpoint.save(out, step, params, run, state)
+        checkpoint.kill_point("checkpoint", step)
 
     print(f"{env_name} preset={preset_name} backend={env.backend} seed={seed} obs={run['obs_size']} "
-          f"steps {offset:,} -> {preset.total_steps:,} into {out}", flush=True)
-    kwargs = preset.ppo_kwargs() | {"num_timesteps": remaining, "num_evals": -(-remaining // preset.steps_per_epoch) + 1}
-    _, _, metrics = ppo_train.train(
-        environment=env,
+          f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
+    _, _, metrics = loop.train(
+        env,
         wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),
         episode_length=env.episode_length,
         network_factory=networks.network_factory(**run["network"]),
-        seed=seed + offset,
+        seed=seed,
         deterministic_eval=True,
         use_pmap_on_reset=False,
         progress_fn=recorder,
-        policy_params_fn=save,
-        restore_checkpoint_path=None if restore is None else restore.absolute(),
-        **kwargs,
+        checkpoint_fn=save,
+        restore=None if restore is None else functools.partial(checkpoint.load_state, restore),
+        **preset.ppo_kwargs(),
     )
     png = recorder.close(f"{env_name} ({preset_name}, seed {seed})")
-    print(f"metrics: {out / 'metrics.csv'}  curve: {png}  TensorBoard: {out / 'tb'}")
+    print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
     return checkpoint.resolve(out), metrics
 
 

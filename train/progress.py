@@ -1,8 +1,11 @@
 """Training progress: one console line per eval, ``metrics.csv``, TensorBoard, learning-curve PNG.
 
-:class:`Recorder` is ``ppo.train``'s ``progress_fn``. Steps are absolute (a resumed run continues
-its CSV and counters); ``wall_s`` continues too. ``steps_per_s`` is Brax's training throughput
-(env steps per second of the training epochs, learning included, evals excluded).
+:class:`Recorder` is the training loop's ``progress_fn`` (:func:`train.loop.train`). Steps are
+absolute. A run resumed from the checkpoint at step ``s`` re-runs the eval at ``s``: the CSV is
+rewritten to its rows before ``s`` (so a kill after an eval row leaves no duplicate) and TensorBoard
+events from ``s`` on are purged; ``wall_s`` continues from the last kept row. ``steps_per_s`` is
+Brax's training throughput (env steps per second of the training epochs, learning included, evals
+excluded). ``wall_s`` and ``steps_per_s`` are the only columns that depend on the wall clock.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 COLUMNS = ("step", "wall_s", "steps_per_s", "eval_reward", "eval_success", "eval_episode_length")
+WALL_CLOCK_COLUMNS = ("wall_s", "steps_per_s")  # the columns that differ between identical runs
 EVAL_KEYS = {
     "eval_reward": "eval/episode_reward",
     "eval_success": "eval/episode_final_success",
@@ -30,29 +34,33 @@ def read_csv(path: Path) -> list[dict[str, float]]:
 
 
 class Recorder:
-    """Console + CSV + TensorBoard writer for ``ppo.train``'s ``progress_fn(step, metrics)``."""
+    """Console + CSV + TensorBoard writer for ``progress_fn(step, metrics)``; ``step`` absolute.
 
-    def __init__(self, out: Path, total_steps: int, step_offset: int = 0):
+    ``resume_step``: the step a resumed run restarts at (its eval is re-run); 0 for a fresh run.
+    """
+
+    def __init__(self, out: Path, total_steps: int, resume_step: int = 0):
         self.out = Path(out)
         self.total_steps = total_steps
-        self.step_offset = step_offset
-        self.rows = [r for r in read_csv(self.out / CSV_FILE) if r["step"] <= step_offset]
+        self.rows = [r for r in read_csv(self.out / CSV_FILE) if r["step"] < resume_step]
         self._wall_offset = self.rows[-1]["wall_s"] if self.rows else 0.0
         self._start = time.perf_counter()
-        with open(self.out / CSV_FILE, "w", newline="") as f:  # drop rows past the resumed step
+        partial = self.out / f".{CSV_FILE}.partial"
+        with open(partial, "w", newline="") as f:  # drop rows from the resumed step on
             writer = csv.DictWriter(f, COLUMNS)
             writer.writeheader()
             writer.writerows({k: row[k] for k in COLUMNS} for row in self.rows)
+        partial.replace(self.out / CSV_FILE)
         try:
             from tensorboardX import SummaryWriter
         except ImportError:
             print("tensorboardX is not installed (pip install so101-mjx[train]): no TensorBoard logs")
             self._tb = None
         else:
-            self._tb = SummaryWriter(str(self.out / TB_DIR))
+            self._tb = SummaryWriter(str(self.out / TB_DIR), purge_step=resume_step or None)
 
     def __call__(self, step: int, metrics: dict[str, Any]) -> None:
-        step = int(step) + self.step_offset
+        step = int(step)
         row = {
             "step": step,
             "wall_s": self._wall_offset + time.perf_counter() - self._start,
