@@ -33,11 +33,13 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
+from so101_mjx import checks
 from so101_mjx.envs import State, make
 from so101_mjx.envs.registry import NAMESPACE, default_config
 from so101_mjx.render import FrameRenderer
 
 AGENT_POS_SIZE = 14
+MAX_FRAME_SIZE = 8192  # pixels per side of an offscreen frame
 CAMERA = "front"
 
 
@@ -49,6 +51,12 @@ class GymRenderingSpec:
     width: int = 128
     camera_id: str | int = -1  # accepted for API compatibility; the reference ignores it too
     mode: str = "rgb_array"
+
+    def __post_init__(self) -> None:
+        for name in ("height", "width"):
+            object.__setattr__(self, name, checks.integer(f"render_spec.{name}", getattr(self, name), ge=1, le=MAX_FRAME_SIZE))
+        if self.mode != "rgb_array":
+            raise ValueError(f"render_spec.mode must be 'rgb_array', got {self.mode!r}")
 
 
 def normalized_to_ctrl(norm: float | np.ndarray, ctrlrange) -> np.ndarray:
@@ -74,7 +82,8 @@ class SO101MjxGymEnv(gymnasium.Env):
         image_obs: replace ``environment_state`` by ``pixels.front`` (H, W, 3) uint8.
         **config: task config overrides with the reference's names (``action_scale``,
             ``control_dt``, ``physics_dt``, ``reward_type``, ``random_block_position``,
-            ``top_down_ik``, ``jaw_pads``); ValueError naming an invalid field.
+            ``top_down_ik``, ``jaw_pads``); ValueError naming an invalid field (of these, of
+            ``seed``: int in [0, 2**32 - 1], ``image_obs``: bool, ``render_spec``).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
@@ -90,6 +99,10 @@ class SO101MjxGymEnv(gymnasium.Env):
     ):
         if render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if not isinstance(render_spec, GymRenderingSpec):
+            raise ValueError(f"render_spec must be a GymRenderingSpec, got {render_spec!r}")
+        seed = checks.integer("seed", seed, ge=0, le=2**32 - 1)
+        image_obs = checks.flag("image_obs", image_obs)
         self.env = make(self.task, backend="c", **config)
         self._dtype = jnp.result_type(float)  # float64 under jax_enable_x64, else float32
         self._reset_fn = jax.jit(self.env.reset)

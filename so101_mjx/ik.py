@@ -14,6 +14,15 @@ different batch shapes XLA may round the kinematics differently (measured ≤ 1e
 
 Shapes: ``q`` (..., n) with ``n = kin.nq``; targets (..., 3) world positions in metres; the
 task error is (..., 3) for position only and (..., 5) with an approach axis.
+
+Bad arguments: concrete values (Python, NumPy, concrete JAX arrays) are checked at trace time
+and raise ``ValueError`` naming the argument: ``damping``, ``step_size``, ``tolerance`` finite
+> 0; ``iterations`` an int >= 1; ``orientation_weight`` finite >= 0; ``approach_axis`` None, 0,
+1 or 2; with an approach axis, ``approach_dir`` finite and nonzero (its length does not matter:
+the tilt is scale-invariant). Traced values cannot raise: a traced zero ``approach_dir`` has
+no tilt to correct (finite joints; its orientation rows only slow the position solve) and
+traced non-finite targets or directions give non-finite joints;
+:class:`so101_mjx.solvers.SO101Solver` flags such problems as failures and returns the seed.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
+from so101_mjx import checks
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, JAW_PADS
 
@@ -47,6 +57,30 @@ def joint_limits(model: mujoco.MjModel, joints: tuple[str, ...] = ARM_JOINTS) ->
     rng = np.asarray([model.jnt_range[model.joint(j).id] for j in joints], dtype=np.float64)
     bounded = rng[:, 0] < rng[:, 1]
     return np.where(bounded, rng[:, 0], -np.inf), np.where(bounded, rng[:, 1], np.inf)
+
+
+def _check_task(approach_axis, approach_dir, orientation_weight) -> None:
+    """ValueError for a bad concrete task argument (see the module docstring)."""
+    if approach_axis is None:
+        return
+    if approach_axis not in (0, 1, 2) or isinstance(approach_axis, bool):
+        raise ValueError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
+    if not checks.is_traced(orientation_weight):
+        checks.real("orientation_weight", orientation_weight, ge=0)
+    if not checks.is_traced(approach_dir):
+        try:
+            d = np.asarray(approach_dir, np.float64)
+        except (TypeError, ValueError):
+            d = np.full(1, np.nan)
+        if d.ndim < 1 or d.shape[-1] != 3 or not np.all(np.isfinite(d)) or np.any(np.all(d == 0, -1)):
+            raise ValueError(f"approach_dir must be a finite nonzero (3,) or (..., 3) direction, got {approach_dir!r}")
+
+
+def _check_positive(**values) -> None:
+    """ValueError unless each concrete value is a finite number > 0 (traced values pass)."""
+    for name, value in values.items():
+        if not checks.is_traced(value):
+            checks.real(name, value, gt=0)
 
 
 def _safe_norm(x: Array) -> Array:
@@ -86,6 +120,7 @@ def task_error(
         ``(error, jac)``: (..., m) and (..., m, n) with m = 3, or 5 with an approach axis
         (position rows, then the tilt's components on the two other axes, times the weight).
     """
+    _check_task(approach_axis, approach_dir, orientation_weight)
     dt = q.dtype
     point, axes, jacp, jacr = kin.site_kinematics(q, site, offset)
     error = target - point
@@ -165,6 +200,8 @@ def ik_step(
     (..., n) radians (None = unbounded). Returns ``q`` unchanged where ‖e‖ < ``tolerance``.
     Task arguments as in :func:`task_error`.
     """
+    _check_positive(damping=damping, tolerance=tolerance)
+    _check_task(approach_axis, approach_dir, orientation_weight)
     q, target, lower, upper = _prepare(kin, q, target, approach_dir, lower, upper)
     e, jac = task_error(
         kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=approach_dir,
@@ -200,6 +237,9 @@ def levenberg_marquardt(
     to ``[lower, upper]`` (use :func:`joint_limits`; None = unbounded). Returns (..., n) joint
     angles, broadcast over the batch axes of ``q0``, ``target`` and ``approach_dir``.
     """
+    iterations = checks.integer("iterations", iterations, ge=1)
+    _check_positive(damping=damping, tolerance=tolerance)
+    _check_task(approach_axis, approach_dir, orientation_weight)
     q0, target, lower, upper = _prepare(kin, q0, target, approach_dir, lower, upper)
 
     def body(_, q):
@@ -233,6 +273,9 @@ def pseudoinverse(
     joint clipping, same per-problem freeze as :func:`levenberg_marquardt`. The reference
     supports position only; the approach-axis rows are available here too. Returns (..., n).
     """
+    iterations = checks.integer("iterations", iterations, ge=1)
+    _check_positive(step_size=step_size, tolerance=tolerance)
+    _check_task(approach_axis, approach_dir, orientation_weight)
     q0, target, _, _ = _prepare(kin, q0, target, approach_dir, None, None)
 
     def body(_, q):

@@ -7,7 +7,9 @@ interpolation the station applies.
 Conventions (as in the seed): containers hold ``np.float32`` arrays; joint angles in rad,
 velocities in rad/s, torques in N*m, temperatures in degC; ``gripper_pos`` is an open
 fraction in [0, 1] (0 = fully closed, 1 = fully open); action targets are absolute joint
-positions. Invalid containers raise ``ValueError`` naming the field.
+positions. Invalid containers raise ``ValueError`` naming the field, at construction and again
+in ``validate(spec)`` (arrays can be edited in place after construction; the station validates
+every container where it enters the simulation).
 
 NaN marks an unmeasured channel and is the only non-finite value accepted anywhere (``inf``
 is always rejected):
@@ -150,6 +152,11 @@ def _check_array(name: str, value: object, rank: int, finite: bool) -> np.ndarra
     return value
 
 
+def _check_spec(spec: object) -> None:
+    if not isinstance(spec, MotorizedArmSpec):
+        raise ValueError(f"spec must be a MotorizedArmSpec, got {spec!r}")
+
+
 def _check_fraction(name: str, value: np.ndarray) -> None:
     if ((value < 0.0) | (value > 1.0)).any():
         raise ValueError(f"{name} must be an open fraction in [0, 1] (0 = closed), got {value}")
@@ -208,11 +215,14 @@ class MotorizedArm_Observation:
         _check_fraction("gripper_pos", self.gripper_pos)
 
     def validate(self, spec: MotorizedArmSpec) -> None:
-        """Bind n_arm_dof / n_gripper_dof to ``spec``; an actuated gripper must report its velocity.
+        """Re-check the values (arrays may have been edited in place since construction), bind
+        n_arm_dof / n_gripper_dof to ``spec``; an actuated gripper must report its velocity.
 
         Raises:
-            ValueError: naming the first mismatching field.
+            ValueError: naming the first invalid or mismatching field.
         """
+        _check_spec(spec)
+        self.__post_init__()
         _check_dim("joint_angle_q", self.joint_angle_q, 0, spec.n_arm_dof, "n_arm_dof")
         _check_dim("gripper_pos", self.gripper_pos, 0, spec.n_gripper_dof, "n_gripper_dof")
         if spec.gripper_actuated and np.isnan(self.gripper_vel).any():
@@ -237,7 +247,10 @@ class MotorizedArm_JointPose:
         _check_fraction("gripper_pos", self.gripper_pos)
 
     def validate(self, spec: MotorizedArmSpec) -> None:
-        """Bind the dims to ``spec``; ``ValueError`` naming the mismatching field."""
+        """Re-check the values (see :meth:`MotorizedArm_Observation.validate`) and bind the dims to
+        ``spec``; ``ValueError`` naming the invalid or mismatching field."""
+        _check_spec(spec)
+        self.__post_init__()
         _check_dim("joint_angle_q", self.joint_angle_q, 0, spec.n_arm_dof, "n_arm_dof")
         _check_dim("gripper_pos", self.gripper_pos, 0, spec.n_gripper_dof, "n_gripper_dof")
 
@@ -286,7 +299,10 @@ class MotorizedArm_ActionChunk:
         return MotorizedArm_JointPose(self.joint_angle_q[index], self.gripper_pos[index])
 
     def validate(self, spec: MotorizedArmSpec, horizon: int) -> None:
-        """Bind the dims to ``spec`` and ``horizon``; ``ValueError`` naming the mismatching field."""
+        """Re-check the values (see :meth:`MotorizedArm_Observation.validate`) and bind the dims to
+        ``spec`` and ``horizon``; ``ValueError`` naming the invalid or mismatching field."""
+        _check_spec(spec)
+        self.__post_init__()
         _check_dim("joint_angle_q", self.joint_angle_q, 0, horizon, "horizon")
         _check_dim("joint_angle_q", self.joint_angle_q, 1, spec.n_arm_dof, "n_arm_dof")
         _check_dim("gripper_pos", self.gripper_pos, 1, spec.n_gripper_dof, "n_gripper_dof")

@@ -22,6 +22,9 @@ import mujoco
 import numpy as np
 from jax import Array
 
+from so101_mjx import checks
+
+MAX_SCALE = 10.0  # largest scale factor a range may reach
 FIELDS = ("geom_friction", "body_mass", "body_inertia", "geom_size", "geom_rbound", "geom_aabb", "actuator_gainprm", "actuator_biasprm", "dof_damping")
 
 
@@ -36,10 +39,28 @@ class Randomization:
     joint_damping: tuple[float, float] = (1.0, 1.0)
 
     def __post_init__(self) -> None:
+        """Check every range and store it as a ``(float, float)`` tuple (lists from JSON accepted)."""
         for f in dataclasses.fields(self):
-            lo, hi = getattr(self, f.name)
-            if not 0 < lo <= hi:
-                raise ValueError(f"randomization.{f.name} must be a range 0 < low <= high, got {(lo, hi)}")
+            name, value = f"randomization.{f.name}", getattr(self, f.name)
+            if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
+                raise ValueError(f"{name} must be a range (low, high) of two numbers, got {value!r}")
+            lo, hi = (checks.real(name, v) for v in value)
+            if not 0 < lo <= hi <= MAX_SCALE:
+                raise ValueError(f"{name} must be a range 0 < low <= high <= {MAX_SCALE} (scale factors), got {(lo, hi)}")
+            object.__setattr__(self, f.name, (lo, hi))
+
+
+def parse(value: Randomization | dict | None) -> Randomization | None:
+    """A config's ``randomization``: None, a :class:`Randomization`, or its dict form (``asdict``/JSON)."""
+    if value is None or isinstance(value, Randomization):
+        return value
+    if isinstance(value, dict):
+        fields = [f.name for f in dataclasses.fields(Randomization)]
+        unknown = sorted(set(value) - set(fields), key=str)
+        if unknown:
+            raise ValueError(f"unknown randomization field(s) {unknown}; expected some of {fields}")
+        return Randomization(**value)
+    raise ValueError(f"randomization must be None, a Randomization or its dict form, got {value!r}")
 
 
 def sample(model: mujoco.MjModel, config: Randomization, rng: Array, dtype) -> dict[str, Array]:

@@ -15,6 +15,12 @@
   ``ik_nearest_weight``) or ``"manipulability"`` (largest Yoshikawa √det(Jv Jvᵀ)).
 - validity: position error < ``pos_eps`` (and tilt < ``rot_eps`` with an approach axis), joints
   within limits and a finite target. Non-finite targets or seeds never produce NaN joints.
+
+Bad input: constructor and setter arguments raise ``ValueError`` naming the argument. Target
+values are never raised on (they may be traced, and one bad pose should not sink a batch): a
+(4, 4) target that is not an SE(3) pose (rotation not orthonormal with det +1 to
+``max(1e-6, 100·eps)``, last row not [0, 0, 0, 1], or non-finite; e.g. a zero matrix) is
+solved like a non-finite one: ``success`` False and the seed returned.
 """
 
 from __future__ import annotations
@@ -29,12 +35,13 @@ import numpy as np
 from jax import Array
 from scipy.stats import qmc
 
-from so101_mjx import ik
+from so101_mjx import checks, ik
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.scenes import ARM_JOINTS, EE_SITE, load_model
 
 SELECTIONS = ("nearest", "manipulability")
 JAC_TYPES = ("full", "trans", "rot")
+_POSE_ATOL = 1e-6  # SE(3) check: |RᵀR − I| and last-row tolerance (float64; 100·eps in float32)
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,15 @@ class _Config:
 def _approach_axis_world(kin: Kinematics, q: Array, cfg: _Config, tcp_rot: Array) -> Array:
     """World direction (..., 3) of the TCP frame's approach axis."""
     return (kin.site_pose(q, cfg.site)[1] @ tcp_rot)[..., :, cfg.approach_axis]
+
+
+def _is_se3(t: Array, atol: float) -> Array:
+    """(...) bool: ``t`` (..., 4, 4) is finite with an orthonormal det +1 rotation and last row [0, 0, 0, 1]."""
+    rot = t[..., :3, :3]
+    gram = jnp.swapaxes(rot, -1, -2) @ rot
+    last = jnp.asarray([0, 0, 0, 1], t.dtype)
+    return (jnp.all(jnp.isfinite(t), (-2, -1)) & jnp.all(jnp.abs(gram - jnp.eye(3, dtype=t.dtype)) <= atol, (-2, -1))
+            & (jnp.linalg.det(rot) > 0) & jnp.all(jnp.abs(t[..., 3, :] - last) <= atol, -1))
 
 
 def _tilt(axis: Array, direction: Array) -> Array:
@@ -179,16 +195,22 @@ class SO101Solver:
         model = load_model("so101") if model is None else model
         self.kin = Kinematics.from_model(model, joints)
         self.kin.site_id(site)
-        if selection not in SELECTIONS:
+        if not isinstance(selection, str) or selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
-        if approach_axis not in (None, 0, 1, 2):
+        if isinstance(approach_axis, bool) or approach_axis not in (None, 0, 1, 2):
             raise ValueError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
+        self.seed_selection = checks.flag("seed_selection", seed_selection)
+        self.seed_db_size = checks.integer("seed_db_size", seed_db_size, ge=1)
         self.num_samples = self._check_samples(num_samples)
-        self.seed_selection, self.seed_db_size = seed_selection, int(seed_db_size)
         d = _as_vector(approach_dir, "approach_dir", 3)
+        if not (np.all(np.isfinite(d)) and np.any(d != 0)):
+            raise ValueError(f"approach_dir must be a finite nonzero direction, got {d}")
         self.approach_dir = d / np.linalg.norm(d)
-        self._cfg = _Config(site, approach_axis, orientation_weight, damping, int(iterations), tolerance,
-                            pos_eps, rot_eps, selection, seed_rot_scale)
+        r = checks.real
+        self._cfg = _Config(
+            site, approach_axis, r("orientation_weight", orientation_weight, ge=0), r("damping", damping, gt=0),
+            checks.integer("iterations", iterations, ge=1), r("tolerance", tolerance, gt=0), r("pos_eps", pos_eps, gt=0),
+            r("rot_eps", rot_eps, gt=0), selection, r("seed_rot_scale", seed_rot_scale, ge=0))
         self._robot_lower, self._robot_upper = ik.joint_limits(model, joints)
         self._lower, self._upper = self._robot_lower, self._robot_upper
         if user_qpos_limits is not None:
@@ -221,9 +243,8 @@ class SO101Solver:
         return self._cfg.selection
 
     def _check_samples(self, num_samples) -> int:
-        if int(num_samples) != num_samples or num_samples < 1:
-            raise ValueError(f"num_samples must be a positive integer, got {num_samples!r}")
-        return int(num_samples)
+        """``num_samples`` as an int in [1, seed_db_size + 1] (the seed plus database starts)."""
+        return checks.integer("num_samples", num_samples, ge=1, le=self.seed_db_size + 1)
 
     # -- TCP, limits, weights ------------------------------------------------------------------
 
@@ -234,9 +255,7 @@ class SO101Solver:
             raise ValueError(f"tcp must have shape (4, 4), got {t.shape}")
         if not np.all(np.isfinite(t)):
             raise ValueError("tcp must be finite")
-        rot = t[:3, :3]
-        if not (np.allclose(t[3], [0, 0, 0, 1], atol=1e-9) and np.allclose(rot.T @ rot, np.eye(3), atol=1e-6)
-                and np.linalg.det(rot) > 0):
+        if not _is_se3(jnp.asarray(t, jnp.float64), _POSE_ATOL):
             raise ValueError("tcp must be an SE(3) transform: orthonormal rotation, det +1, last row [0, 0, 0, 1]")
         self._tcp, self._db = t.copy(), None
 
@@ -322,7 +341,8 @@ class SO101Solver:
             lo = np.where(np.isfinite(self._lower), self._lower, -np.pi)
             hi = np.where(np.isfinite(self._upper), self._upper, np.pi)
             q = lo + qmc.Halton(d=self.dof, scramble=True, seed=0).random(self.seed_db_size) * (hi - lo)
-            pose = np.asarray(self.get_fk(q))
+            with jax.ensure_compile_time_eval():  # concrete even when get_ik is being traced
+                pose = np.asarray(self.get_fk(q))
             key = pose[:, :3, 3]
             if self._cfg.approach_axis is not None:
                 key = np.concatenate([key, self._cfg.seed_rot_scale * pose[:, :3, self._cfg.approach_axis]], -1)
@@ -346,7 +366,8 @@ class SO101Solver:
         if not jnp.issubdtype(t.dtype, jnp.floating):
             t = t.astype(jnp.result_type(float))
         if t.ndim >= 2 and t.shape[-2:] == (4, 4):
-            pos = t[..., :3, 3]
+            atol = max(_POSE_ATOL, 100 * float(jnp.finfo(t.dtype).eps))
+            pos = jnp.where(_is_se3(t, atol)[..., None], t[..., :3, 3], jnp.nan)  # not a pose: solved as non-finite
             axis = self._cfg.approach_axis
             direction = t[..., :3, axis] if axis is not None else jnp.zeros_like(pos)
         elif t.ndim >= 1 and t.shape[-1] == 3:

@@ -8,6 +8,15 @@ period. Action chunks emitted at a lower rate are interpolated up to the control
 chunk starts; linear between rows, held before and after). Observations are published at
 ``spec.refresh_rate`` Hz (every ``control_rate / refresh_rate``-th tick).
 
+Bad input: :class:`SimStation` raises ``ValueError`` naming the argument for a spec that is not
+the SO-101's, a ``control_rate`` that does not divide the physics rate ``1 / physics_dt`` (each
+tick runs a whole number of physics steps, so observation timestamps are exact), a chunk rate or
+duration that is not finite and positive or would play longer than ``MAX_PLAY_SECONDS``, and
+containers that are invalid when they enter the simulation (re-validated on every call, as their
+arrays can be edited in place). Inside jit nothing raises: :func:`tick` keeps the previous
+command for every non-finite target entry, so NaN never reaches the physics (non-finite targets
+stay visible in :func:`run_chunks`' returned per-tick targets).
+
 Two paths share one per-tick function, :func:`tick`:
 
 - :class:`SimStation`: one world on the CPU (backend ``c``), Python-facing, returns
@@ -22,11 +31,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from so101_mjx import checks
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
+from so101_mjx.envs.registry import default_config
 from so101_mjx.interface import (
     SO101_SPEC,
     MotorizedArm_ActionChunk,
+    MotorizedArm_ArmType,
+    MotorizedArm_GripperType,
     MotorizedArm_JointPose,
     MotorizedArm_Observation,
     MotorizedArmSpec,
@@ -35,10 +48,17 @@ from so101_mjx.interface import (
 )
 from so101_mjx.physics import PhysicsState
 
+MAX_PLAY_SECONDS = 600.0  # longest chunk or walk one call plays, simulated seconds
+
 
 def tick(env: SO101Env, physics: PhysicsState, arm_q: Array, gripper_open: Array) -> PhysicsState:
-    """One control tick: hold ``arm_q`` (5,) rad and the jaw at open fraction ``gripper_open`` (1,)."""
-    return env.actuate(physics, arm_q, env.gripper_ctrl(gripper_open[0]))
+    """One control tick: hold ``arm_q`` (5,) rad and the jaw at open fraction ``gripper_open`` (1,).
+
+    A non-finite entry keeps that actuator's previous command.
+    """
+    arm_q = jnp.where(jnp.isfinite(arm_q), arm_q, physics.ctrl[env._arm_act])
+    gripper = jnp.where(jnp.isfinite(gripper_open[0]), env.gripper_ctrl(gripper_open[0]), physics.ctrl[env._gripper_act])
+    return env.actuate(physics, arm_q, gripper)
 
 
 def measure(env: SO101Env, physics: PhysicsState) -> dict[str, Array]:
@@ -71,9 +91,14 @@ def run_chunks(
     """Play batched chunks: ``arm_chunks`` (B, H, 5), ``gripper_chunks`` (B, H, 1) on B worlds.
 
     Returns the final physics, the per-tick targets (n_ticks, B, 6) and the per-tick joint
-    positions (n_ticks, B, 5). Jit it with ``n_ticks`` static.
+    positions (n_ticks, B, 5). Jit it with ``n_ticks`` static. A concrete ``chunk_rate_hz`` must
+    be finite and > 0 (ValueError); a traced one that is not gives non-finite or held targets,
+    which :func:`tick` never sends.
     """
-    control_rate = 1.0 / env.dt
+    if not checks.is_traced(chunk_rate_hz):
+        checks.real("chunk_rate_hz", chunk_rate_hz, gt=0, unit=" Hz")
+    checks.integer("n_ticks", n_ticks, ge=1)
+    control_rate = 1.0 / (env.n_substeps * env.config.physics_dt)  # ticks per second of simulated time
     targets = jnp.concatenate([arm_chunks, gripper_chunks.astype(arm_chunks.dtype)], axis=-1)
 
     def body(p, k):
@@ -85,14 +110,45 @@ def run_chunks(
     return physics, targets_out, q
 
 
+def _tick_period(control_rate: int, physics_dt: float) -> float:
+    """control_dt for a whole number n = 1 / (control_rate · physics_dt) of physics steps per tick.
+
+    ValueError when ``control_rate`` does not divide the physics rate. The env counts
+    ``control_dt // physics_dt`` substeps, which rounding can put one short (1.0 // 0.002 = 499),
+    so the period n · physics_dt is raised by the few ulps that make the floor exactly n.
+    """
+    ratio = 1.0 / (control_rate * physics_dt)
+    n = round(ratio)
+    if n < 1 or abs(ratio - n) > 1e-9 * n:
+        physics_rate = 1.0 / physics_dt
+        divisors = ""
+        if abs(physics_rate - round(physics_rate)) <= 1e-9 * physics_rate:
+            rates = [r for r in range(1, round(physics_rate) + 1) if round(physics_rate) % r == 0]
+            divisors = f"; allowed rates: {rates} Hz"
+        raise ValueError(f"control_rate ({control_rate} Hz) must divide the physics rate 1 / physics_dt = {physics_rate:g} Hz, "
+                         f"so that each tick runs a whole number of physics steps{divisors}")
+    period = n * physics_dt
+    while period // physics_dt < n:
+        period = float(np.nextafter(period, np.inf))
+    return period
+
+
 class SimStation:
     """One simulated SO-101 on MuJoCo C; see the module docstring."""
 
     def __init__(self, env_name: str = "SO101PickCube-v0", spec: MotorizedArmSpec = SO101_SPEC, backend: str = "c", **config):
+        if not isinstance(spec, MotorizedArmSpec):
+            raise ValueError(f"spec must be a MotorizedArmSpec, got {spec!r}")
+        if spec.arm is not MotorizedArm_ArmType.SO101_5DoF or spec.gripper is not MotorizedArm_GripperType.SO101_jaw_1DoF:
+            raise ValueError(f"spec must describe the simulated SO-101 (arm 'so101_5dof', gripper 'so101_jaw_1dof'), "
+                             f"got arm {spec.arm.value!r}, gripper {spec.gripper.value!r}")
         if spec.control_rate % spec.refresh_rate:
             raise ValueError(f"refresh_rate ({spec.refresh_rate} Hz) must divide control_rate ({spec.control_rate} Hz)")
+        if "control_dt" in config:
+            raise ValueError("control_dt is set by spec.control_rate (control_dt = 1 / control_rate); do not pass it")
+        physics_dt = checks.real("physics_dt", config.get("physics_dt", default_config(env_name).physics_dt), gt=0, unit=" s")
         self.spec = spec
-        self.env = make(env_name, backend=backend, control_dt=1.0 / spec.control_rate, **config)
+        self.env = make(env_name, backend=backend, control_dt=_tick_period(spec.control_rate, physics_dt), **config)
         self._tick = jax.jit(lambda p, q, g: tick(self.env, p, q, g))
         self._measure = jax.jit(lambda p: measure(self.env, p))
         self._publish_every = spec.control_rate // spec.refresh_rate
@@ -127,20 +183,31 @@ class SimStation:
         return published
 
     def walk_to(self, pose: MotorizedArm_JointPose, duration: float = 2.0) -> list[MotorizedArm_Observation]:
-        """Move to ``pose`` along a straight joint-space line over ``duration`` seconds."""
+        """Move to ``pose`` along a straight joint-space line over ``duration`` seconds, finite in
+        [0, MAX_PLAY_SECONDS] (at least one control period is played)."""
+        if not isinstance(pose, MotorizedArm_JointPose):
+            raise ValueError(f"pose must be a MotorizedArm_JointPose, got {type(pose).__name__}")
+        duration = checks.real("duration", duration, ge=0, le=MAX_PLAY_SECONDS, unit=" s")
         pose.validate(self.spec)
         now = self.observe()
         start = np.concatenate([now.joint_angle_q, now.gripper_pos])[None]
         end = np.concatenate([pose.joint_angle_q, pose.gripper_pos])[None]
         chunk = np.concatenate([start, end]).astype(np.float32)
         rate = 1.0 / max(duration, self.env.dt)
-        n = chunk_ticks(rate, self.spec.control_rate, 2)
+        n = chunk_ticks(rate, self.spec.control_rate, 2) - 1  # ticks 1..n: tick 0 is now
         ticks = np.arange(1, n + 1) / self.spec.control_rate
         return self._play(np.asarray(interpolate_chunk(chunk, rate, self.spec.control_rate, np.minimum(ticks, 1 / rate))))
 
     def execute(self, chunk: MotorizedArm_ActionChunk, chunk_rate_hz: float) -> list[MotorizedArm_Observation]:
-        """Play ``chunk`` (rows at ``chunk_rate_hz``) to its last row; returns published observations."""
+        """Play ``chunk`` (rows at ``chunk_rate_hz``, finite > 0) to its last row; returns published
+        observations. The chunk may last at most ``MAX_PLAY_SECONDS`` ((horizon − 1) / chunk_rate_hz)."""
+        if not isinstance(chunk, MotorizedArm_ActionChunk):
+            raise ValueError(f"chunk must be a MotorizedArm_ActionChunk, got {type(chunk).__name__}")
+        chunk_rate_hz = checks.real("chunk_rate_hz", chunk_rate_hz, gt=0, unit=" Hz")
         chunk.validate(self.spec, chunk.horizon)
+        if (chunk.horizon - 1) / chunk_rate_hz > MAX_PLAY_SECONDS:
+            raise ValueError(f"chunk_rate_hz ({chunk_rate_hz} Hz) makes the {chunk.horizon}-row chunk last "
+                             f"{(chunk.horizon - 1) / chunk_rate_hz:.3g} s; at most {MAX_PLAY_SECONDS} s allowed")
         targets = np.concatenate([chunk.joint_angle_q, chunk.gripper_pos], axis=-1)
         ticks = np.arange(chunk_ticks(chunk_rate_hz, self.spec.control_rate, chunk.horizon)) / self.spec.control_rate
         return self._play(np.asarray(interpolate_chunk(targets, chunk_rate_hz, self.spec.control_rate, ticks)))

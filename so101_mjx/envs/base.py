@@ -28,7 +28,7 @@ import numpy as np
 from flax import struct
 from jax import Array
 
-from so101_mjx import ik, randomization
+from so101_mjx import checks, ik, randomization
 from so101_mjx.interface import gripper_open_fraction_to_ctrl
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.physics import Physics, PhysicsState, make_physics
@@ -40,6 +40,9 @@ ZERO_ACTION_TOLERANCE = 1e-6
 IK_DAMPING = 0.1
 IK_ITERATIONS = 20
 IK_TOLERANCE = 1e-4
+MAX_ACTION_SCALE = 1.0  # m of IK-target motion per unit action
+MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
+MAX_EPISODE_LENGTH = 2**31 - 1  # control steps; step counters are int32
 
 
 @struct.dataclass
@@ -67,16 +70,32 @@ class ArmConfig:
     episode_length: int = 100
     randomization: randomization.Randomization | None = None  # per-episode domain randomization
 
+    def __post_init__(self) -> None:
+        self.validate()
+
     def validate(self) -> None:
-        """Raise ValueError naming the first invalid field."""
-        if not self.action_scale > 0:
-            raise ValueError(f"action_scale must be positive, got {self.action_scale}")
-        if not self.physics_dt > 0:
-            raise ValueError(f"physics_dt must be positive, got {self.physics_dt}")
+        """Raise ValueError naming the first invalid field; store plain Python values (JSON-ready).
+
+        Runs at construction (``dataclasses.replace`` and ``make`` included) and again in the env.
+        """
+        set_ = object.__setattr__
+        set_(self, "physics_dt", checks.real("physics_dt", self.physics_dt, gt=0, unit=" s"))
+        set_(self, "control_dt", checks.real("control_dt", self.control_dt, gt=0, unit=" s"))
         if not self.control_dt >= self.physics_dt:
             raise ValueError(f"physics_dt ({self.physics_dt}) must not exceed control_dt ({self.control_dt})")
-        if self.episode_length < 1:
-            raise ValueError(f"episode_length must be >= 1, got {self.episode_length}")
+        substeps = self.control_dt // self.physics_dt
+        if substeps > MAX_SUBSTEPS:
+            raise ValueError(f"control_dt / physics_dt = {substeps:.3g} physics substeps per control step; at most "
+                             f"{MAX_SUBSTEPS} allowed (control_dt={self.control_dt}, physics_dt={self.physics_dt})")
+        scale = checks.real("action_scale", self.action_scale)
+        if not 0 < scale <= MAX_ACTION_SCALE:
+            raise ValueError(f"action_scale must be positive and at most {MAX_ACTION_SCALE} m per unit action "
+                             f"(the reference's default; a unit action then already spans the workspace), got {scale!r}")
+        set_(self, "action_scale", scale)
+        for name in ("top_down_ik", "jaw_pads", "image_obs"):
+            set_(self, name, checks.flag(name, getattr(self, name)))
+        set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))
+        set_(self, "randomization", randomization.parse(self.randomization))
         if self.image_obs:
             raise ValueError(
                 "image_obs=True is not available in the jitted envs (no batched renderer); "

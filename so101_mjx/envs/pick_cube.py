@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx import ik
+from so101_mjx import checks, ik
 from so101_mjx.envs.base import ArmConfig, State, SO101Env, as_qpos0, block_qpos_adr, default_metrics
 from so101_mjx.interface import gripper_ctrl_to_open_fraction
 from so101_mjx.scenes import EE_SITE
@@ -44,10 +44,13 @@ class PickCubeConfig(ArmConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.reward_type not in REWARD_TYPES:
+        if not isinstance(self.reward_type, str) or self.reward_type not in REWARD_TYPES:
             raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
-        if not self.grasp_reward >= 0:
-            raise ValueError(f"grasp_reward must be >= 0, got {self.grasp_reward}")
+        object.__setattr__(self, "random_block_position", checks.flag("random_block_position", self.random_block_position))
+        reward = checks.real("grasp_reward", self.grasp_reward)
+        if not reward >= 0:
+            raise ValueError(f"grasp_reward must be >= 0 (a finite reward per step), got {self.grasp_reward!r}")
+        object.__setattr__(self, "grasp_reward", reward)
         if self.grasp_reward and self.reward_type != "dense":
             raise ValueError(f"grasp_reward adds to the dense reward; it needs reward_type='dense', got {self.reward_type!r}")
 

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from so101_mjx.envs import pick_cube, pick_place, reach
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.physics import BACKENDS
-from so101_mjx.randomization import Randomization
 
 _ENVS: dict[str, tuple[type[SO101Env], Callable]] = {
     "SO101PickCube-v0": (pick_cube.PickCube, pick_cube.default_config),
@@ -24,6 +23,8 @@ def names() -> list[str]:
 
 def canonical(name: str) -> str:
     """Accept ``SO101Reach-v0`` or ``so101_mjx/SO101Reach-v0``; ValueError for unknown names."""
+    if not isinstance(name, str):
+        raise ValueError(f"env name must be a str, one of {names()}, got {name!r}")
     short = name.removeprefix(NAMESPACE)
     if short not in _ENVS:
         raise ValueError(f"unknown env {name!r}; expected one of {names()}")
@@ -48,6 +49,4 @@ def make(name: str, backend: str | None = None, **config) -> SO101Env:
     unknown = sorted(set(config) - fields)
     if unknown:
         raise ValueError(f"unknown config field(s) {unknown} for {name}; expected some of {sorted(fields)}")
-    if isinstance(config.get("randomization"), dict):  # from JSON metadata (see base.asdict)
-        config["randomization"] = Randomization(**{k: tuple(v) for k, v in config["randomization"].items()})
-    return cls(dataclasses.replace(base, **config), backend)
+    return cls(dataclasses.replace(base, **config), backend)  # the config validates (dict randomization too)

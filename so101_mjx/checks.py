@@ -1,0 +1,62 @@
+"""Argument checks shared by the public doors (env configs, gym envs, IK, solvers, station).
+
+Each returns the value as a plain Python ``float`` / ``int`` / ``bool`` (JSON-ready) or raises
+``ValueError`` naming the field and what is allowed: bad input never becomes a ``TypeError``
+traceback or a NaN deep inside jit. ``bool`` is rejected where a number is expected (Python
+treats it as an ``int``), and numbers are rejected where a flag is expected.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def is_traced(value: Any) -> bool:
+    """True for a JAX tracer (a value only known at run time inside jit/vmap/grad)."""
+    return isinstance(value, jax.core.Tracer)
+
+
+def _scalar(name: str, value: Any, kinds: str, what: str) -> Any:
+    if is_traced(value):
+        raise ValueError(f"{name} must be {what} known at trace time, got a traced value")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):
+        arr = np.asarray(None)
+    if arr.shape != () or arr.dtype.kind not in kinds:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return arr.item()
+
+
+def _bounds(gt: float | None, ge: float | None, le: float | None, unit: str) -> str:
+    parts = [f"> {gt}" if gt is not None else "", f">= {ge}" if ge is not None else "", f"<= {le}" if le is not None else ""]
+    text = " and ".join(p for p in parts if p)
+    return f" {text}{unit}" if text else ""
+
+
+def real(name: str, value: Any, *, gt: float | None = None, ge: float | None = None, le: float | None = None,
+         unit: str = "") -> float:
+    """A finite real number (int or float, not bool) within the given bounds, as ``float``."""
+    what = "a finite number" + _bounds(gt, ge, le, unit)
+    x = float(_scalar(name, value, "iuf", what))
+    if not math.isfinite(x) or (gt is not None and not x > gt) or (ge is not None and not x >= ge) or (le is not None and not x <= le):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return x
+
+
+def integer(name: str, value: Any, *, ge: int | None = None, le: int | None = None) -> int:
+    """An integer (not bool, not a float such as 2.0) within ``[ge, le]``, as ``int``."""
+    what = "an int" + _bounds(None, ge, le, "")
+    x = int(_scalar(name, value, "iu", what))
+    if (ge is not None and x < ge) or (le is not None and x > le):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return x
+
+
+def flag(name: str, value: Any) -> bool:
+    """``True`` or ``False`` (numpy bools too); anything else, ``"no"`` and ``0`` included, raises."""
+    return bool(_scalar(name, value, "b", "True or False"))
