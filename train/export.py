@@ -104,10 +104,10 @@ def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
     from train import checkpoint
 
     step_dir = checkpoint.resolve(path)
-    run, params = checkpoint.load(step_dir)
-    run = check_metadata(run, step_dir / checkpoint.RUN_FILE)
+    run = check_metadata(checkpoint.read_run(step_dir), step_dir / checkpoint.RUN_FILE)
     if not isinstance(run.get("network"), dict) or not isinstance(run.get("normalize_observations"), bool):
         raise ValueError(f"{step_dir / checkpoint.RUN_FILE}: 'network' (object) and 'normalize_observations' (bool) are required")
+    _, params = checkpoint.load(step_dir)
     try:
         weights = checkpoint.policy_weights(run, params)
     except (KeyError, TypeError, IndexError) as err:
