@@ -122,7 +122,7 @@ def _tick_period(control_rate: int, physics_dt: float) -> float:
     if n < 1 or abs(ratio - n) > 1e-9 * n:
         physics_rate = 1.0 / physics_dt
         divisors = ""
-        if abs(physics_rate - round(physics_rate)) <= 1e-9 * physics_rate:
+        if physics_rate <= 10_000 and abs(physics_rate - round(physics_rate)) <= 1e-9 * physics_rate:
             rates = [r for r in range(1, round(physics_rate) + 1) if round(physics_rate) % r == 0]
             divisors = f"; allowed rates: {rates} Hz"
         raise ValueError(f"control_rate ({control_rate} Hz) must divide the physics rate 1 / physics_dt = {physics_rate:g} Hz, "
@@ -156,7 +156,9 @@ class SimStation:
         self.targets: list[np.ndarray] = []  # every tick's (arm 5 + gripper 1) target, for inspection
 
     def reset(self, seed: int = 0) -> MotorizedArm_Observation:
-        """Reset the underlying env (its reset distribution) and return the first observation."""
+        """Reset the underlying env (its reset distribution; ``seed`` an int in [0, 2**32 − 1]) and
+        return the first observation."""
+        seed = checks.integer("seed", seed, ge=0, le=2**32 - 1)
         self.physics = self.env.reset(jax.random.PRNGKey(seed)).physics
         self.targets = []
         return self.observe()

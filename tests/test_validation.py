@@ -305,6 +305,11 @@ def test_station_rejects_bad_chunk_rate(station, rate):
     assert station.targets == []
 
 
+def test_station_reset_rejects_bad_seed(station):
+    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+        station.reset(seed=1.5)
+
+
 @pytest.mark.parametrize("duration", [INF, NAN, -1.0, 1e6, "2"])
 def test_station_rejects_bad_walk_duration(station, duration):
     station.reset(seed=0)
@@ -322,6 +327,7 @@ def test_station_rejects_bad_walk_duration(station, duration):
         (MotorizedArmSpec("yam_6dof", "i2rt_linear_gripper_1dof", 10, 10), {}, "spec must describe the simulated SO-101"),
         (SPEC, {"control_dt": 0.02}, "control_dt is set by spec.control_rate"),
         ("so101", {}, "spec must be a MotorizedArmSpec"),
+        (SPEC, {"physics_dt": 3e-7}, r"physics_dt = 3.33333e\+06 Hz, so that each tick runs a whole number of physics steps$"),
     ],
 )
 def test_station_rejects_bad_spec(spec, config, words):
