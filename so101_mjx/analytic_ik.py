@@ -1,0 +1,152 @@
+"""Closed-form IK of the SO-101: every branch of (TCP position, approach pitch, wrist roll).
+
+The arm is a pan joint about the vertical, three pitch joints about parallel horizontal axes
+(shoulder_lift, elbow_flex, wrist_flex) and a wrist roll about an axis perpendicular to them, the
+site's approach axis (x) running along the roll axis. With the product of exponentials at the
+zero configuration, ``tool(q) = e1(θ1) e2(θ2) e3(θ3) e4(θ4) e5(θ5) p0``:
+
+1. the roll is given, so ``p5 = e5(θ5) p0`` is known;
+2. the pitch rotations keep the coordinate of ``p5`` along the pitch axis, ``h``; the pan turns
+   ``(X, h)`` onto the target's horizontal position: ``X = ±√(r² − h²)`` — the two *pan*
+   branches (reaching forward, or back over the pan axis);
+3. the approach pitch fixes the sum ``s = θ2 + θ3 + θ4``, so the wrist point is known and the
+   shoulder and elbow solve a planar two-link problem — the two *elbow* branches;
+4. ``θ4 = s − θ2 − θ3``.
+
+Four candidates per target, each flagged valid when it exists (reach), is within the joint
+limits and its FK reproduces the target (position error < ``pos_eps``). Honoured exactly: the
+TCP position, the approach axis's pitch (angle below the horizontal) and the wrist roll; the
+approach axis's azimuth is not free on a 5-DoF arm — it follows the pan.
+
+Shapes: targets (..., 3) metres, pitch and roll (...) radians; candidates (..., 4, 5) radians in
+``ARM_JOINTS`` order, validity (..., 4). Pure JAX, any batch axes, float32 or float64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+from jax import Array
+
+from so101_mjx.kinematics import Kinematics
+
+BRANCHES = ((1, 1), (1, -1), (-1, 1), (-1, -1))  # (pan: forward / back, elbow sign)
+_STRUCTURE_TOL = 1e-9
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v)
+
+
+def _check(condition: bool, what: str) -> None:
+    if not condition:
+        raise ValueError(f"the chain is not SO-101-shaped for closed-form IK: {what}")
+
+
+@dataclass(frozen=True, eq=False)
+class ArmGeometry:
+    """The chain at its reference configuration, in a frame ``(ex, ey, ez)`` on the pan axis.
+
+    ``ez`` is vertical (up), ``ey`` the pitch axis direction, ``ex = ey × ez``; coordinates are
+    relative to ``origin``, a point of the pan axis. Built by :meth:`from_kinematics`.
+    """
+
+    origin: np.ndarray  # (3,) world
+    frame: np.ndarray  # (3, 3) rows ex, ey, ez in world coordinates
+    pan_sign: float  # +1 if the pan axis points along ez
+    anchors: np.ndarray  # (3, 3) shoulder, elbow, wrist pitch anchors (frame coordinates)
+    roll_anchor: np.ndarray  # (3,)
+    roll_axis: np.ndarray  # (3,) unit, frame coordinates
+    tool: np.ndarray  # (3,) TCP point at the reference configuration
+    approach_angle: float  # polar angle of the approach axis in the (x, z) plane at the reference
+    qpos0: np.ndarray  # (5,) reference joint angles
+
+    @classmethod
+    def from_kinematics(cls, kin: Kinematics, site: str, offset=None) -> "ArmGeometry":
+        """Geometry of ``kin`` (the 5 arm joints) for the point ``offset`` (3,) in the ``site`` frame;
+        ValueError when the chain does not have the SO-101's structure."""
+        _check(kin.nq == 5, f"needs 5 joints, got {kin.joints}")
+        q0 = np.array([kin.joint_qpos0[kin.body_joint.index(j)] for j in range(5)])
+        axes, anchors = (np.asarray(x, np.float64) for x in kin.joint_frames(q0)[:2])
+        pos, rot = (np.asarray(x, np.float64) for x in kin.site_pose(q0, site))
+        tool = pos + rot @ (np.zeros(3) if offset is None else np.asarray(offset, np.float64))
+        up = np.array([0.0, 0.0, 1.0])
+        _check(abs(abs(axes[0] @ up) - 1) < _STRUCTURE_TOL, "the pan axis is not vertical")
+        for j in (2, 3):
+            _check(np.linalg.norm(np.cross(axes[1], axes[j])) < _STRUCTURE_TOL and axes[1] @ axes[j] > 0,
+                   "the pitch axes are not parallel")
+        _check(abs(axes[1] @ up) < _STRUCTURE_TOL, "the pitch axes are not horizontal")
+        _check(abs(axes[4] @ axes[1]) < _STRUCTURE_TOL, "the roll axis is not perpendicular to the pitch axes")
+        _check(np.linalg.norm(np.cross(rot[:, 0], axes[4])) < _STRUCTURE_TOL, "the site x axis is not along the roll axis")
+        ey = _unit(axes[1])
+        frame = np.stack([np.cross(ey, up), ey, up])
+        origin = anchors[0] - (anchors[0] @ up) * up  # the pan axis at height 0
+        local = lambda p: frame @ (p - origin)  # noqa: E731
+        approach = frame @ rot[:, 0]
+        return cls(
+            origin=origin, frame=frame, pan_sign=float(np.sign(axes[0] @ up)),
+            anchors=np.stack([local(anchors[j]) for j in (1, 2, 3)]), roll_anchor=local(anchors[4]),
+            roll_axis=frame @ axes[4], tool=local(tool), approach_angle=float(np.arctan2(approach[2], approach[0])),
+            qpos0=q0,
+        )
+
+
+def _rotate_about(axis: np.ndarray, angle: Array, v: Array) -> Array:
+    """Rodrigues rotation of ``v`` (..., 3) by ``angle`` (...) about the unit ``axis`` (3,)."""
+    k = jnp.asarray(axis, v.dtype)
+    c, s = jnp.cos(angle)[..., None], jnp.sin(angle)[..., None]
+    return v * c + jnp.cross(k, v) * s + k * jnp.sum(k * v, -1, keepdims=True) * (1 - c)
+
+
+def _pitch(angle: Array, x: Array, z: Array) -> tuple[Array, Array]:
+    """Rotation by ``angle`` about +y of the (x, z) components (right-handed)."""
+    c, s = jnp.cos(angle), jnp.sin(angle)
+    return x * c + z * s, -x * s + z * c
+
+
+def wrap(angle: Array) -> Array:
+    """``angle`` wrapped to (-π, π]."""
+    return jnp.arctan2(jnp.sin(angle), jnp.cos(angle))
+
+
+def solve(geom: ArmGeometry, target: Array, pitch: Array, roll: Array) -> tuple[Array, Array]:
+    """All branches for a world TCP ``target`` (..., 3), approach ``pitch`` (...) below the horizontal
+    (π/2: pointing down) and wrist ``roll`` (...) joint angle, radians.
+
+    Returns ``(exists (..., 4), q (..., 4, 5))`` in :data:`BRANCHES` order: ``exists`` says the
+    branch reaches the target (joint limits and the FK check are :class:`SO101AnalyticSolver`'s);
+    a branch that does not exist holds finite angles.
+    """
+    dt = target.dtype
+    frame, origin = jnp.asarray(geom.frame, dt), jnp.asarray(geom.origin, dt)
+    t = jnp.einsum("ij,...j->...i", frame, target - origin)
+    roll_angle = roll - float(geom.qpos0[4])
+    p5 = jnp.asarray(geom.roll_anchor, dt) + _rotate_about(
+        geom.roll_axis, roll_angle, jnp.broadcast_to(jnp.asarray(geom.tool - geom.roll_anchor, dt), t.shape))
+    h = p5[..., 1]
+    r2 = t[..., 0] ** 2 + t[..., 1] ** 2
+    reach_pan = r2 >= h**2
+    c2, c3, c4 = (jnp.asarray(a, dt) for a in geom.anchors)
+    s = jnp.asarray(geom.approach_angle, dt) + pitch  # θ2 + θ3 + θ4 (angles relative to qpos0)
+    wx, wz = _pitch(s, p5[..., 0] - c4[0], p5[..., 2] - c4[2])  # wrist-to-tool after the pitches
+    u, v = (c3 - c2)[jnp.array([0, 2])], (c4 - c3)[jnp.array([0, 2])]
+    l1, l2 = jnp.linalg.norm(u), jnp.linalg.norm(v)
+    beta_u, beta_v = jnp.arctan2(u[1], u[0]), jnp.arctan2(v[1], v[0])
+    candidates, exists = [], []
+    for pan_sign, elbow_sign in BRANCHES:
+        x = pan_sign * jnp.sqrt(jnp.maximum(r2 - h**2, 0))
+        pan = jnp.arctan2(t[..., 1], t[..., 0]) - jnp.arctan2(h, x)
+        wx_rel, wz_rel = x - wx - c2[0], t[..., 2] - wz - c2[2]
+        cos_elbow = (wx_rel**2 + wz_rel**2 - l1**2 - l2**2) / (2 * l1 * l2)
+        reach = reach_pan & (jnp.abs(cos_elbow) <= 1)
+        gamma = elbow_sign * jnp.arccos(jnp.clip(cos_elbow, -1, 1))
+        th3 = beta_v - beta_u - gamma
+        ex, ez = _pitch(th3, v[0], v[1])
+        th2 = jnp.arctan2(u[1] + ez, u[0] + ex) - jnp.arctan2(wz_rel, wx_rel)
+        th4 = s - th2 - th3
+        angles = jnp.stack([geom.pan_sign * pan, th2, th3, th4, roll_angle], -1)
+        candidates.append(wrap(angles) + jnp.asarray(geom.qpos0, dt))
+        exists.append(reach)
+    return jnp.stack(exists, -1), jnp.stack(candidates, -2)
