@@ -11,6 +11,9 @@ output is already in the env's action space, ``[dx, dy, dz]`` in [-1, 1] and ``g
 - ``.npz``: ``mean``, ``std``, ``kernel_<i>``, ``bias_<i>``, ``activation`` and ``metadata``
   (the same JSON), run by :class:`~train.policy.NumpyPolicy` with numpy alone (importable from
   here or from :mod:`train.policy` without JAX).
+
+:func:`load_exported` reads either file back as a checked :class:`~train.policy.NumpyPolicy` (the
+ONNX from its initializers): ``replay`` and ``eval`` refuse truncated or non-finite networks.
 """
 
 from __future__ import annotations
