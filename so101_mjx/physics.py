@@ -97,7 +97,10 @@ class MjxPhysics(Physics):
 
     def _data(self, qpos, qvel, ctrl, qacc_warmstart, time) -> mjx.Data:
         dtype = qpos.dtype
-        data = mjx.make_data(self.mjx_model)
+        if self.impl == "warp" and dtype != jnp.float32:
+            raise ValueError(f"mjx impl 'warp' runs float32 only, got a {dtype} state (pass float32 arrays)")
+        # make_data takes the mjx.Model for impl "jax" but only the MjModel for "warp"
+        data = mjx.make_data(self.model if self.impl == "warp" else self.mjx_model, impl=self.impl)
         cast = lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x  # noqa: E731
         data = jax.tree.map(cast, data)
         return data.replace(qpos=qpos, qvel=qvel, ctrl=ctrl, qacc_warmstart=qacc_warmstart, time=time)

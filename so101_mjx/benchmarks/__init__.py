@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 import jax
 
@@ -36,3 +37,37 @@ def print_table(headers: list[str], rows: list[list[object]]) -> None:
         print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
         if k == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def compile_cost(fn: Callable, *args: Any) -> tuple[Any, dict[str, float]]:
+    """``jax.jit(fn)`` lowered and compiled for ``args`` (arrays or ``jax.ShapeDtypeStruct``s: nothing runs).
+
+    Returns the compiled executable and XLA's figures: ``lower_s``/``compile_s`` (wall seconds),
+    ``compile_cpu_s`` (process CPU seconds, robust to a shared CPU), ``flops`` and ``bytes_accessed``
+    (XLA's static cost analysis: every loop body counted ONCE, not times its trip count), and the
+    buffer sizes in bytes: ``argument_bytes``, ``output_bytes``, ``temp_bytes``, ``total_bytes``
+    (their sum, outputs aliasing arguments counted once).
+    """
+    start = time.perf_counter()
+    lowered = jax.jit(fn).lower(*args)
+    lower_s = time.perf_counter() - start
+    start, cpu = time.perf_counter(), time.process_time()
+    compiled = lowered.compile()
+    figures = {"lower_s": lower_s, "compile_s": time.perf_counter() - start, "compile_cpu_s": time.process_time() - cpu}
+    cost = compiled.cost_analysis()
+    cost = (cost[0] if cost else {}) if isinstance(cost, list) else (cost or {})
+    figures["flops"] = float(cost.get("flops", float("nan")))
+    figures["bytes_accessed"] = float(cost.get("bytes accessed", float("nan")))
+    mem = compiled.memory_analysis()
+    if mem is not None:
+        figures["argument_bytes"] = float(mem.argument_size_in_bytes)
+        figures["output_bytes"] = float(mem.output_size_in_bytes)
+        figures["temp_bytes"] = float(mem.temp_size_in_bytes)
+        figures["total_bytes"] = float(mem.argument_size_in_bytes + mem.output_size_in_bytes - mem.alias_size_in_bytes + mem.temp_size_in_bytes)
+    return compiled, figures
+
+
+def peak_device_bytes() -> int | None:
+    """Peak bytes in use on the default device so far (``memory_stats()``), or None where unreported (CPU)."""
+    stats = jax.devices()[0].memory_stats()
+    return None if not stats or "peak_bytes_in_use" not in stats else int(stats["peak_bytes_in_use"])

@@ -9,16 +9,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.cliargs import positive_int
 from so101_mjx.dynamics import DynamicsBackend, JaxBackend, MujocoBackend
 
 QUANTITIES = ("M", "C", "g", "ID", "FD", "regressor")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch", type=int, nargs="+", default=[1, 1024, 65536],
+    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1, 1024, 65536],
                         help="JAX batch sizes (65536 takes a while on CPU)")  # fmt: skip
-    parser.add_argument("--repeats", type=int, default=5, help="timed runs; the median is reported")
-    parser.add_argument("--samples", type=int, default=500, help="configurations per MuJoCo C timing loop")
+    parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs; the median is reported")
+    parser.add_argument("--samples", type=positive_int, default=500, help="configurations per MuJoCo C timing loop")
     parser.add_argument("--x64", action="store_true", help="float64 instead of float32")
 
 
@@ -40,24 +41,29 @@ def mujoco_rates(backend: MujocoBackend, q, v, a, tau, repeats: int) -> dict[str
     return {k: len(q) / median_time(lambda k=k: [c[k]() for c in calls], repeats) for k in QUANTITIES}
 
 
+def sample(jb: JaxBackend, mb: MujocoBackend, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """``n`` random (q, v, a, tau): configurations within the limits, v ~ N(0, 2), a ~ N(0, 5), tau = ID(q, v, a) (MuJoCo C)."""
+    q, v, a = jb.random_configuration(rng, (n,)), rng.normal(0, 2, (n, jb.nv)), rng.normal(0, 5, (n, jb.nv))
+    return q, v, a, np.stack([mb.compute_inverse_dynamics(*x) for x in zip(q, v, a)])
+
+
+def jax_rates(jb: JaxBackend, inputs: tuple[np.ndarray, ...], dtype, repeats: int) -> dict[str, float]:
+    """Evaluations/s of each quantity on the whole batch ``inputs`` = (q, v, a, tau) at once."""
+    calls = evaluators(jb, *(jnp.asarray(x, dtype) for x in inputs))
+    return {k: len(inputs[0]) / median_time(calls[k], repeats) for k in QUANTITIES}
+
+
 def run(args: argparse.Namespace) -> int:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     dtype = jnp.float64 if args.x64 else jnp.float32
     jb, mb = JaxBackend(), MujocoBackend()
     rng = np.random.default_rng(0)
-
-    def sample(n):
-        q, v, a = jb.random_configuration(rng, (n,)), rng.normal(0, 2, (n, jb.nv)), rng.normal(0, 5, (n, jb.nv))
-        return q, v, a, np.stack([mb.compute_inverse_dynamics(*x) for x in zip(q, v, a)])
-
-    c_rate = mujoco_rates(mb, *sample(args.samples), args.repeats)
+    c_rate = mujoco_rates(mb, *sample(jb, mb, args.samples, rng), args.repeats)
     rows = []
     for batch in args.batch:
-        calls = evaluators(jb, *(jnp.asarray(x, dtype) for x in sample(batch)))
-        for k in QUANTITIES:
-            rate = batch / median_time(calls[k], args.repeats)
-            rows.append([k, batch, rate, c_rate[k], rate / c_rate[k], rate / c_rate["M"]])
+        rates = jax_rates(jb, sample(jb, mb, batch, rng), dtype, args.repeats)
+        rows += [[k, batch, rates[k], c_rate[k], rates[k] / c_rate[k], rates[k] / c_rate["M"]] for k in QUANTITIES]
     print(f"JaxBackend on {jax.default_backend()}, {jnp.dtype(dtype).name}; MuJoCo C = MujocoBackend, one "
           f"configuration per call from Python (mj_makeM+mj_fullM, mj_rne, mj_inverse, mj_forward)")
     print_table(["quantity", "batch", "evals/s", "mujoco_c/s", "ratio", "vs C mass matrix/s"], rows)

@@ -6,6 +6,10 @@ Three figures from the same process, medians of ``--repeats`` runs:
 - raw MuJoCo C: ``mujoco.rollout`` over the same scene, batch and substeps with ctrl held (no
   IK, no Python per step): the ceiling for the ``c`` backend on this machine;
 - reference: ``lerobot_env_so101``'s gym env stepping one world in Python (when installed).
+
+``--cost`` adds what XLA says about one jitted ``vmap(env.step)`` at each ``--cost-batch``
+(compiled on abstract inputs, so nothing runs at those sizes): flops and bytes accessed, buffer
+sizes, and the worlds that fit a 16 GB and an 80 GB card at that per-world footprint.
 """
 
 from __future__ import annotations
@@ -20,21 +24,27 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.benchmarks import compile_cost, median_time, print_table
+from so101_mjx.cliargs import positive_int
 from so101_mjx.envs import make
+
+CARDS_GB = (16, 80)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101PickCube-v0")
     parser.add_argument("--backend", choices=("mjx", "c"), default=None)
-    parser.add_argument("--batch", type=int, nargs="+", default=[1024])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=5, help="control steps per timed run")
+    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1024])
+    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument("--steps", type=positive_int, default=5, help="control steps per timed run")
     parser.add_argument("--no-reference", action="store_true", help="skip the lerobot_env_so101 baseline")
+    parser.add_argument("--cost", action="store_true", help="also XLA's cost and memory analysis of one env step")
+    parser.add_argument("--cost-batch", type=positive_int, nargs="+", default=[1, 1024, 8192],
+                        help="batch sizes of --cost (compiled only, never run)")  # fmt: skip
 
 
 def env_rate(env, batch: int, steps: int, repeats: int) -> tuple[float, float]:
-    """(env-steps/s, seconds of the first jit of reset + step)."""
+    """(env-steps/s, seconds of the first jit of reset + step, their first runs included)."""
     reset, step = jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
     start = time.perf_counter()
     state = jax.block_until_ready(step(reset(jax.random.split(jax.random.PRNGKey(0), batch)), jnp.zeros((batch, 4))))
@@ -48,6 +58,25 @@ def env_rate(env, batch: int, steps: int, repeats: int) -> tuple[float, float]:
         return s.obs
 
     return batch * steps / median_time(run, repeats, min_time=0.0), compile_s
+
+
+def step_cost(env, batch: int) -> dict[str, float]:
+    """:func:`~so101_mjx.benchmarks.compile_cost` of ``vmap(env.step)`` at ``batch`` worlds (float32 actions)."""
+    keys = jax.ShapeDtypeStruct((batch, 2), jnp.uint32)
+    state = jax.eval_shape(jax.vmap(env.reset), keys)
+    return compile_cost(jax.vmap(env.step), state, jax.ShapeDtypeStruct((batch, 4), jnp.float32))[1]
+
+
+def cost_rows(env, batches: list[int]) -> list[list[object]]:
+    """One table row per batch: compile seconds, XLA flops/bytes per world-step, buffers, worlds per card."""
+    rows = []
+    for batch in batches:
+        c = step_cost(env, batch)
+        per_world = c["total_bytes"] / batch
+        fits = [f"{int(gb * 1e9 // per_world):,}" for gb in CARDS_GB]
+        rows.append([batch, c["lower_s"], c["compile_s"], c["compile_cpu_s"], c["flops"] / batch, c["bytes_accessed"] / batch,
+                     c["argument_bytes"] / 2**20, c["temp_bytes"] / 2**20, c["total_bytes"] / 2**20, per_world / 1024, *fits])
+    return rows
 
 
 def raw_rollout_rate(model: mujoco.MjModel, batch: int, n_substeps: int, repeats: int) -> float:
@@ -88,7 +117,9 @@ def reference_rate(name: str, config: dict, seconds: float = 3.0) -> float | Non
 
 def run(args: argparse.Namespace) -> int:
     config = {"action_scale": 0.025, "random_block_position": True} if "Reach" not in args.env else {}
+    start = time.perf_counter()
     env = make(args.env, backend=args.backend, **config)
+    make_s = time.perf_counter() - start
     ref = None if args.no_reference else reference_rate(args.env, {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
     rows = []
     for batch in args.batch:
@@ -96,9 +127,17 @@ def run(args: argparse.Namespace) -> int:
         raw = raw_rollout_rate(env.mj_model, batch, env.n_substeps, args.repeats) / env.n_substeps
         rows.append([batch, rate, rate * env.n_substeps, raw, rate / raw, ref if ref else "n/a", rate / ref if ref else "n/a", compile_s])
     print(f"{args.env}, backend {env.backend}, {env.n_substeps} substeps per env step, JAX {jax.default_backend()}, "
-          f"{os.cpu_count()} CPU threads")
+          f"{os.cpu_count()} CPU threads; make (put_model for mjx) {make_s:.2f} s")
     print_table(
         ["batch", "env-steps/s", "physics/s", "raw rollout env-steps/s", "vs raw", "reference env-steps/s", "vs reference", "first jit s"],
         rows,
     )
+    if args.cost:
+        print(f"\nXLA on {jax.default_backend()}, one jitted vmap(env.step), float32 (compiled on abstract inputs, not run); "
+              "flops/bytes: XLA's static count, each loop body (substeps, solver, IK) ONCE; MiB: buffers of the call")
+        print_table(
+            ["batch", "lower s", "compile s", "compile cpu s", "flops/world", "bytes acc./world", "args MiB", "temp MiB",
+             "total MiB", "KiB/world", *(f"worlds in {gb} GB" for gb in CARDS_GB)],
+            cost_rows(env, args.cost_batch),
+        )
     return 0

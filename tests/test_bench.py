@@ -1,0 +1,103 @@
+"""``so101-mjx bench``: sizes are validated before anything runs, the cost analysis reports buffers,
+and the prepared accelerator check (``bench device --smoke``) runs end to end at tiny sizes."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from so101_mjx import cli
+from so101_mjx.benchmarks import compile_cost, device, env
+from so101_mjx.envs import make
+
+BAD_SIZES = [
+    (["bench", "env", "--batch", "0"], "--batch"),  # was a segfault (rc 139) in mujoco.rollout with zero worlds
+    (["bench", "env", "--batch", "4", "-2"], "--batch"),
+    (["bench", "env", "--steps", "0"], "--steps"),
+    (["bench", "env", "--repeats", "0"], "--repeats"),
+    (["bench", "env", "--cost-batch", "0"], "--cost-batch"),
+    (["bench", "ik", "--batch", "0"], "--batch"),
+    (["bench", "ik", "--reference-targets", "0"], "--reference-targets"),
+    (["bench", "fk", "--batch", "-1"], "--batch"),
+    (["bench", "dynamics", "--batch", "0"], "--batch"),
+    (["bench", "dynamics", "--samples", "0"], "--samples"),
+    (["bench", "device", "--worlds", "0"], "--worlds"),
+    (["bench", "device", "--steps", "0"], "--steps"),
+    (["bench", "device", "--budget-s", "0"], "--budget-s"),
+]
+
+
+@pytest.mark.parametrize(("argv", "argument"), BAD_SIZES, ids=["_".join(a[0][1:]) for a in BAD_SIZES])
+def test_bad_size_is_one_line_and_status_2(argv, argument, capsys):
+    assert cli.main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "Traceback" not in captured.err
+    last = captured.err.strip().splitlines()[-1]
+    assert last.startswith(f"so101-mjx bench {argv[1]}: error: argument {argument}: ") and ">" in last
+
+
+def test_compile_cost_scales_with_batch_and_runs_nothing():
+    calls = []
+
+    def f(x):
+        calls.append(1)  # traced once per lowering, never executed
+        return jnp.sin(x) @ x.T
+
+    small = compile_cost(f, jax.ShapeDtypeStruct((8, 64), jnp.float32))[1]
+    big = compile_cost(f, jax.ShapeDtypeStruct((64, 64), jnp.float32))[1]
+    assert len(calls) == 2
+    assert big["argument_bytes"] == 64 * 64 * 4 and small["argument_bytes"] == 8 * 64 * 4
+    assert big["output_bytes"] == 64 * 64 * 4
+    assert big["flops"] > 7 * small["flops"] > 0
+    assert big["total_bytes"] >= big["argument_bytes"] + big["output_bytes"]
+
+
+def test_env_cost_rows_report_per_world_buffers():
+    e = make("SO101Reach-v0", backend="c")
+    (row1, row8) = env.cost_rows(e, [1, 8])
+    assert row1[0] == 1 and row8[0] == 8
+    per_world_kib = row8[9]
+    assert row8[8] > row1[8] > 0 and per_world_kib > 0  # total MiB grows with the batch
+    assert int(row8[10].replace(",", "")) * per_world_kib * 1024 <= 16e9  # worlds that fit 16 GB
+
+
+def test_device_smoke_writes_every_section(tmp_path, capsys):
+    """The whole accelerator check at tiny sizes on this machine's backend: every section ok."""
+    out = tmp_path / "device"
+    assert cli.main(["bench", "device", "--smoke", "--out", str(out)]) == 0
+    result = json.loads((out / "device.json").read_text())
+    assert {k: v["status"] for k, v in result["sections"].items()} == dict.fromkeys(device.DEADLINES, "ok")
+    rows = result["sections"]["env"]["rows"]
+    assert {(r["env"], r["status"]) for r in rows} == {(name, "ok") for name in device.ENVS}
+    for r in rows:
+        for policy in device.POLICIES:
+            assert r[policy]["env_steps_per_s"] > 0
+            assert r[policy]["physics_steps_per_s"] == pytest.approx(50 * r[policy]["env_steps_per_s"])
+        assert r["first_jit_s"] > 0
+    assert result["sections"]["ik"]["rows"][0]["solves_per_s"] > 0
+    assert set(result["sections"]["dynamics"]["evals_per_s"]) == {"M", "C", "g", "ID", "FD", "regressor"}
+    for run in ("reach_ppo", "pickcube_ppo"):
+        section = result["sections"][run]
+        assert section["steps_done"] == section["planned_steps"] > 0 and len(section["curve"]) >= 2
+    md = (out / "device.md").read_text()
+    assert "| SO101PickPlace-v0 |" in md and "| 64 |" in md and "Anchors:" in md
+    # a second run into the same directory is refused before anything runs
+    assert cli.main(["bench", "device", "--smoke", "--out", str(out)]) == 2
+    assert "holds an earlier run" in capsys.readouterr().err
+
+
+def test_device_section_failure_is_recorded_and_the_rest_runs(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no such device")
+
+    monkeypatch.setattr(device, "env_section", broken)
+    monkeypatch.setattr(device, "dynamics_section", lambda *a, **k: {"status": "skipped in this test"})
+    monkeypatch.setattr(device, "ppo_run", lambda *a, **k: {"status": "skipped in this test"})
+    out = tmp_path / "device"
+    assert cli.main(["bench", "device", "--smoke", "--out", str(out)]) == 0
+    sections = json.loads((out / "device.json").read_text())["sections"]
+    assert sections["env"]["status"] == "failed: RuntimeError: no such device"
+    assert sections["ik"]["status"] == "ok" and sections["ik"]["rows"][0]["solves_per_s"] > 0
+    assert sections["reach_ppo"]["status"] == "skipped in this test"
+    assert "env section: failed: RuntimeError" in (out / "device.md").read_text()
