@@ -89,3 +89,15 @@ def test_numpy_runner_needs_no_jax(saved):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "(3, 4)"
+
+
+def test_checkpoint_with_nan_weights_is_not_exported(saved, tmp_path, capsys):
+    step_dir, *_ = saved
+    run, (normalizer, policy, value) = checkpoint.load(step_dir)
+    policy = jax.tree.map(lambda x: np.full_like(np.asarray(x), np.nan), policy)
+    checkpoint.save(tmp_path, 2000, (normalizer, policy, value), run)
+    assert cli.main(["export", str(tmp_path), "--out", str(tmp_path / "policy.onnx")]) == 2
+    err = capsys.readouterr().err
+    assert "000000002000: kernel_0 holds" in err and "non-finite values" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "policy.onnx").exists() and not (tmp_path / "policy.npz").exists()
