@@ -64,13 +64,14 @@ class Sizes:
     steps: int  # control steps per env program
     ik_targets: tuple[int, ...]
     dynamics_batch: int
+    dynamics_quantities: tuple[str, ...]
     reach_steps: int | None  # PPO env steps for Reach (None: the preset's own)
     preset: str  # PPO preset of both runs
     repeats: int
 
 
-FULL = Sizes((1024, 4096, 16384), 25, (65_536, 1_048_576), 65_536, 5_000_000, "gpu", 3)
-SMOKE = Sizes((2,), 2, (64,), 16, None, "tiny", 1)
+FULL = Sizes((1024, 4096, 16384), 25, (65_536, 1_048_576), 65_536, dynamics_bench.QUANTITIES, 5_000_000, "gpu", 3)
+SMOKE = Sizes((2,), 2, (64,), 16, ("M", "FD"), None, "tiny", 1)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -129,13 +130,13 @@ def env_section(sizes: Sizes, backend: str, deadline: float) -> dict[str, Any]:
     impls = (("jax", "warp") if warp_installed() else ("jax",)) if backend == "mjx" else ("-",)
     bases: dict[str, Any] = {}  # one env per task (its default impl), rebuilt for the other impl
     envs: dict[tuple[str, str], Any] = {}
-    rows, last = [], None  # last: (worlds, seconds) of the previous measured program, the time estimate
-    for worlds in sizes.worlds:
-        for name in ENVS:
-            for impl in impls:
+    rows, last = [], None  # (worlds, first-jit s, run s) of the last program measured: the time estimate
+    for name in ENVS:
+        for impl in impls:
+            for worlds in sizes.worlds:
                 row = {"env": name, "impl": impl, "worlds": worlds}
                 rows.append(row)
-                estimate = 0.0 if last is None else last[1] * max(1.0, worlds / last[0])
+                estimate = 0.0 if last is None else last[1] + last[2] * max(1.0, worlds / last[0])
                 if time.perf_counter() + estimate > deadline:
                     row["status"] = "skipped (time budget)"
                     continue
@@ -148,7 +149,7 @@ def env_section(sizes: Sizes, backend: str, deadline: float) -> dict[str, Any]:
                         same = impl in ("-", getattr(base.physics, "impl", "-"))
                         envs[name, impl] = base if same else type(base)(base.config, backend, impl=impl)
                     row |= measure_env(envs[name, impl], worlds, sizes.steps) | {"status": "ok"}
-                    last = (worlds, time.perf_counter() - start)
+                    last = (worlds, row["first_jit_s"], time.perf_counter() - start - row["first_jit_s"])
                 except Exception as err:  # recorded, the next program runs
                     row["status"] = f"failed: {type(err).__name__}: {err}"
                     row["traceback"] = traceback.format_exc(limit=6)
@@ -179,7 +180,13 @@ def dynamics_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
 
     jb, mb = JaxBackend(), MujocoBackend()
     inputs = dynamics_bench.sample(jb, mb, sizes.dynamics_batch, np.random.default_rng(0))
-    return {"batch": sizes.dynamics_batch, "evals_per_s": dynamics_bench.jax_rates(jb, inputs, jnp.float32, sizes.repeats)}
+    rates, skipped = {}, []
+    for k in sizes.dynamics_quantities:
+        if time.perf_counter() > deadline:
+            skipped.append(k)
+            continue
+        rates |= dynamics_bench.jax_rates(jb, inputs, jnp.float32, sizes.repeats, (k,))
+    return {"batch": sizes.dynamics_batch, "evals_per_s": rates} | ({"skipped (time budget)": skipped} if skipped else {})
 
 
 def _train_child(env_name: str, preset_name: str, preset, out: str, backend: str) -> None:
@@ -218,10 +225,10 @@ def ppo_presets(sizes: Sizes) -> dict[str, Any]:
     reach, pick = config.preset("SO101Reach-v0", sizes.preset), config.preset("SO101PickCube-v0", sizes.preset)
     if sizes.reach_steps is not None:  # as few epochs (2-10) as come closest to reach_steps
         candidates = [dataclasses.replace(reach, num_timesteps=sizes.reach_steps, num_evals=k + 1) for k in range(2, 11)]
-        reach = min(candidates, key=lambda p: (p.total_steps, p.num_evals))
+        reach = min(candidates, key=lambda p: (p.total_steps, -p.num_evals))
     if sizes.preset != "tiny":  # epochs of two PPO updates: several evals before the budget stops the run
         per_update = pick.batch_size * pick.num_minibatches * pick.unroll_length
-        pick = dataclasses.replace(pick, num_evals=pick.num_timesteps // (2 * per_update) + 1)
+        pick = dataclasses.replace(pick, num_evals=-(-pick.num_timesteps // (2 * per_update)) + 1)
     return {"SO101Reach-v0": reach, "SO101PickCube-v0": pick}
 
 
@@ -256,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         print(f"bench device: {name} ({deadline[name] - start:.0f} s left for it)", flush=True)
         try:
-            record = section()
+            record = section() if start < deadline[name] else {"status": "skipped (time budget)"}
             record.setdefault("status", "ok")
         except Exception as err:  # recorded, the next section runs
             record = {"status": f"failed: {type(err).__name__}: {err}", "traceback": traceback.format_exc(limit=8)}

@@ -47,10 +47,11 @@ def sample(jb: JaxBackend, mb: MujocoBackend, n: int, rng: np.random.Generator) 
     return q, v, a, np.stack([mb.compute_inverse_dynamics(*x) for x in zip(q, v, a)])
 
 
-def jax_rates(jb: JaxBackend, inputs: tuple[np.ndarray, ...], dtype, repeats: int) -> dict[str, float]:
-    """Evaluations/s of each quantity on the whole batch ``inputs`` = (q, v, a, tau) at once."""
+def jax_rates(jb: JaxBackend, inputs: tuple[np.ndarray, ...], dtype, repeats: int,
+              quantities: tuple[str, ...] = QUANTITIES) -> dict[str, float]:
+    """Evaluations/s of each of ``quantities`` on the whole batch ``inputs`` = (q, v, a, tau) at once."""
     calls = evaluators(jb, *(jnp.asarray(x, dtype) for x in inputs))
-    return {k: len(inputs[0]) / median_time(calls[k], repeats) for k in QUANTITIES}
+    return {k: len(inputs[0]) / median_time(calls[k], repeats) for k in quantities}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -127,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
         raw = raw_rollout_rate(env.mj_model, batch, env.n_substeps, args.repeats) / env.n_substeps
         rows.append([batch, rate, rate * env.n_substeps, raw, rate / raw, ref if ref else "n/a", rate / ref if ref else "n/a", compile_s])
     print(f"{args.env}, backend {env.backend}, {env.n_substeps} substeps per env step, JAX {jax.default_backend()}, "
-          f"{os.cpu_count()} CPU threads; make (put_model for mjx) {make_s:.2f} s")
+          f"{os.cpu_count()} CPU threads; make (put_model for mjx) {make_s:.2f} s; "
+          f"persistent compilation cache: {jax.config.jax_compilation_cache_dir or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
     print_table(
         ["batch", "env-steps/s", "physics/s", "raw rollout env-steps/s", "vs raw", "reference env-steps/s", "vs reference", "first jit s"],
         rows,
