@@ -33,7 +33,7 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
-from so101_mjx import checks
+from so101_mjx import arm, checks
 from so101_mjx.envs import State, make
 from so101_mjx.envs.registry import NAMESPACE, default_config
 from so101_mjx.render import FrameRenderer
@@ -61,14 +61,12 @@ class GymRenderingSpec:
 
 def normalized_to_ctrl(norm: float | np.ndarray, ctrlrange) -> np.ndarray:
     """Jaw command in [0, 1] (0 closed, 1 open; clipped) -> gripper ctrl [rad]: ``lo + n·(hi − lo)``."""
-    lo, hi = ctrlrange
-    return lo + np.clip(norm, 0.0, 1.0) * (hi - lo)
+    return arm.open_fraction_to_ctrl(np.asarray(norm), np.asarray(ctrlrange))
 
 
 def ctrl_to_normalized(ctrl: float | np.ndarray, ctrlrange) -> np.ndarray:
     """Gripper ctrl or jaw angle [rad] -> open fraction ``(ctrl − lo) / (hi − lo)``, NOT clipped (as the reference)."""
-    lo, hi = ctrlrange
-    return (np.asarray(ctrl) - lo) / (hi - lo)
+    return arm.ctrl_to_open_fraction(np.asarray(ctrl), np.asarray(ctrlrange), clip=False)
 
 
 class SO101MjxGymEnv(gymnasium.Env):
@@ -107,7 +105,7 @@ class SO101MjxGymEnv(gymnasium.Env):
         self._dtype = jnp.result_type(float)  # float64 under jax_enable_x64, else float32
         self._reset_fn = jax.jit(self.env.reset)
         self._step_fn = jax.jit(self.env.step)
-        self._ik_point = jax.jit(self.env.ik_point)
+        self._ik_point = jax.jit(self.env.arm.ik_point)
         self.render_mode = render_mode
         self.image_obs = image_obs
         self._render_spec = render_spec

@@ -33,6 +33,8 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
+from so101_mjx import arm
+
 __all__ = [
     "SO101_SPEC",
     "MotorizedArmSpec",
@@ -311,28 +313,8 @@ class MotorizedArm_ActionChunk:
 # --- SO-101 gripper mapping -----------------------------------------------------------------
 
 
-def gripper_open_fraction_to_ctrl(frac: ArrayLike, ctrlrange: ArrayLike) -> Array:
-    """Open fraction (...,) -> gripper ctrl (...,) [rad]: ``lo + clip(frac, 0, 1) * (hi - lo)``.
-
-    ``ctrlrange`` is (..., 2) = (lo, hi), the model's actuator ctrlrange; the jaw closes at
-    ``lo``. The reference env's exact formula; pure, jit/vmap-safe, accepts numpy inputs.
-    """
-    lo, hi = _split_range(ctrlrange)
-    return lo + jnp.clip(frac, 0.0, 1.0) * (hi - lo)
-
-
-def gripper_ctrl_to_open_fraction(ctrl: ArrayLike, ctrlrange: ArrayLike) -> Array:
-    """Gripper ctrl or jaw joint position (...,) [rad] -> open fraction (...,) in [0, 1].
-
-    Inverse of ``gripper_open_fraction_to_ctrl``: ``clip((ctrl - lo) / (hi - lo), 0, 1)``.
-    """
-    lo, hi = _split_range(ctrlrange)
-    return jnp.clip((jnp.asarray(ctrl) - lo) / (hi - lo), 0.0, 1.0)
-
-
-def _split_range(ctrlrange: ArrayLike) -> tuple[Array, Array]:
-    r = jnp.asarray(ctrlrange)
-    return r[..., 0], r[..., 1]
+gripper_open_fraction_to_ctrl = arm.open_fraction_to_ctrl  # open fraction in [0, 1] -> gripper ctrl [rad]
+gripper_ctrl_to_open_fraction = arm.ctrl_to_open_fraction  # gripper ctrl or jaw angle [rad] -> open fraction, clipped
 
 
 # --- chunk interpolation --------------------------------------------------------------------

@@ -131,10 +131,10 @@ def controller_for(env) -> tuple[Callable, Callable]:
     if isinstance(env, PickPlace):
         return (
             lambda s: pick_place_init(env.block_pos(s.physics)),
-            lambda cs, s: pick_place_act(cs, env.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], scale),
+            lambda cs, s: pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], scale),
         )
     if isinstance(env, PickCube):
         return (lambda s: jnp.zeros(()), lambda cs, s: (cs, reach_close(s.obs, scale)))
     if isinstance(env, Reach):
-        return (lambda s: jnp.zeros(()), lambda cs, s: (cs, reach(s.info["target"], env.ee_pos(s.physics), scale)))
+        return (lambda s: jnp.zeros(()), lambda cs, s: (cs, reach(s.info["target"], env.arm.ee_pos(s.physics), scale)))
     raise ValueError(f"no scripted controller for {type(env).__name__}")

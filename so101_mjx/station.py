@@ -32,6 +32,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import checks
+from so101_mjx.arm import ctrl_to_open_fraction
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import default_config
@@ -43,7 +44,6 @@ from so101_mjx.interface import (
     MotorizedArm_JointPose,
     MotorizedArm_Observation,
     MotorizedArmSpec,
-    gripper_ctrl_to_open_fraction,
     interpolate_chunk,
 )
 from so101_mjx.physics import PhysicsState
@@ -56,25 +56,27 @@ def tick(env: SO101Env, physics: PhysicsState, arm_q: Array, gripper_open: Array
 
     A non-finite entry keeps that actuator's previous command.
     """
-    arm_q = jnp.where(jnp.isfinite(arm_q), arm_q, physics.ctrl[env._arm_act])
-    gripper = jnp.where(jnp.isfinite(gripper_open[0]), env.gripper_ctrl(gripper_open[0]), physics.ctrl[env._gripper_act])
-    return env.actuate(physics, arm_q, gripper)
+    arm = env.arm
+    arm_q = jnp.where(jnp.isfinite(arm_q), arm_q, physics.ctrl[arm.actuator_ids])
+    gripper = jnp.where(jnp.isfinite(gripper_open[0]), arm.gripper_ctrl(gripper_open[0]), physics.ctrl[arm.gripper_actuator])
+    return arm.actuate(physics, arm_q, gripper)
 
 
 def measure(env: SO101Env, physics: PhysicsState) -> dict[str, Array]:
     """The observation channels of one world; temperatures are not simulated (NaN)."""
-    lo, hi = env._gripper_range
-    force = env.actuator_force(physics)
-    g = env._gripper_act
+    arm = env.arm
+    lo, hi = arm.gripper_range
+    force = arm.actuator_force(physics)
+    g = arm.gripper_actuator
     nan = jnp.full((1,), jnp.nan, physics.qpos.dtype)
     return {
         "timestamp": physics.time,
-        "joint_angle_q": physics.qpos[env._arm_qpos],
-        "joint_angle_vel_dq": physics.qvel[env._arm_dofs],
-        "joint_torque": force[env._arm_act],
-        "joint_temperature": jnp.full((len(env._arm_act),), jnp.nan, physics.qpos.dtype),
-        "gripper_pos": gripper_ctrl_to_open_fraction(physics.qpos[env._gripper_qpos], env._gripper_range)[None],
-        "gripper_vel": (physics.qvel[env._actuator_dof[g]] / (hi - lo))[None],
+        "joint_angle_q": arm.joint_q(physics),
+        "joint_angle_vel_dq": physics.qvel[arm.dof_ids],
+        "joint_torque": force[arm.actuator_ids],
+        "joint_temperature": jnp.full((len(arm.actuator_ids),), jnp.nan, physics.qpos.dtype),
+        "gripper_pos": ctrl_to_open_fraction(physics.qpos[arm.gripper_qpos], arm.gripper_range)[None],
+        "gripper_vel": (physics.qvel[arm.actuated_dof[g]] / (hi - lo))[None],
         "gripper_torque": force[g][None],
         "gripper_temperature": nan,
     }
@@ -104,7 +106,7 @@ def run_chunks(
     def body(p, k):
         target = interpolate_chunk(targets, chunk_rate_hz, control_rate, k / control_rate)
         p = jax.vmap(lambda pw, tw: tick(env, pw, tw[:5], tw[5:]))(p, target)
-        return p, (target, p.qpos[:, env._arm_qpos])
+        return p, (target, env.arm.joint_q(p))
 
     physics, (targets_out, q) = jax.lax.scan(body, physics, jnp.arange(n_ticks))
     return physics, targets_out, q

@@ -164,7 +164,7 @@ def test_grasp_proxy_and_reward_follow_the_scripted_grasp():
     cs = scripted.pick_place_init(env.block_pos(s.physics))
     step, grasped = jax.jit(env.step), []
     for _ in range(30):  # hover, descend, close, lift (goal = the block: the carry would stay put)
-        cs, a = scripted.pick_place_act(cs, env.ik_point(s.physics), env.block_pos(s.physics), env.block_pos(s.physics), 0.04)
+        cs, a = scripted.pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics), env.block_pos(s.physics), 0.04)
         nxt = step(s, a)
         grasped.append(bool(env.grasped(nxt.physics)))
         extra = shaped.reward(nxt.physics, nxt.info, nxt.info["succeed"]) - nxt.reward

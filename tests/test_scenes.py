@@ -157,7 +157,7 @@ def _carry(backend_after_grasp: str) -> tuple[float, float]:
         s = step(s, a)
     assert int(cs.phase) == scripted.LOWER
     block = np.asarray(env.block_pos(s.physics))
-    return block[2] - z0, float(np.linalg.norm(block - np.asarray(env.ik_point(s.physics))))
+    return block[2] - z0, float(np.linalg.norm(block - np.asarray(env.arm.ik_point(s.physics))))
 
 
 @pytest.mark.parametrize("backend", ["c", "mjx"])

@@ -17,12 +17,12 @@ def test_pick_place_matches_reference_controller():
     ref = ref_scripted.PickPlaceController(action_scale=0.025)
     s = env.reset(jax.random.PRNGKey(2))
     cs = scripted.pick_place_init(env.block_pos(s.physics))
-    act = jax.jit(lambda cs, s: scripted.pick_place_act(cs, env.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], 0.025))
+    act = jax.jit(lambda cs, s: scripted.pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], 0.025))
     step = jax.jit(env.step)
     phases = set()
     for _ in range(300):
         cs, a = act(cs, s)
-        a_ref = ref.act(np.asarray(env.ik_point(s.physics)), np.asarray(env.block_pos(s.physics)), np.asarray(s.info["goal"]))
+        a_ref = ref.act(np.asarray(env.arm.ik_point(s.physics)), np.asarray(env.block_pos(s.physics)), np.asarray(s.info["goal"]))
         assert int(cs.phase) == ref.phase.value - 1
         np.testing.assert_allclose(a, a_ref, rtol=1e-7, atol=1e-7)  # the reference returns float32
         phases.add(int(cs.phase))

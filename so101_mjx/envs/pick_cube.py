@@ -20,8 +20,8 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx import checks, ik
+from so101_mjx.arm import ctrl_to_open_fraction
 from so101_mjx.envs.base import ArmConfig, State, SO101Env, as_qpos0, block_qpos_adr, default_metrics
-from so101_mjx.interface import gripper_ctrl_to_open_fraction
 from so101_mjx.scenes import EE_SITE
 
 SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
@@ -99,7 +99,7 @@ class PickCube(SO101Env):
         block_z = self.block_half_height(params, dtype)
         qpos = as_qpos0(self.mj_model, dtype)
         qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, block_z[None]]))
-        physics, info = self.init_arm(qpos, params)
+        physics, info = self.arm.init(qpos, params)
         block = self.block_pos(physics)
         info = {**info, "rng": rng, "z_init": block[2], "succeed": jnp.zeros((), bool), **(extra_info or {})}
         obs = self.observation(physics, info)
@@ -114,24 +114,24 @@ class PickCube(SO101Env):
         return self.block_pos(physics)
 
     def observation(self, physics, info) -> Array:
-        return jnp.concatenate([self.agent_pos(physics), self.environment_state(physics, info)])
+        return jnp.concatenate([self.arm.agent_pos(physics), self.environment_state(physics, info)])
 
     def success(self, physics, info) -> Array:
-        block, ee = self.block_pos(physics), self.ee_pos(physics)
+        block, ee = self.block_pos(physics), self.arm.ee_pos(physics)
         return (jnp.linalg.norm(block - ee) < SUCCESS_DISTANCE) & (block[2] - info["z_init"] > LIFT_SUCCESS_HEIGHT)
 
     def grasped(self, physics) -> Array:
         """Bool (): the jaw is commanded closed but held open by something, with the block centre
         within ``GRASP_MAX_DISTANCE`` of the grasp point (a proxy that needs no contact data)."""
-        command = gripper_ctrl_to_open_fraction(physics.ctrl[self._gripper_act], self._gripper_range)
-        grasp_point = self.kin.point(physics.qpos[self._arm_qpos], EE_SITE, self._grasp_offset)
+        command = ctrl_to_open_fraction(physics.ctrl[self.arm.gripper_actuator], self.arm.gripper_range)
+        grasp_point = self.arm.kin.point(self.arm.joint_q(physics), EE_SITE, self._grasp_offset)
         near = jnp.linalg.norm(grasp_point - self.block_pos(physics)) < GRASP_MAX_DISTANCE
-        return (command < GRASP_COMMAND_CLOSED) & (self.jaw_opening(physics) > GRASP_MIN_OPENING) & near
+        return (command < GRASP_COMMAND_CLOSED) & (self.arm.jaw_opening(physics) > GRASP_MIN_OPENING) & near
 
     def reward(self, physics, info, success: Array) -> Array:
         if self.config.reward_type == "sparse":
             return success.astype(physics.qpos.dtype)
-        block, ee = self.block_pos(physics), self.ee_pos(physics)
+        block, ee = self.block_pos(physics), self.arm.ee_pos(physics)
         close = jnp.exp(-DENSE_CLOSE_SHARPNESS * jnp.linalg.norm(block - ee))
         lift = jnp.clip((block[2] - info["z_init"]) / LIFT_SUCCESS_HEIGHT, 0.0, 1.0)
         reward = DENSE_CLOSE_WEIGHT * close + DENSE_LIFT_WEIGHT * lift
@@ -150,7 +150,7 @@ class PickCube(SO101Env):
         return info
 
     def step(self, state: State, action: Array) -> State:
-        physics, info = self.control(state, action)
+        physics, info = self.arm.control(state.physics, state.info, action)
         info = self.update_info(physics, info)
         success = self.success(physics, info)
         info = {**info, "succeed": success}

