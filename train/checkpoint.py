@@ -197,5 +197,6 @@ def _load_tree(file: Path, template: Any, check_dtype: bool) -> Any:
         if got is not None and (got.shape != want.shape or (check_dtype and got.dtype != want.dtype)):
             problems.append(f"{name} {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)} here")
     if problems:
-        raise ValueError(f"{file} does not fit this run: {'; '.join(problems[:3])}")
+        raise ValueError(f"{file} does not fit this run (another num_envs, network, device count or float precision?): "
+                         f"{'; '.join(problems[:3])}")
     return jax.tree_util.tree_unflatten(treedef, [arrays[n] for n in names])
