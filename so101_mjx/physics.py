@@ -22,6 +22,7 @@ import abc
 import copy
 import importlib.util
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import jax
@@ -134,11 +135,15 @@ class CPhysics(Physics):
         self._pool = ThreadPoolExecutor(self.nthread, thread_name_prefix="so101_mjx_c")
         self._datas = [mujoco.MjData(model) for _ in range(self.nthread)]
         self._models = [copy.copy(model) for _ in range(self.nthread)]  # per-thread, for randomized params
+        # One batch at a time on the pool: callbacks can arrive concurrently (pmap over several devices,
+        # or two jitted calls from two threads) and would otherwise share the per-thread MjData.
+        self._lock = threading.Lock()
 
     def _run(self, fn, n: int) -> None:
         """Call ``fn(model, data, worlds)`` on contiguous chunks of ``range(n)``, one chunk per thread."""
         chunks = [c for c in np.array_split(np.arange(n), self.nthread) if len(c)]
-        list(self._pool.map(fn, self._models, self._datas, chunks))
+        with self._lock:
+            list(self._pool.map(fn, self._models, self._datas, chunks))
 
     def _host_step(self, qpos, qvel, ctrl, warm, time, *params, n_substeps: int, names: tuple[str, ...]):
         shape = qpos.shape[:-1]

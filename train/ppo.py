@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jax
 
 import so101_mjx
 from so101_mjx import cliargs
@@ -88,11 +87,6 @@ def train(
 
     env_name = canonical(env_name)
     env = envs.make_env(env_name, preset.env_overrides(), backend)
-    if env.backend == "c" and jax.local_device_count() > 1:
-        # so101_mjx.physics.CPhysics steps every call's worlds on one shared pool of MjData: under
-        # pmap the devices call it concurrently and race on those MjData (wrong states, segfaults).
-        raise ValueError(f"backend c cannot train over {jax.local_device_count()} local devices (pmap): the devices' "
-                         "concurrent MuJoCo C calls would share one pool of MjData; use one device or --backend mjx")
     run = run_metadata(env_name, preset_name, preset, env, seed)
     restore = _resume_point(out, run, resume)
     step = checkpoint.read_run(restore)["step"] if restore else 0
