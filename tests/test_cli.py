@@ -47,6 +47,13 @@ BAD_ARGUMENTS = [
     (["parity", "--steps", "0"], "--steps", "integer >= 1"),
     (["parity", "--episodes", "-1"], "--episodes", "integer >= 0"),
     (["parity", "--json", "{dir}"], "--json", "is a directory"),
+    (["replay", "p.onnx", "--seed", "-1"], "--seed", "[0, 2**32)"),
+    (["replay", "p.onnx", "--episodes", "0"], "--episodes", "integer >= 1"),
+    (["replay", "p.onnx", "--video-episodes", "-1"], "--video-episodes", "integer >= 0"),
+    (["replay", "p.onnx", "--video", "{dir}"], "--video", "is a directory"),
+    (["eval", "p.onnx", "--seed", "-1"], "--seed", "[0, 2**32)"),
+    (["eval", "p.onnx", "--episodes", "0"], "--episodes", "integer >= 1"),
+    (["eval", "p.onnx", "--json", "{dir}"], "--json", "is a directory"),
 ]
 
 

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from so101_mjx import cliargs
 from so101_mjx.envs import make
 from so101_mjx.physics import BACKENDS
 from so101_mjx.rollout import run_episodes
@@ -109,11 +110,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", help="checkpoint (run, checkpoints/ or step directory) or exported .onnx / .npz")
     parser.add_argument("--env", default=None, help="env name (default: the policy's; another one needs --force)")
     parser.add_argument("--backend", default="c", help="mjx, c, or both as mjx,c (same seeds: outcome agreement)")
-    parser.add_argument("--episodes", type=int, default=100, help="episodes per backend (vmapped worlds)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--episodes", type=cliargs.positive_int, default=100, help="episodes per backend (vmapped worlds)")
+    parser.add_argument("--seed", type=cliargs.seed, default=0)
     parser.add_argument("--x64", action="store_true", help="float64 (default float32)")
     parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
-    parser.add_argument("--json", default=None, help="also write the results (per-episode outcomes too) to this file")
+    parser.add_argument("--json", type=cliargs.output_file, default=None, help="also write the results (per-episode outcomes too) to this file")
 
 
 def run(args: argparse.Namespace) -> int:

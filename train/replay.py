@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx import cliargs
 from so101_mjx.envs.registry import canonical
 from so101_mjx.render import check_video_path, write_video
 from train.export import load_exported, obs_layout
@@ -164,10 +165,10 @@ def replay(
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", help="exported policy: .onnx or .npz")
     parser.add_argument("--env", default=None, help="env name (default: the policy's)")
-    parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--video", default=None, help="write the first episodes to this .mp4 or .gif (needs a GL backend)")
-    parser.add_argument("--video-episodes", type=int, default=3)
+    parser.add_argument("--episodes", type=cliargs.positive_int, default=100)
+    parser.add_argument("--seed", type=cliargs.seed, default=0)
+    parser.add_argument("--video", type=cliargs.output_file, default=None, help="write the first episodes to this .mp4 or .gif (needs a GL backend)")
+    parser.add_argument("--video-episodes", type=cliargs.non_negative_int, default=3)
     parser.add_argument("--reference", action="store_true", help="replay in lerobot_env_so101's own env (pick tasks)")
     parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
 
