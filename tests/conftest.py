@@ -29,6 +29,17 @@ def ref_model() -> mujoco.MjModel:
     return mujoco.MjModel.from_xml_path(str(ASSETS_DIR / "pick_scene.xml"))
 
 
+def train_tiny(out, *args: str) -> None:
+    """``so101-mjx train --preset tiny --export --out OUT ARGS`` in float32 (the library default)."""
+    from so101_mjx import cli
+
+    jax.config.update("jax_enable_x64", False)
+    try:
+        assert cli.main(["train", "--preset", "tiny", "--export", "--out", str(out), *args]) == 0
+    finally:
+        jax.config.update("jax_enable_x64", True)
+
+
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)

@@ -12,6 +12,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from conftest import train_tiny
 
 from so101_mjx import cli
 from train import checkpoint
@@ -25,11 +26,7 @@ pytest.importorskip("onnx")
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("eval") / "run"
-    jax.config.update("jax_enable_x64", False)  # training runs in float32, the library default
-    try:
-        assert cli.main(["train", "--env", ENV, "--preset", "tiny", "--seed", "1", "--out", str(out), "--export"]) == 0
-    finally:
-        jax.config.update("jax_enable_x64", True)
+    train_tiny(out, "--env", ENV, "--seed", "1")
     return out
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from conftest import train_tiny
 
 from so101_mjx import cli
 from train import checkpoint, config
@@ -23,12 +24,7 @@ pytest.importorskip("onnx")
 @pytest.fixture(scope="module")
 def mjx_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("mjx_train") / "run"
-    jax.config.update("jax_enable_x64", False)  # training runs in float32, the library default
-    try:
-        argv = ["train", "--env", ENV, "--preset", "tiny", "--backend", "mjx", "--seed", "2", "--out", str(out), "--export"]
-        assert cli.main(argv) == 0
-    finally:
-        jax.config.update("jax_enable_x64", True)
+    train_tiny(out, "--env", ENV, "--backend", "mjx", "--seed", "2")
     return out
 
 
