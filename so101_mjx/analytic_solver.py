@@ -28,10 +28,9 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import analytic_ik, ik_path
-from so101_mjx.solvers import SO101Solver
+from so101_mjx.solvers import SO101Solver, is_se3, pose_tolerance
 
 _INVALID = 1e9  # selection cost step: above any weighted squared joint distance
-ROTATION_TOL = 1e-6  # max |RᵀR − I| of a pose's rotation
 ROLL_ITERATIONS = 6  # Newton steps on a pose's wrist roll (the pan, hence the jaw, moves with the roll)
 ROLL_STARTS = (0.0, np.pi / 2, np.pi, -np.pi / 2)  # Newton starts, offsets from the seed's roll
 ROLL_TOL = 1e-9  # radians: a branch whose jaw misses the pose's by more is not a solution
@@ -168,10 +167,7 @@ def _solve(kin, geom, site, pose, pitch, pos_eps, rot_eps, all_solutions, target
         inexact = jnp.max(jnp.abs(fk_rot - site_rot[..., None, :, :]), (-2, -1)) > rot_eps
         ok &= jnp.sum(fk_axis[..., :2] * approach[..., :2], -1) >= -1e-9  # the target's horizontal sense
         ok &= jnp.abs(_pitch_of(fk_axis) - elevation[..., None]) < rot_eps
-        rot = target[..., :3, :3]
-        gram = jnp.swapaxes(rot, -1, -2) @ rot - jnp.eye(3, dtype=rot.dtype)
-        rotation = (jnp.max(jnp.abs(gram), (-2, -1)) < ROTATION_TOL) & (jnp.linalg.det(rot) > 0)
-        ok &= rotation[..., None]  # a non-rotation (zero, skewed, NaN) is never solved
+        ok &= is_se3(target, pose_tolerance(target.dtype))[..., None]  # a non-pose (zero, skewed, NaN) is never solved
     else:
         pos = target
         inexact = jnp.zeros(target.shape[:-1] + (len(analytic_ik.BRANCHES),), bool)

@@ -65,13 +65,18 @@ def _approach_axis_world(kin: Kinematics, q: Array, cfg: _Config, tcp_rot: Array
     return (kin.site_pose(q, cfg.site)[1] @ tcp_rot)[..., :, cfg.approach_axis]
 
 
-def _is_se3(t: Array, atol: float) -> Array:
+def is_se3(t: Array, atol: float) -> Array:
     """(...) bool: ``t`` (..., 4, 4) is finite with an orthonormal det +1 rotation and last row [0, 0, 0, 1]."""
     rot = t[..., :3, :3]
     gram = jnp.swapaxes(rot, -1, -2) @ rot
     last = jnp.asarray([0, 0, 0, 1], t.dtype)
     return (jnp.all(jnp.isfinite(t), (-2, -1)) & jnp.all(jnp.abs(gram - jnp.eye(3, dtype=t.dtype)) <= atol, (-2, -1))
             & (jnp.linalg.det(rot) > 0) & jnp.all(jnp.abs(t[..., 3, :] - last) <= atol, -1))
+
+
+def pose_tolerance(dtype) -> float:
+    """The SE(3) check's tolerance for targets of ``dtype``: ``max(1e-6, 100·eps)``."""
+    return max(_POSE_ATOL, 100 * float(jnp.finfo(dtype).eps))
 
 
 def _tilt(axis: Array, direction: Array) -> Array:
@@ -255,7 +260,7 @@ class SO101Solver:
             raise ValueError(f"tcp must have shape (4, 4), got {t.shape}")
         if not np.all(np.isfinite(t)):
             raise ValueError("tcp must be finite")
-        if not _is_se3(jnp.asarray(t, jnp.float64), _POSE_ATOL):
+        if not is_se3(t, _POSE_ATOL):
             raise ValueError("tcp must be an SE(3) transform: orthonormal rotation, det +1, last row [0, 0, 0, 1]")
         self._tcp, self._db = t.copy(), None
 
@@ -366,8 +371,7 @@ class SO101Solver:
         if not jnp.issubdtype(t.dtype, jnp.floating):
             t = t.astype(jnp.result_type(float))
         if t.ndim >= 2 and t.shape[-2:] == (4, 4):
-            atol = max(_POSE_ATOL, 100 * float(jnp.finfo(t.dtype).eps))
-            pos = jnp.where(_is_se3(t, atol)[..., None], t[..., :3, 3], jnp.nan)  # not a pose: solved as non-finite
+            pos = jnp.where(is_se3(t, pose_tolerance(t.dtype))[..., None], t[..., :3, 3], jnp.nan)  # not a pose: solved as non-finite
             axis = self._cfg.approach_axis
             direction = t[..., :3, axis] if axis is not None else jnp.zeros_like(pos)
         elif t.ndim >= 1 and t.shape[-1] == 3:
