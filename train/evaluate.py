@@ -74,10 +74,7 @@ def evaluate(
         result: dict[str, Any] = {"policy": str(path), "env": name, "env_config": env_config, "episodes": episodes,
                                   "seed": seed, "dtype": "float64" if x64 else "float32", "backends": {}}
         for backend in backends:
-            try:
-                jax_env = make(name, backend=backend, **env_config)
-            except TypeError as err:  # a field of the wrong type in env_config
-                raise ValueError(f"{path}: env_config does not build {name}: {err}") from None
+            jax_env = make(name, backend=backend, **env_config)  # bad fields: ValueError naming them
             start = time.perf_counter()
             out = jax.device_get(run_episodes(jax_env, policy, jax.random.PRNGKey(seed), episodes, stop_when_done=True))
             result["backends"][backend] = summary(out, time.perf_counter() - start)
