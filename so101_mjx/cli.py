@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("train.export", "export a checkpoint to ONNX and numpy"),
     "replay": ("train.replay", "replay an exported policy on CPU MuJoCo"),
     "eval": ("train.evaluate", "evaluate a checkpoint or exported policy in the jitted env on mjx and/or c"),
+    "record": ("so101_mjx.record", "record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)"),
 }
 BENCHES: dict[str, tuple[str, str]] = {
     "fk": ("so101_mjx.benchmarks.fk", "FK + Jacobian evaluations/s vs MuJoCo C"),

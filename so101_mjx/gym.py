@@ -160,8 +160,7 @@ class SO101MjxGymEnv(gymnasium.Env):
             model.vis.global_.offwidth = max(model.vis.global_.offwidth, self._render_spec.width)
             model.vis.global_.offheight = max(model.vis.global_.offheight, self._render_spec.height)
             self._renderer = FrameRenderer(model, self._render_spec.height, self._render_spec.width, CAMERA)
-        info = self._state.info
-        markers = {site: np.asarray(info[key]) for site, key in (("goal", "goal"), ("target", "target")) if key in info}
+        markers = {site: np.asarray(pos) for site, pos in self.env.marker_positions(self._state.info).items()}
         return self._renderer.frame(np.asarray(self._state.physics.qpos), markers)
 
     def close(self) -> None:

@@ -92,6 +92,7 @@ class SO101Env(abc.ABC):
     """Base SO-101 env: model, backend, the arm (``self.arm``). Tasks implement reset/step on top."""
 
     scene = "pick_cube"
+    markers: dict[str, str] = {}  # scene site -> info entry holding its world position (3,), drawn when rendering
 
     def __init__(self, config: ArmConfig, backend: str | None = None, **physics_kwargs):
         config.validate()
@@ -136,6 +137,10 @@ class SO101Env(abc.ABC):
     @property
     def episode_length(self) -> int:
         return self.config.episode_length
+
+    def marker_positions(self, info) -> dict[str, Array]:
+        """World positions (3,) of this task's render markers, by scene site name."""
+        return {site: info[key] for site, key in self.markers.items()}
 
     # -- shared task logic ----------------------------------------------------------------
     def sample_params(self, rng: Array, dtype) -> dict[str, Array] | None:

@@ -50,6 +50,7 @@ class PickPlace(PickCube):
     """Pick and place; see the module docstring."""
 
     scene = "pick_place"
+    markers = {"goal": "goal"}
     sampling_bounds = SAMPLING_BOUNDS
     fixed_block_xy = FIXED_BLOCK_XY
 

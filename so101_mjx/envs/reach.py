@@ -35,6 +35,7 @@ class Reach(SO101Env):
     """Reach a random target; see the module docstring."""
 
     scene = "reach"
+    markers = {"target": "target"}
 
     def __init__(self, config: ReachConfig | None = None, backend: str | None = None, **physics_kwargs):
         super().__init__(config or default_config(), backend, **physics_kwargs)
