@@ -1,0 +1,289 @@
+"""``so101-mjx record``: demonstrations as a LeRobotDataset v3.0, without torch or lerobot.
+
+Episodes run as batched jitted worlds (``--num-envs`` at a time, each until its first ``done`` or
+the env's ``episode_length``), driven by the scripted controller or an exported policy (its
+weights inside jit, :func:`train.policy.forward`). Frame ``t`` holds the observation before
+action ``t`` (``observation.state`` = agent_pos, ``observation.environment_state`` = the rest of the
+flat observation, ``observation.images.<camera>`` rendered on MuJoCo C as the gym env's
+``render()``: same camera, same markers), the action, and what the step returned:
+``next.reward``, ``next.success`` (the env's success after the step) and ``next.done`` (true on the
+episode's last frame: terminated, or truncated at ``episode_length``). An episode succeeded when
+its last frame's ``next.success`` is true. The format is :mod:`so101_mjx.lerobot_dataset`'s.
+
+Attempt ``i`` of seed ``s`` starts from ``fold_in(PRNGKey(s), i)``; ``meta/so101_mjx.json`` records
+each run (env, config, policy, seed, attempts tried, episodes kept), and ``--resume`` with a seed
+used before continues its attempts instead of repeating them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from so101_mjx import cliargs, scripted
+from so101_mjx.envs import make
+from so101_mjx.envs.base import SO101Env
+from so101_mjx.envs.registry import canonical
+from so101_mjx.gym import AGENT_POS_SIZE
+from so101_mjx.rollout import CHUNK_STEPS, policy_fns, task_config
+from so101_mjx.scenes import ARM_JOINTS
+
+ROBOT_TYPE = "so101"
+MAX_IMAGE_SIZE = 8192
+TASKS = {
+    "SO101PickCube-v0": "Pick up the block.",
+    "SO101PickPlace-v0": "Pick up the block and place it on the goal.",
+    "SO101Reach-v0": "Move the gripper to the target.",
+}
+STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x", "ee.y", "ee.z"]
+ENVIRONMENT_STATE_NAMES = {
+    "SO101PickCube-v0": ["block.x", "block.y", "block.z"],
+    "SO101PickPlace-v0": ["block.x", "block.y", "block.z", "goal.x", "goal.y", "goal.z"],
+    "SO101Reach-v0": ["target.x", "target.y", "target.z", "target_minus_ee.x", "target_minus_ee.y", "target_minus_ee.z"],
+}
+ACTION_NAMES = ["delta_x", "delta_y", "delta_z", "gripper"]
+PROVENANCE = "meta/so101_mjx.json"
+
+
+def _dataset_module():
+    """:mod:`so101_mjx.lerobot_dataset`, or a ValueError naming what to install when pyarrow is missing."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        raise ValueError("so101-mjx record needs pyarrow: pip install pyarrow (or so101-mjx[dataset])") from None
+    from so101_mjx import lerobot_dataset
+
+    return lerobot_dataset
+
+
+def load_policy(policy: str, env_name: str | None, backend: str | None, config: dict[str, Any]):
+    """``(env name, env, policy for rollout.policy_fns, its description)``: ``"scripted"`` in the
+    scripted controllers' config (``env_name`` required), or an exported .onnx / .npz in its own
+    env and config (ValueError when ``env_name`` names another env)."""
+    if policy == "scripted":
+        if env_name is None:
+            raise ValueError(f"--env is required with --policy scripted (one of {list(TASKS)})")
+        name = canonical(env_name)
+        env = make(name, backend=backend, **{**task_config(name, scripted.DEFAULT_ACTION_SCALE, True), **config})
+        return name, env, "scripted", "scripted"
+    if Path(policy).suffix not in (".onnx", ".npz"):
+        raise ValueError(f"--policy must be 'scripted' or an exported .onnx / .npz file, got {policy!r}")
+    from train.evaluate import load
+    from train.replay import policy_env
+
+    fn, meta = load(policy)
+    name, env_config = policy_env(meta, env_name, False, policy)
+    return name, make(name, backend=backend, **{**env_config, **config}), fn, str(Path(policy).resolve())
+
+
+def _check_cameras(env: SO101Env, cameras: list[str]) -> None:
+    model = env.mj_model
+    names = [model.camera(i).name for i in range(model.ncam)]
+    unknown = [c for c in cameras if c not in names]
+    if unknown or not cameras or len(set(cameras)) != len(cameras):
+        raise ValueError(f"--cameras must be distinct names of {type(env).__name__}'s cameras {names}, got {cameras}")
+
+
+def features(env_name: str, obs_size: int, image_size: int | None, cameras: list[str], fps: int, dataset) -> dict[str, dict]:
+    """The recorded features (lerobot's five defaults excluded)."""
+    env_names = ENVIRONMENT_STATE_NAMES[env_name]
+    if obs_size != AGENT_POS_SIZE + len(env_names):
+        raise ValueError(f"{env_name}: observation size {obs_size}, expected {AGENT_POS_SIZE} + {len(env_names)}")
+    vector = lambda names: {"dtype": "float32", "shape": [len(names)], "names": names}  # noqa: E731
+    scalar = lambda dtype: {"dtype": dtype, "shape": [1], "names": None}  # noqa: E731
+    images = {f"observation.images.{c}": dataset.video_feature(image_size, image_size, fps) for c in (cameras if image_size else ())}
+    return images | {
+        "observation.state": vector(STATE_NAMES), "observation.environment_state": vector(env_names), "action": vector(ACTION_NAMES),
+        "next.reward": scalar("float32"), "next.done": scalar("bool"), "next.success": scalar("bool"),
+    }
+
+
+def _episode_fns(env: SO101Env, policy):
+    """Jitted batched ``start(keys (B, 2)) -> carry`` and ``advance(carry, keys) -> (carry, per-step
+    outputs (B, CHUNK_STEPS, ...))``: observation, qpos and markers before each step, its action,
+    reward, done and success after it."""
+    init, act = policy_fns(env, policy)
+
+    def start(key):
+        state = env.reset(jax.random.fold_in(key, 0))
+        return state, init(state), jnp.zeros((), bool)
+
+    def advance(carry, key):
+        def body(c, k):
+            state, cs, ended = c
+            cs, action = act(cs, state, k)
+            after = env.step(state, action)
+            out = {"obs": state.obs, "qpos": state.physics.qpos, "markers": env.marker_positions(state.info), "action": action,
+                   "reward": after.reward, "done": after.done > 0, "success": after.metrics["success"] > 0}
+            return (after, cs, ended | (after.done > 0)), out
+
+        return jax.lax.scan(body, carry, jax.random.split(key, CHUNK_STEPS))
+
+    return jax.jit(jax.vmap(start)), jax.jit(jax.vmap(advance))
+
+
+def run_worlds(env: SO101Env, fns, keys: jax.Array) -> dict[str, np.ndarray]:
+    """One episode per key: per-step outputs (B, T, ...) scanned in chunks until every episode is
+    done or ``episode_length`` steps have run, and ``length`` (B,) (through the first done)."""
+    start, advance = fns
+    carry, chunks = start(keys), []
+    for i in range(0, env.episode_length, CHUNK_STEPS):
+        carry, out = advance(carry, jax.vmap(jax.random.fold_in, (0, None))(keys, i // CHUNK_STEPS + 1))
+        chunks.append(jax.device_get(out))
+        if bool(np.all(carry[2])):
+            break
+    steps = min(env.episode_length, CHUNK_STEPS * len(chunks))
+    out = jax.tree.map(lambda *xs: np.concatenate(xs, axis=1)[:, :steps], *chunks)
+    done = out["done"]
+    out["length"] = np.where(done.any(1), done.argmax(1) + 1, steps)
+    return out
+
+
+def _episode(out: dict[str, np.ndarray], world: int) -> dict[str, np.ndarray]:
+    """World ``world``'s frames as the dataset's per-frame features."""
+    t = out["length"][world]
+    obs = out["obs"][world, :t]
+    return {"observation.state": obs[:, :AGENT_POS_SIZE], "observation.environment_state": obs[:, AGENT_POS_SIZE:],
+            "action": out["action"][world, :t], "next.reward": out["reward"][world, :t],
+            "next.done": np.arange(t) == t - 1, "next.success": out["success"][world, :t]}
+
+
+class _Frames:
+    """One offscreen renderer (on a copy of the env's model), reused for every frame and camera."""
+
+    def __init__(self, env: SO101Env, size: int, cameras: list[str]):
+        from so101_mjx.render import FrameRenderer
+
+        model = copy.copy(env.mj_model)  # markers are drawn by moving the model's sites
+        model.vis.global_.offwidth = max(model.vis.global_.offwidth, size)
+        model.vis.global_.offheight = max(model.vis.global_.offheight, size)
+        self.renderer, self.cameras = FrameRenderer(model, size, size, cameras[0]), cameras
+
+    def episode(self, out: dict[str, np.ndarray], world: int) -> dict[str, np.ndarray]:
+        """(T, size, size, 3) uint8 frames per camera of world ``world``'s episode."""
+        frames: dict[str, list[np.ndarray]] = {c: [] for c in self.cameras}
+        for t in range(out["length"][world]):
+            markers = {site: pos[world, t] for site, pos in out["markers"].items()}
+            for camera in self.cameras:
+                self.renderer.camera = camera
+                frames[camera].append(self.renderer.frame(out["qpos"][world, t], markers))
+        return {f"observation.images.{c}": np.stack(f) for c, f in frames.items()}
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+def record(
+    env: str | None, policy: str, episodes: int, out: str | Path, backend: str | None = None, image_size: int | None = 128,
+    cameras: tuple[str, ...] = ("front",), only_success: bool = False, fps: int | None = None, seed: int = 0,
+    resume: bool = False, num_envs: int = 64, max_tries: int | None = None, config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Record ``episodes`` episodes into the dataset at ``out`` (appended with ``resume``).
+
+    ``image_size`` None records no video; ``only_success`` keeps successful episodes only, trying
+    at most ``max_tries`` (default 10 x ``episodes``); ``fps`` must be the env's control rate;
+    ``config`` overrides env config fields. Returns ``tried``, ``kept``, ``successes``, ``frames``,
+    ``seconds`` and the dataset's ``total_episodes``. ValueError names a bad argument.
+    """
+    dataset = _dataset_module()
+    cameras = list(cameras)
+    for flag, value in (("--episodes", episodes), ("--num-envs", num_envs), ("--max-tries", 1 if max_tries is None else max_tries)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{flag} must be an integer >= 1, got {value!r}")
+    if image_size is not None:
+        if not isinstance(image_size, int) or image_size % 2 or not 16 <= image_size <= MAX_IMAGE_SIZE:
+            raise ValueError(f"--image-size must be an even integer in [16, {MAX_IMAGE_SIZE}] pixels, got {image_size!r}")
+        if importlib.util.find_spec("imageio_ffmpeg") is None:
+            raise ValueError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), or pass --no-video")
+    name, jax_env, fn, source = load_policy(policy, env, backend, dict(config or {}))
+    if image_size is not None:
+        _check_cameras(jax_env, cameras)
+    rate = 1.0 / jax_env.dt
+    fps = round(rate) if fps is None else fps
+    if abs(fps - rate) > 1e-6:
+        raise ValueError(f"--fps must be {name}'s control rate 1 / control_dt = {rate:g} Hz (a frame is a control step), got {fps}")
+    writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
+    provenance = Path(out) / PROVENANCE
+    runs = json.loads(provenance.read_text())["runs"] if resume and provenance.is_file() else []
+    offset = sum(r["tried"] for r in runs if r["seed"] == seed)
+    max_tries = max_tries or 10 * episodes
+    worlds, base = min(num_envs, episodes), jax.random.PRNGKey(seed)
+    fns, renderer = _episode_fns(jax_env, fn), _Frames(jax_env, image_size, cameras) if image_size else None
+    tried = kept = successes = frames = 0
+    start = time.perf_counter()
+    try:
+        while kept < episodes and tried < max_tries:
+            ids = jnp.asarray(offset + tried + np.arange(worlds), jnp.uint32)
+            out_ = run_worlds(jax_env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
+            for w in range(worlds):
+                if kept == episodes or tried == max_tries:
+                    break
+                tried += 1
+                success = bool(out_["success"][w, out_["length"][w] - 1])
+                successes += success
+                if only_success and not success:
+                    continue
+                writer.add_episode(_episode(out_, w), TASKS[name], renderer.episode(out_, w) if renderer else None)
+                kept, frames = kept + 1, frames + int(out_["length"][w])
+                _progress(kept, episodes, tried, frames, time.perf_counter() - start)
+    finally:
+        writer.close()
+        if renderer:
+            renderer.close()
+        if writer.added:
+            runs.append({"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend, "policy": source,
+                         "seed": seed, "tried": tried, "kept": kept, "only_success": only_success,
+                         "first_episode": writer.total_episodes - writer.added})
+            provenance.write_text(json.dumps({"runs": runs}, indent=1))
+        print(file=sys.stderr)
+    seconds = time.perf_counter() - start
+    return {"env": name, "backend": jax_env.backend, "policy": source, "tried": tried, "kept": kept, "successes": successes,
+            "frames": frames, "seconds": seconds, "total_episodes": writer.total_episodes, "out": str(out)}
+
+
+def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:
+    end = "\r" if sys.stderr.isatty() else "\n"
+    print(f"record: {kept}/{episodes} episodes ({tried} tried), {frames:,} frames, {frames / seconds:,.1f} frames/s",
+          end=end, file=sys.stderr, flush=True)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default=None, help="env name (required with --policy scripted; default: the policy's env)")
+    parser.add_argument("--policy", default="scripted", help="'scripted' or an exported .onnx / .npz policy")
+    parser.add_argument("--episodes", type=cliargs.positive_int, required=True, help="episodes to record (kept, with --only-success)")
+    parser.add_argument("--out", type=cliargs.output_dir, required=True, help="dataset directory (new and empty, or with --resume)")
+    parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="default: c on CPU, mjx on accelerators")
+    parser.add_argument("--image-size", type=cliargs.positive_int, default=128, help="frame height and width, pixels (even)")
+    parser.add_argument("--cameras", default="front", help="comma-separated camera names of the scene")
+    parser.add_argument("--only-success", action="store_true", help="keep successful episodes only")
+    parser.add_argument("--max-tries", type=cliargs.positive_int, default=None, help="with --only-success: give up after this many episodes (default 10 x --episodes)")
+    parser.add_argument("--fps", type=cliargs.positive_int, default=None, help="frames per second: the env's control rate (the default)")
+    parser.add_argument("--seed", type=cliargs.seed, default=0)
+    parser.add_argument("--resume", action="store_true", help="append to the dataset at --out")
+    parser.add_argument("--no-video", action="store_true", help="record no camera frames")
+    parser.add_argument("--num-envs", type=cliargs.positive_int, default=64, help="worlds simulated at a time")
+
+
+def run(args: argparse.Namespace) -> int:
+    r = record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
+               tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
+               args.num_envs, args.max_tries)
+    print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
+    print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
+          f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")
+    print(f"  {r['seconds']:.1f} s (compile included): {r['frames'] / r['seconds']:,.1f} frames/s")
+    if r["kept"] < args.episodes:
+        print(f"  gave up after {r['tried']} tries: {r['kept']} of {args.episodes} episodes recorded", file=sys.stderr)
+        return 1
+    return 0
