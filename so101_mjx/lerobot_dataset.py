@@ -44,11 +44,8 @@ DATA_PATH = "data/" + _CHUNK_FILE + ".parquet"
 VIDEO_PATH = "videos/{video_key}/" + _CHUNK_FILE + ".mp4"
 EPISODES_PATH = "meta/episodes/" + _CHUNK_FILE + ".parquet"
 INFO_PATH, STATS_PATH, TASKS_PATH = "meta/info.json", "meta/stats.json", "meta/tasks.parquet"
-DEFAULT_FEATURES = {
-    name: {"dtype": dtype, "shape": [1], "names": None}
-    for name, dtype in (("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"),
-                        ("index", "int64"), ("task_index", "int64"))
-}
+DEFAULT_FEATURES = {name: {"dtype": dtype, "shape": [1], "names": None} for name, dtype in (
+    ("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"), ("task_index", "int64"))}
 QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
 QUANTILE_KEYS = tuple(f"q{round(q * 100):02d}" for q in QUANTILES)
 QUANTILE_BINS = 5000
@@ -59,9 +56,8 @@ _ARROW = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(),
 
 def video_feature(height: int, width: int, fps: int) -> dict[str, Any]:
     """A camera's ``info.json`` feature: (height, width, 3) frames in an AV1 mp4."""
-    info = {"video.height": height, "video.width": width, "video.codec": VIDEO_CODEC["codec"],
-            "video.pix_fmt": VIDEO_CODEC["pix_fmt"], "video.is_depth_map": False, "video.fps": fps,
-            "video.channels": 3, "has_audio": False}
+    info = {"video.height": height, "video.width": width, "video.codec": VIDEO_CODEC["codec"], "video.pix_fmt": VIDEO_CODEC["pix_fmt"],
+            "video.is_depth_map": False, "video.fps": fps, "video.channels": 3, "has_audio": False}
     return {"dtype": "video", "shape": [height, width, 3], "names": ["height", "width", "channels"], "info": info}
 
 
@@ -92,7 +88,11 @@ def feature_stats(values: np.ndarray) -> dict[str, np.ndarray]:
         return stats | {k: stats["mean"].copy() for k in QUANTILE_KEYS}
     quantiles = np.empty((len(QUANTILES), x.shape[1]))
     for j in range(x.shape[1]):
-        counts, edges = np.histogram(x[:, j], QUANTILE_BINS, (stats["min"][j] - 1e-10, stats["max"][j] + 1e-10))
+        edges = np.linspace(stats["min"][j] - 1e-10, stats["max"][j] + 1e-10, QUANTILE_BINS + 1)
+        try:  # uniform bins: numpy's O(n) path, same counts as the edges
+            counts, _ = np.histogram(x[:, j], QUANTILE_BINS, (edges[0], edges[-1]))
+        except ValueError:  # a range narrower than 5,000 float steps (a constant column of large values)
+            counts, _ = np.histogram(x[:, j], edges)
         quantiles[:, j] = [_histogram_quantile(counts, edges, q * n) for q in QUANTILES]
     return stats | dict(zip(QUANTILE_KEYS, quantiles))
 
@@ -354,10 +354,10 @@ class DatasetWriter:
         for k, values in data.items():
             if len(values) != length:
                 raise ValueError(f"episode {episode}: {k} has {len(values)} frames, {next(iter(data))} {length}")
+        stats = {k: image_stats(frames[k]) if k in self.videos else feature_stats(data[k]) for k in self.features}
         table = pa.table({k: _column(data[k], self.features[k]) for k in data}).replace_schema_metadata(self.hf_metadata)
         chunk, file = self.data.place(length)
         self.data.write(table)
-        stats = {k: image_stats(frames[k]) if k in self.videos else feature_stats(data[k]) for k in self.features}
         row = {"episode_index": episode, "tasks": [task], "length": length, "data/chunk_index": chunk, "data/file_index": file,
                "dataset_from_index": start, "dataset_to_index": start + length}
         for k, video in self.videos.items():

@@ -213,49 +213,53 @@ def record(
     fps = round(rate) if fps is None else fps
     if abs(fps - rate) > 1e-6:
         raise ValueError(f"--fps must be {name}'s control rate 1 / control_dt = {rate:g} Hz (a frame is a control step), got {fps}")
-    writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
     provenance = Path(out) / PROVENANCE
     runs = json.loads(provenance.read_text())["runs"] if resume and provenance.is_file() else []
     offset = sum(r["tried"] for r in runs if r["seed"] == seed)
     max_tries = max_tries or 10 * episodes
-    worlds, base = min(num_envs, episodes), jax.random.PRNGKey(seed)
-    fns, renderer = _episode_fns(jax_env, fn), _Frames(jax_env, image_size, cameras) if image_size else None
+    worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
     tried = kept = successes = frames = 0
+    renderer = _Frames(jax_env, image_size, cameras) if image_size else None  # a GL failure: before anything is written
     start = time.perf_counter()
     try:
-        while kept < episodes and tried < max_tries:
-            ids = jnp.asarray(offset + tried + np.arange(worlds), jnp.uint32)
-            out_ = run_worlds(jax_env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
-            for w in range(worlds):
-                if kept == episodes or tried == max_tries:
-                    break
-                tried += 1
-                success = bool(out_["success"][w, out_["length"][w] - 1])
-                successes += success
-                if only_success and not success:
-                    continue
-                writer.add_episode(_episode(out_, w), TASKS[name], renderer.episode(out_, w) if renderer else None)
-                kept, frames = kept + 1, frames + int(out_["length"][w])
-                _progress(kept, episodes, tried, frames, time.perf_counter() - start)
+        writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
+        try:
+            while kept < episodes and tried < max_tries:
+                ids = jnp.asarray(offset + tried + np.arange(worlds), jnp.uint32)
+                traj = run_worlds(jax_env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
+                for w in range(worlds):
+                    if kept == episodes or tried == max_tries:
+                        break
+                    tried += 1
+                    success = bool(traj["success"][w, traj["length"][w] - 1])
+                    successes += success
+                    if only_success and not success:
+                        continue
+                    writer.add_episode(_episode(traj, w), TASKS[name], renderer.episode(traj, w) if renderer else None)
+                    kept, frames = kept + 1, frames + int(traj["length"][w])
+                    _progress(kept, episodes, tried, frames, time.perf_counter() - start)
+        finally:  # an interrupted recording still leaves a complete dataset of the episodes so far
+            writer.close()
+            if writer.added:
+                runs.append({"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend,
+                             "policy": source, "seed": seed, "tried": tried, "kept": kept, "only_success": only_success,
+                             "first_episode": writer.total_episodes - writer.added})
+                provenance.write_text(json.dumps({"runs": runs}, indent=1, default=str))
     finally:
-        writer.close()
         if renderer:
             renderer.close()
-        if writer.added:
-            runs.append({"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend, "policy": source,
-                         "seed": seed, "tried": tried, "kept": kept, "only_success": only_success,
-                         "first_episode": writer.total_episodes - writer.added})
-            provenance.write_text(json.dumps({"runs": runs}, indent=1))
-        print(file=sys.stderr)
     seconds = time.perf_counter() - start
     return {"env": name, "backend": jax_env.backend, "policy": source, "tried": tried, "kept": kept, "successes": successes,
             "frames": frames, "seconds": seconds, "total_episodes": writer.total_episodes, "out": str(out)}
 
 
 def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:
-    end = "\r" if sys.stderr.isatty() else "\n"
+    """One stderr line, rewritten in place on a terminal (elsewhere: every tenth of the episodes)."""
+    tty = sys.stderr.isatty()
+    if not tty and kept % max(episodes // 10, 1) and kept != episodes:
+        return
     print(f"record: {kept}/{episodes} episodes ({tried} tried), {frames:,} frames, {frames / seconds:,.1f} frames/s",
-          end=end, file=sys.stderr, flush=True)
+          end="\r" if tty and kept < episodes else "\n", file=sys.stderr, flush=True)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

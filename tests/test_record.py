@@ -238,3 +238,31 @@ def test_existing_output_and_missing_pyarrow(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     assert cli.main(["record", "--env", REACH, "--episodes", "1", "--out", str(tmp_path / "new"), "--no-video"]) == 2
     assert "pip install pyarrow" in capsys.readouterr().err
+
+
+def test_frames_are_the_gym_render():
+    """A recorded frame is what the gym env's render() shows for the same state (camera, markers)."""
+    if not gl_available():
+        pytest.skip("no offscreen GL context (MUJOCO_GL=egl or osmesa)")
+    import gymnasium
+    import jax
+
+    import so101_mjx.gym  # noqa: F401
+    from so101_mjx.record import _episode_fns, _Frames, load_policy, run_worlds
+
+    _, env, policy, _ = load_policy("scripted", REACH, "c", SHORT)
+    key = jax.random.PRNGKey(3)[None]
+    traj = run_worlds(env, _episode_fns(env, policy), key)
+    frames = _Frames(env, 64, ["front"])
+    try:
+        recorded = frames.episode(traj, 0)["observation.images.front"][0]
+    finally:
+        frames.close()
+    gym_env = gymnasium.make("so101_mjx/" + REACH, render_spec=so101_mjx.gym.GymRenderingSpec(64, 64),
+                             action_scale=env.config.action_scale, **SHORT).unwrapped
+    try:
+        gym_env.reset_to(gym_env.env.reset(jax.random.fold_in(key[0], 0)))
+        np.testing.assert_array_equal(recorded, gym_env.render())
+        assert recorded.std() > 0
+    finally:
+        gym_env.close()
