@@ -266,3 +266,24 @@ def test_frames_are_the_gym_render():
         assert recorded.std() > 0
     finally:
         gym_env.close()
+
+
+def test_exported_policy_drives_the_episodes(tmp_path):
+    from train.policy import NumpyPolicy, PolicyWeights
+
+    rng = np.random.default_rng(0)
+    weights = PolicyWeights(mean=np.zeros(20, np.float32), std=np.ones(20, np.float32), activation="tanh",
+                            kernels=(rng.normal(size=(20, 8)).astype(np.float32), rng.normal(size=(8, 8)).astype(np.float32)),
+                            biases=(np.zeros(8, np.float32), np.zeros(8, np.float32)))
+    meta = {"env": REACH, "env_config": {"action_scale": 0.05, **SHORT}, "obs_size": 20, "network": {"policy_hidden_layer_sizes": [8]},
+            "action_map": {"scale": [1.0, 1.0, 1.0, 0.5], "offset": [0.0, 0.0, 0.0, 0.5]}}
+    policy = NumpyPolicy(weights, meta, meta["action_map"]["scale"], meta["action_map"]["offset"])
+    policy.save(tmp_path / "policy.npz")
+    summary = record(None, str(tmp_path / "policy.npz"), 2, tmp_path / "ds", image_size=None)
+    assert summary["env"] == REACH and summary["frames"] == 12  # the policy's own env config: 6-step episodes
+    d = columns(read_parquets(tmp_path / "ds", "data"))
+    obs = np.concatenate([d["observation.state"], d["observation.environment_state"]], axis=1)
+    np.testing.assert_allclose(d["action"], policy(obs), atol=1e-5)
+    assert np.ptp(d["action"], axis=0).min() > 0  # the actions depend on the observations
+    with pytest.raises(ValueError, match="SO101Reach-v0"):  # another env than the policy's
+        record("SO101PickCube-v0", str(tmp_path / "policy.npz"), 1, tmp_path / "other", image_size=None)
