@@ -35,7 +35,6 @@ from so101_mjx import cliargs, scripted
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical
-from so101_mjx.gym import AGENT_POS_SIZE
 from so101_mjx.rollout import CHUNK_STEPS, policy_fns, task_config
 from so101_mjx.scenes import ARM_JOINTS
 
@@ -47,6 +46,7 @@ TASKS = {
     "SO101Reach-v0": "Move the gripper to the target.",
 }
 STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x", "ee.y", "ee.z"]
+AGENT_POS_SIZE = len(STATE_NAMES)  # observation.state = agent_pos = obs[..., :14]
 ENVIRONMENT_STATE_NAMES = {
     "SO101PickCube-v0": ["block.x", "block.y", "block.z"],
     "SO101PickPlace-v0": ["block.x", "block.y", "block.z", "goal.x", "goal.y", "goal.z"],
