@@ -20,4 +20,13 @@ __version__ = "0.1.0"
 
 _compat.install()
 
-__all__ = ["ARM_JOINTS", "ROBOT_JOINTS", "Kinematics", "__version__", "load_model", "scene_path"]
+__all__ = ["ARM_JOINTS", "ROBOT_JOINTS", "Kinematics", "__version__", "load_model", "make", "scene_path"]
+
+
+def __getattr__(name: str):
+    """``so101_mjx.make`` is :func:`so101_mjx.envs.make`, imported on first use (keeps ``import so101_mjx`` light)."""
+    if name == "make":
+        from so101_mjx.envs import make
+
+        return make
+    raise AttributeError(f"module 'so101_mjx' has no attribute {name!r}")

@@ -26,6 +26,7 @@ from so101_mjx import ik
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.physics import Physics, PhysicsState
 from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, actuator_ids, joint_dof_ids, joint_qpos_ids
+from so101_mjx.state import Info
 
 HOME_POSITION = (0.0, 0.0, 0.0, 0.0, 0.0)
 CARTESIAN_BOUNDS = ((0.1, -0.3, 0.0), (0.5, 0.3, 0.4))
@@ -34,6 +35,9 @@ IK_DAMPING = 0.1
 IK_ITERATIONS = 20
 IK_TOLERANCE = 1e-4
 EE_SENSOR = "so101/ee_pos"
+# agent_pos, the first 14 observation entries of every task: (name, size) in order
+AGENT_POS_LAYOUT: tuple[tuple[str, int], ...] = (("qpos", 5), ("qvel", 5), ("gripper_pose", 1), ("ee_pos", 3))
+AGENT_POS_SIZE = sum(size for _, size in AGENT_POS_LAYOUT)
 
 
 # --- gripper mappings -----------------------------------------------------------------------
@@ -123,7 +127,7 @@ class SO101Arm:
         return ctrl_to_open_fraction(physics.qpos[..., self.gripper_qpos], self.gripper_range, clip=False)
 
     def agent_pos(self, physics: PhysicsState) -> Array:
-        """[qpos (5), qvel (5), gripper_pose, ee_pos (3)], shape (..., 14)."""
+        """:data:`AGENT_POS_LAYOUT`: [qpos (5), qvel (5), gripper_pose, ee_pos (3)], shape (..., 14)."""
         return jnp.concatenate([
             physics.qpos[..., self.qpos_ids],
             physics.qvel[..., self.dof_ids],
@@ -142,21 +146,20 @@ class SO101Arm:
         return jnp.clip(force, m.actuator_forcerange[:, 0], m.actuator_forcerange[:, 1])
 
     # -- control ---------------------------------------------------------------------------------
-    def init(self, qpos: Array, params: dict[str, Array] | None = None) -> tuple[PhysicsState, dict[str, Array]]:
-        """Reset-time physics (arm at HOME, jaw ctrl 0, at rest) from ``qpos`` (nq,), and the arm's
-        info entries; ``params`` (per-episode model arrays) are kept in ``info["model_params"]``."""
+    def init(self, rng: Array, qpos: Array, params: dict[str, Array] | None = None,
+             task: dict[str, Array] | None = None) -> tuple[PhysicsState, Info]:
+        """Reset-time physics (arm at HOME, jaw ctrl 0, at rest) from ``qpos`` (nq,), and the episode's
+        :class:`~so101_mjx.state.Info` (``rng`` for the next reset, per-episode model ``params``,
+        the task's entries ``task``)."""
         dtype = qpos.dtype
         home = jnp.asarray(HOME_POSITION, dtype)
         qpos = qpos.at[self.qpos_ids].set(home)
         ctrl = jnp.zeros(self.model.nu, dtype).at[self.actuator_ids].set(home)
         physics = self.physics.init(qpos, jnp.zeros(self.model.nv, dtype), ctrl)
-        info = {
-            "ik_target": self.ik_point(physics),
-            "last_action_zero": jnp.zeros((), bool),
-            "nonfinite_actions": jnp.zeros((), jnp.int32),
-        }
-        if params is not None:
-            info["model_params"] = params
+        info = Info(
+            rng=rng, succeed=jnp.zeros((), bool), ik_target=self.ik_point(physics), last_action_zero=jnp.zeros((), bool),
+            nonfinite_actions=jnp.zeros((), jnp.int32), task=dict(task or {}), model_params=params,
+        )
         return physics, info
 
     def solve_ik(self, physics: PhysicsState, target: Array) -> Array:
@@ -175,7 +178,7 @@ class SO101Arm:
             lower=lower, upper=upper,
         )
 
-    def control(self, physics: PhysicsState, info: dict[str, Array], action: Array) -> tuple[PhysicsState, dict[str, Array]]:
+    def control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Apply one action (4,): IK target update, gripper command, IK, ``n_substeps`` of physics."""
         dtype = physics.qpos.dtype
         action = jnp.asarray(action, dtype)
@@ -184,19 +187,16 @@ class SO101Arm:
         finite = jnp.isfinite(action)
         raw = jnp.where(finite[:3], action[:3], 0.0)
         is_zero = jnp.linalg.norm(raw) < ZERO_ACTION_TOLERANCE
-        snap = is_zero & ~info["last_action_zero"]
-        target = jnp.where(snap, self.ik_point(physics), info["ik_target"] + jnp.where(is_zero, 0.0, raw * self.action_scale))
+        snap = is_zero & ~info.last_action_zero
+        target = jnp.where(snap, self.ik_point(physics), info.ik_target + jnp.where(is_zero, 0.0, raw * self.action_scale))
         lo, hi = (jnp.asarray(b, dtype) for b in CARTESIAN_BOUNDS)
         target = jnp.clip(target, lo, hi)
         gripper = jnp.where(finite[3], self.gripper_ctrl(action[3]), physics.ctrl[self.gripper_actuator])
-        physics = self.actuate(physics, self.solve_ik(physics, target), gripper, info.get("model_params"))
-        info = {
-            **info,
-            "ik_target": target,
-            "last_action_zero": is_zero,
-            "nonfinite_actions": info["nonfinite_actions"] + jnp.any(~finite).astype(jnp.int32),
-        }
-        return physics, info
+        physics = self.actuate(physics, self.solve_ik(physics, target), gripper, info.model_params)
+        return physics, info.replace(
+            ik_target=target, last_action_zero=is_zero,
+            nonfinite_actions=info.nonfinite_actions + jnp.any(~finite).astype(jnp.int32),
+        )
 
     def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array, params: dict[str, Array] | None = None) -> PhysicsState:
         """Hold arm targets ``arm_q`` (5,) rad (clipped to the ctrl ranges) and ``gripper_ctrl`` rad for

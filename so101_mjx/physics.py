@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import copy
+from typing import Any, ClassVar
 import importlib.util
 import os
 import threading
@@ -33,7 +34,10 @@ from flax import struct
 from jax import Array
 from mujoco import mjx
 
-BACKENDS = ("mjx", "c")
+from so101_mjx import checks, compat
+
+MJX_IMPLS = ("jax", "warp")
+MAX_THREADS = 1024  # worker threads of backend c
 
 
 @struct.dataclass
@@ -57,7 +61,8 @@ def default_backend() -> str:
 class Physics(abc.ABC):
     """One MuJoCo model stepped by a backend; see the module docstring."""
 
-    name: str
+    name: ClassVar[str]
+    options: ClassVar[tuple[str, ...]] = ()  # keyword options of the constructor, forwarded by envs.make
 
     def __init__(self, model: mujoco.MjModel):
         self.model = model
@@ -90,9 +95,13 @@ class MjxPhysics(Physics):
     """``mujoco.mjx``; ``impl`` is ``"jax"`` or ``"warp"`` (default: :func:`default_mjx_impl`)."""
 
     name = "mjx"
+    options = ("impl",)
 
     def __init__(self, model: mujoco.MjModel, impl: str | None = None):
         super().__init__(model)
+        compat.install_mjx()
+        if impl is not None and impl not in MJX_IMPLS:
+            raise ValueError(f"impl must be one of {MJX_IMPLS} or None, got {impl!r}")
         self.impl = impl or default_mjx_impl()
         self.mjx_model = mjx.put_model(model, impl=self.impl)
 
@@ -128,10 +137,13 @@ class CPhysics(Physics):
     """MuJoCo C through ``jax.pure_callback``; ``nthread`` worker threads (default: all cores)."""
 
     name = "c"
+    options = ("nthread",)
 
     def __init__(self, model: mujoco.MjModel, nthread: int | None = None):
         super().__init__(model)
-        self.nthread = max(1, nthread or os.cpu_count() or 1)
+        if nthread is not None:
+            nthread = checks.integer("nthread", nthread, ge=1, le=MAX_THREADS)
+        self.nthread = nthread or os.cpu_count() or 1
         self._pool = ThreadPoolExecutor(self.nthread, thread_name_prefix="so101_mjx_c")
         self._datas = [mujoco.MjData(model) for _ in range(self.nthread)]
         self._models = [copy.copy(model) for _ in range(self.nthread)]  # per-thread, for randomized params
@@ -204,11 +216,28 @@ class CPhysics(Physics):
         return PhysicsState(q, v, ctrl, w, t, sens, kin_q)
 
 
-def make_physics(backend: str, model: mujoco.MjModel, **kwargs) -> Physics:
-    """Build a backend by name (``"mjx"``, ``"c"``; ``None`` picks :func:`default_backend`)."""
+# The backends, by name: everything that lists or builds backends derives from this table.
+BACKEND_CLASSES: dict[str, type[Physics]] = {cls.name: cls for cls in (MjxPhysics, CPhysics)}
+BACKENDS: tuple[str, ...] = tuple(BACKEND_CLASSES)
+
+
+def backend_options(backend: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """The entries of ``options`` that are backend options (``Physics.options``); ValueError for
+    one that ``backend`` (None: :func:`default_backend`) does not take."""
     backend = backend or default_backend()
-    if backend == "mjx":
-        return MjxPhysics(model, **kwargs)
-    if backend == "c":
-        return CPhysics(model, **kwargs)
-    raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    out = {}
+    for name, cls in BACKEND_CLASSES.items():
+        for key in set(cls.options) & set(options):
+            if key not in BACKEND_CLASSES[backend].options:
+                raise ValueError(f"{key!r} is an option of backend {name!r}, not of {backend!r} "
+                                 f"(which takes {list(BACKEND_CLASSES[backend].options)})")
+            out[key] = options[key]
+    return out
+
+
+def make_physics(backend: str | None, model: mujoco.MjModel, **kwargs) -> Physics:
+    """Build a backend by name (one of :data:`BACKENDS`; ``None`` picks :func:`default_backend`)."""
+    backend = backend or default_backend()
+    if backend not in BACKEND_CLASSES:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    return BACKEND_CLASSES[backend](model, **kwargs)

@@ -2,7 +2,7 @@
 
 A :class:`Randomization` gives uniform ranges of *scale factors* for the block's friction, mass
 and size, the position actuators' gain (kp) and the joints' damping. :func:`sample` draws one
-world's parameters as a dict of model arrays; envs keep them in ``state.info["model_params"]``
+world's parameters as a dict of model arrays; envs keep them in ``state.info.model_params``
 and both physics backends apply them on every step (``mjx``: a per-world ``mjx.Model`` under
 ``vmap``; ``c``: written into a per-thread ``MjModel`` before each world is stepped). Because they
 are drawn in ``reset``, every episode of every world gets new ones on either backend.

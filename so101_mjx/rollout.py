@@ -2,12 +2,13 @@
 
 :func:`run_episodes` runs ``num_envs`` worlds for one episode each (``lax.scan`` over control
 steps, every world vmapped) and reports per-world outcomes: an episode ends at its first
-``done`` (terminated) or at the last step; its success is ``info["succeed"]`` at that step.
+``done`` (terminated) or at the last step; its success is ``info.succeed`` at that step.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,8 +20,8 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import cliargs, scripted
-from so101_mjx.envs import make
-from so101_mjx.envs.base import SO101Env, State
+from so101_mjx.envs import SO101Env, State, default_config, make
+from so101_mjx.physics import BACKENDS
 from so101_mjx.render import check_video_path, render_trajectory
 
 POLICIES = ("scripted", "random", "zero")
@@ -77,7 +78,7 @@ class _Episode(NamedTuple):
     state: State
     controller: Any  # the policy's own state
     ended: Array  # () bool: a done was seen
-    success: Array  # () bool: info["succeed"] at the episode's last step
+    success: Array  # () bool: info.succeed at the episode's last step
     returns: Array  # ()
     length: Array  # () int32
     final_obs: Array  # (obs_size,) at the episode's last step
@@ -103,7 +104,7 @@ def _episode_fns(env: SO101Env, init, act):
         live = ~ep.ended
         ep = _Episode(
             state, cs, ep.ended | (state.done > 0),
-            jnp.where(live, state.info["succeed"], ep.success),
+            jnp.where(live, state.info.succeed, ep.success),
             ep.returns + jnp.where(live, state.reward, 0.0),
             ep.length + live.astype(jnp.int32),
             jnp.where(live, state.obs, ep.final_obs),
@@ -132,20 +133,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101PickPlace-v0")
     parser.add_argument("--num-envs", type=cliargs.positive_int, default=64)
     parser.add_argument("--steps", type=cliargs.positive_int, default=None, help="control steps (default: the env's episode length)")
-    parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="default: c on CPU, mjx on accelerators")
-    parser.add_argument("--policy", choices=POLICIES, default="scripted")
+    parser.add_argument("--backend", choices=BACKENDS, default=None, help="default: c on CPU, mjx on accelerators")
+    parser.add_argument("--policy", choices=POLICIES, default=None, help="default: the task's scripted controller (zero when it has none)")
     parser.add_argument("--action-scale", type=cliargs.positive_float, default=scripted.DEFAULT_ACTION_SCALE, help="metres per unit action")
     parser.add_argument("--fixed-block", action="store_true", help="reference's fixed block/goal instead of random")
     parser.add_argument("--seed", type=cliargs.seed, default=0)
     parser.add_argument("--video", type=cliargs.output_file, default=None, help="render world 0 to this .mp4 or .gif (MuJoCo C)")
 
 
+def placement_config(name: str, random_positions: bool) -> dict:
+    """``{"random_block_position": random_positions}`` for tasks whose config has that field, else ``{}``."""
+    if "random_block_position" in {f.name for f in dataclasses.fields(default_config(name))}:
+        return {"random_block_position": random_positions}
+    return {}
+
+
 def task_config(name: str, action_scale: float, random_positions: bool) -> dict:
     """Config overrides for rollouts: the scripted controllers' action scale, random placements."""
-    config = {"action_scale": action_scale}
-    if "Reach" not in name:
-        config["random_block_position"] = random_positions
-    return config
+    return {"action_scale": action_scale, **placement_config(name, random_positions)}
+
+
+def default_policy(env: SO101Env) -> str:
+    """``scripted`` when the task has a scripted controller, else ``zero``."""
+    return "scripted" if env.scripted_controller() is not None else "zero"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         check_video_path(args.video)
     env = make(args.env, backend=args.backend, **task_config(args.env, args.action_scale, not args.fixed_block))
     steps = env.episode_length if args.steps is None else args.steps
-    init, act = policy_fns(env, args.policy)
+    policy = args.policy or default_policy(env)
+    init, act = policy_fns(env, policy)
     fn = _episodes(env, init, act, steps, trajectory=args.video is not None)
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.num_envs)
     start = time.perf_counter()
@@ -163,17 +174,17 @@ def run(args: argparse.Namespace) -> int:
     out = jax.block_until_ready(fn(jax.random.split(jax.random.PRNGKey(args.seed + 1), args.num_envs)))
     elapsed = time.perf_counter() - start
     success = np.asarray(out["success"])
-    print(f"{args.env} backend={env.backend} policy={args.policy} worlds={args.num_envs} steps={steps}")
+    print(f"{args.env} backend={env.backend} policy={policy} worlds={args.num_envs} steps={steps}")
     print(f"  success rate {success.mean():.3f} ({success.sum()}/{success.size}), mean return {float(np.mean(out['returns'])):.3f}")
-    if args.policy == "scripted" and "PickCube" in args.env:
-        closed = np.asarray(jax.vmap(scripted.is_reach_close_success)(out["final_obs"]))
-        print(f"  scripted reach-and-close success (gripper closed within 5 cm of the block): {closed.mean():.3f}")
+    criterion = env.scripted_criterion(out["final_obs"]) if policy == "scripted" else None
+    if criterion is not None:
+        print(f"  {criterion[0]}: {float(np.mean(criterion[1])):.3f}")
     print(f"  first call (compile + run) {first:.1f} s; second call {elapsed:.2f} s: "
           f"{args.num_envs * steps / elapsed:,.0f} env-steps/s, {args.num_envs * steps * env.n_substeps / elapsed:,.0f} physics steps/s")
     if args.video:
         Path(args.video).parent.mkdir(parents=True, exist_ok=True)
         states = out["states"]
-        marker = {"goal": np.asarray(states.info["goal"][0, 0])} if "goal" in states.info else None
-        render_trajectory(env, np.asarray(states.physics.qpos[0]), args.video, fps=round(1 / env.dt), site_pos=marker)
+        markers = {site: np.asarray(pos[0, 0]) for site, pos in env.marker_positions(states.info).items()}
+        render_trajectory(env, np.asarray(states.physics.qpos[0]), args.video, fps=round(1 / env.dt), site_pos=markers)
         print(f"  video of world 0: {args.video}")
     return 0

@@ -20,12 +20,6 @@ JAW_PADS: tuple[str, ...] = ("fixed_jaw_pad", "moving_jaw_pad")
 # Collision bits of the arm's low links (see scenes/so101.xml): touch the block (1) and the floor (4).
 _LOW_LINK_CONTYPE, _LOW_LINK_CONAFFINITY = 0, 5
 
-SCENES: dict[str, str] = {
-    "so101": "so101.xml",
-    "pick_cube": "pick_cube.xml",
-    "pick_place": "pick_place.xml",
-    "reach": "reach.xml",
-}
 
 
 def scenes_dir() -> Path:
@@ -39,21 +33,26 @@ def scenes_dir() -> Path:
     )
 
 
+def scene_names() -> list[str]:
+    """Names of the scenes: every ``<name>.xml`` in :func:`scenes_dir` (``so101`` is the arm alone)."""
+    return sorted(p.stem for p in scenes_dir().glob("*.xml"))
+
+
 def scene_path(name: str) -> Path:
-    """Path of a named scene (``so101``, ``pick_cube``, ``pick_place``) or of an MJCF file."""
-    if name in SCENES:
-        return scenes_dir() / SCENES[name]
+    """Path of a named scene (``scenes/<name>.xml``: ``so101``, ``pick_cube``, ...) or of an MJCF file."""
     path = Path(name)
     if path.suffix == ".xml":
         return path
-    raise ValueError(f"scene must be one of {sorted(SCENES)} or a path to an .xml file, got {name!r}")
+    if name in scene_names():
+        return scenes_dir() / f"{name}.xml"
+    raise ValueError(f"scene must be one of {scene_names()} or a path to an .xml file, got {name!r}")
 
 
 def load_model(scene: str | Path = "pick_cube", *, jaw_pads: bool = False) -> mujoco.MjModel:
     """Compile a scene into an ``MjModel``.
 
     Args:
-        scene: a name from ``SCENES`` or a path to an MJCF file.
+        scene: a name from :func:`scene_names` or a path to an MJCF file.
         jaw_pads: give the fingertip pads the low-link collision bits (block and floor), as the
             reference's ``jaw_pads`` option does. They are inert otherwise.
 

@@ -3,8 +3,9 @@
 Ports of lerobot_env_so101 0.4.0's ``scripted.reach_close`` (stateless, from the flat
 observation) and ``scripted.pick_place.PickPlaceController`` (phases hover → descend → close →
 lift → traverse → lower → open → retreat, same constants), plus a proportional reacher for
-SO101Reach-v0. :func:`controller_for` gives any registered env a ``(init, act)`` pair over
-:class:`~so101_mjx.envs.base.State`; ``act`` is single-world (``jax.vmap`` it).
+SO101Reach-v0. Each task binds its controller to its state in ``scripted_controller()``;
+:func:`controller_for` returns that ``(init, act)`` pair over :class:`~so101_mjx.state.State`;
+``act`` is single-world (``jax.vmap`` it).
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from jax import Array
 DEFAULT_ACTION_SCALE = 0.025  # metres per action unit the reference controllers are tuned for
 GRIPPER_OPEN, GRIPPER_CLOSED = 1.0, 0.0
 
-# reach-and-close (obs layout: agent_pos 14 = qpos 5, qvel 5, gripper_pose, ee 3; then block 3)
-EE_POS, BLOCK_POS, GRIPPER_POSE = slice(11, 14), slice(14, 17), 10
+# reach-and-close
 REACH_CLOSE_HOVER, XY_ALIGN_TOLERANCE, GRASP_Z_OFFSET, REACH_CLOSE_TOLERANCE = 0.06, 0.01, 0.03, 0.005
 GRIPPER_CLOSED_THRESHOLD, REACH_CLOSE_SUCCESS_DISTANCE = 0.5, 0.05
 
@@ -35,22 +35,22 @@ _IS_CAREFUL = jnp.asarray([p in (DESCEND, LIFT, LOWER) for p in range(9)])
 _GRIPPER = jnp.asarray([GRIPPER_CLOSED if p in (CLOSE, LIFT, TRAVERSE, LOWER) else GRIPPER_OPEN for p in range(9)])
 
 
-def reach_close(obs: Array, action_scale: float = DEFAULT_ACTION_SCALE) -> Array:
-    """Flat PickCube observation (17,) -> action (4,): hover over the block, descend, close."""
-    ee, block = obs[EE_POS], obs[BLOCK_POS]
-    goal = block + jnp.asarray([0.0, 0.0, GRASP_Z_OFFSET], obs.dtype)
+def reach_close(ee_pos: Array, block_pos: Array, action_scale: float = DEFAULT_ACTION_SCALE) -> Array:
+    """PickCube's observed ``ee_pos`` (3,) and ``block_pos`` (3,) -> action (4,): hover over the block, descend, close."""
+    ee, block, dtype = ee_pos, block_pos, ee_pos.dtype
+    goal = block + jnp.asarray([0.0, 0.0, GRASP_Z_OFFSET], dtype)
     at_goal = jnp.linalg.norm(ee - goal) < REACH_CLOSE_TOLERANCE
     aligned = jnp.linalg.norm(ee[:2] - block[:2]) <= XY_ALIGN_TOLERANCE
-    target = jnp.where(aligned, goal, block + jnp.asarray([0.0, 0.0, REACH_CLOSE_HOVER], obs.dtype))
+    target = jnp.where(aligned, goal, block + jnp.asarray([0.0, 0.0, REACH_CLOSE_HOVER], dtype))
     delta = jnp.clip((target - ee) / action_scale, -1.0, 1.0)
-    move = jnp.concatenate([delta, jnp.asarray([GRIPPER_OPEN], obs.dtype)])
-    return jnp.where(at_goal, jnp.asarray([0.0, 0.0, 0.0, GRIPPER_CLOSED], obs.dtype), move)
+    move = jnp.concatenate([delta, jnp.asarray([GRIPPER_OPEN], dtype)])
+    return jnp.where(at_goal, jnp.asarray([0.0, 0.0, 0.0, GRIPPER_CLOSED], dtype), move)
 
 
-def is_reach_close_success(obs: Array) -> Array:
-    """Gripper closed (gripper_pose < -0.5) within 5 cm of the block, from the flat observation."""
-    near = jnp.linalg.norm(obs[EE_POS] - obs[BLOCK_POS]) < REACH_CLOSE_SUCCESS_DISTANCE
-    return near & (obs[GRIPPER_POSE] < -GRIPPER_CLOSED_THRESHOLD)
+def is_reach_close_success(ee_pos: Array, block_pos: Array, gripper_pose: Array) -> Array:
+    """Gripper closed (``gripper_pose`` < -0.5) within 5 cm of the block, from the observed entries."""
+    near = jnp.linalg.norm(ee_pos - block_pos) < REACH_CLOSE_SUCCESS_DISTANCE
+    return near & (jnp.squeeze(gripper_pose, -1) < -GRIPPER_CLOSED_THRESHOLD)
 
 
 @struct.dataclass
@@ -122,19 +122,9 @@ def reach(target: Array, ee_pos: Array, action_scale: float) -> Array:
 
 
 def controller_for(env) -> tuple[Callable, Callable]:
-    """``(init(state) -> cs, act(cs, state) -> (cs, action))`` for a registered env (single world)."""
-    from so101_mjx.envs.pick_cube import PickCube
-    from so101_mjx.envs.pick_place import PickPlace
-    from so101_mjx.envs.reach import Reach
-
-    scale = env.config.action_scale
-    if isinstance(env, PickPlace):
-        return (
-            lambda s: pick_place_init(env.block_pos(s.physics)),
-            lambda cs, s: pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], scale),
-        )
-    if isinstance(env, PickCube):
-        return (lambda s: jnp.zeros(()), lambda cs, s: (cs, reach_close(s.obs, scale)))
-    if isinstance(env, Reach):
-        return (lambda s: jnp.zeros(()), lambda cs, s: (cs, reach(s.info["target"], env.arm.ee_pos(s.physics), scale)))
-    raise ValueError(f"no scripted controller for {type(env).__name__}")
+    """``(init(state) -> cs, act(cs, state) -> (cs, action))`` of an env's scripted controller
+    (:meth:`~so101_mjx.envs.base.SO101Env.scripted_controller`, single world); ValueError if it has none."""
+    fns = env.scripted_controller()
+    if fns is None:
+        raise ValueError(f"{env.name} has no scripted controller")
+    return fns

@@ -1,5 +1,9 @@
 """so101_mjx.compat: jax.device_put_replicated for brax 0.14.2 on jax >= 0.10."""
 
+import os
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -43,14 +47,29 @@ def _c_quat_integrate(quat, vel, dt):
 
 @pytest.mark.parametrize("speed", [0.0, 1e-14, 1e-10, 3e-9, 1e-3, 2.0])
 def test_quat_integrate_matches_mujoco_c(speed):
-    """The installed MJX orientation integrator equals mju_quatIntegrate, tiny velocities included."""
+    """The MJX orientation integrator installed by building an MJX backend equals
+    mju_quatIntegrate, tiny velocities included."""
     from mujoco.mjx._src import math as mjx_math
+
+    from so101_mjx.physics import make_physics
+    from so101_mjx.scenes import load_model
+
+    make_physics("mjx", load_model("reach"))
 
     quat = np.array([0.9, 0.1, -0.3, 0.2]) / np.linalg.norm([0.9, 0.1, -0.3, 0.2])
     vel = speed * np.array([0.3, -0.8, 0.52])
     ours = np.asarray(mjx_math.quat_integrate(jnp.asarray(quat), jnp.asarray(vel), 0.002))  # float64 (conftest)
     np.testing.assert_allclose(ours, _c_quat_integrate(quat, vel, 0.002), rtol=0, atol=5e-16)  # a few ulps
     assert np.all(np.isfinite(jax.grad(lambda v: compat.quat_integrate(jnp.asarray(quat), v, 0.002).sum())(jnp.asarray(vel))))
+
+
+def test_import_leaves_mjx_alone():
+    """``import so101_mjx`` does not patch MJX; building an MJX backend does."""
+    code = ("import so101_mjx; from mujoco.mjx._src import math as m; from so101_mjx import compat; "
+            "assert m.quat_integrate is compat.MJX_QUAT_INTEGRATE; "
+            "from so101_mjx.physics import make_physics; make_physics('mjx', so101_mjx.load_model('reach')); "
+            "assert m.quat_integrate is compat.quat_integrate")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
 
 
 def test_mjx_upstream_quat_integrate_drops_tiny_rotations():

@@ -64,7 +64,7 @@ def test_first_steps_match_reference(name, kw, rng):
     ref_obs, _ = ref.reset(seed=0)
     env = make(name, backend="c", **REF_KW, **kw)
     block_xy = jnp.asarray(ref.data.jnt("block").qpos[:2])
-    state = env.reset_with_block(jax.random.PRNGKey(0), block_xy)
+    state = env.reset_to(jax.random.PRNGKey(0), block_xy=block_xy)
     assert state.obs.dtype == jnp.float64
     flat = lambda o: np.concatenate([o["agent_pos"], o["environment_state"]])  # noqa: E731
     np.testing.assert_allclose(state.obs, flat(ref_obs), atol=1e-7)  # reference obs are float32
@@ -89,7 +89,7 @@ def test_reference_noslip_changes_contact_free_motion(rng):
     with_noslip = ref.SO101PickCubeGymEnv(**REF_KW)
     with_noslip.reset(seed=0)
     env = make("SO101PickCube-v0", backend="c", **REF_KW)
-    state = env.reset_with_block(jax.random.PRNGKey(0), jnp.asarray([0.3, 0.0]))
+    state = env.reset_to(jax.random.PRNGKey(0), block_xy=jnp.asarray([0.3, 0.0]))
     a = np.array([0.0, 0.0, 1.0, 1.0])
     state = env.step(state, jnp.asarray(a))
     with_noslip.step(a)
@@ -162,13 +162,14 @@ def test_grasp_proxy_and_reward_follow_the_scripted_grasp():
     env, shaped = make("SO101PickCube-v0", "c", **kw), make("SO101PickCube-v0", "c", grasp_reward=0.25, **kw)
     s = env.reset(jax.random.PRNGKey(3))
     cs = scripted.pick_place_init(env.block_pos(s.physics))
-    step, grasped = jax.jit(env.step), []
+    step, shaped_step, grasped = jax.jit(env.step), jax.jit(shaped.step), []
     for _ in range(30):  # hover, descend, close, lift (goal = the block: the carry would stay put)
         cs, a = scripted.pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics), env.block_pos(s.physics), 0.04)
         nxt = step(s, a)
         grasped.append(bool(env.grasped(nxt.physics)))
-        extra = shaped.reward(nxt.physics, nxt.info, nxt.info["succeed"]) - nxt.reward
-        assert float(extra) == pytest.approx(0.25 * grasped[-1], abs=1e-12)
+        with_grasp = shaped_step(s, a)
+        assert float(with_grasp.reward - nxt.reward) == pytest.approx(0.25 * grasped[-1], abs=1e-12)
+        assert float(with_grasp.metrics["reward/grasp"]) == pytest.approx(0.25 * grasped[-1], abs=1e-7)
         s = nxt
     assert not any(grasped[:10]) and all(grasped[-8:]), grasped
     assert float(env.block_pos(s.physics)[2] - s.info["z_init"]) > 0.05  # lifted while held

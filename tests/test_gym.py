@@ -76,7 +76,7 @@ def test_drop_in_for_reference_pick_place(rng):
     ref.model.opt.noslip_iterations = 0
     ref_obs, _ = ref.reset(seed=0)
     env = sgym.SO101PickPlaceGymEnv(action_scale=0.025)
-    obs, _ = env.reset_to(env.env.reset_with_block(jax.random.PRNGKey(0), jnp.asarray(env.env.fixed_block_xy)))
+    obs, _ = env.reset_to(env.env.reset_to(jax.random.PRNGKey(0), block_xy=jnp.asarray(env.env.fixed_block_xy)))
     for k in ref_obs:
         np.testing.assert_allclose(obs[k], ref_obs[k], rtol=2e-7, atol=1e-8)
     for i in range(8):

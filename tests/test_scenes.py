@@ -8,14 +8,14 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx.scenes import JAW_PADS, ROBOT_JOINTS, SCENES, load_model, set_jaw_pads
+from so101_mjx.scenes import JAW_PADS, ROBOT_JOINTS, load_model, scene_names, set_jaw_pads
 
 
 def _ids(m, names, obj):
     return [getattr(m, obj)(n).id for n in names]
 
 
-@pytest.mark.parametrize("scene", list(SCENES))
+@pytest.mark.parametrize("scene", scene_names())
 def test_scenes_compile(scene):
     m = load_model(scene)
     assert m.nu == 6

@@ -175,10 +175,21 @@ PRESETS: dict[str, dict[str, Preset]] = {
 DEFAULT_PRESET = {"SO101Reach-v0": "cpu", "SO101PickCube-v0": "cpu", "SO101PickPlace-v0": "gpu"}
 
 
+def default_preset(env: str) -> str:
+    """Name of ``env``'s default preset; ValueError naming the presets that exist when it has none."""
+    env = canonical(env)
+    if env not in DEFAULT_PRESET:
+        raise ValueError(f"{env} has no default preset; pass one of {sorted(PRESETS.get(env, {}))} "
+                         f"(envs with presets: {sorted(PRESETS)})")
+    return DEFAULT_PRESET[env]
+
+
 def preset(env: str, name: str | None = None) -> Preset:
     """The preset ``name`` (default: the env's default) for ``env``; ValueError naming the choices."""
     env = canonical(env)
-    name = name or DEFAULT_PRESET[env]
+    if env not in PRESETS:
+        raise ValueError(f"{env} has no training presets; envs with presets: {sorted(PRESETS)}")
+    name = name or default_preset(env)
     if name not in PRESETS[env]:
         raise ValueError(f"unknown preset {name!r} for {env}; expected one of {sorted(PRESETS[env])}")
     return PRESETS[env][name]

@@ -14,7 +14,8 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.envs import make
-from so101_mjx.envs.base import SO101Env, State
+from so101_mjx.envs.base import SO101Env
+from so101_mjx.state import State
 from so101_mjx.envs.wrappers import wrap_for_brax
 
 ACTION_SCALE = np.asarray([1.0, 1.0, 1.0, 0.5], np.float32)
@@ -36,8 +37,10 @@ class BraxAdapter:
 
     Maps policy actions with :func:`to_env_action`; adds ``metrics["final_success"]`` (success
     at an episode's last step: Brax's evaluator sums metrics over the episode, so this sum is the
-    episode's success) and the ``info["episode_done"]`` / ``info["episode_metrics"]`` entries
-    PPO's unroll collects (training-metric logging is not used; the metrics stay empty).
+    episode's success). Brax's loop keeps and extends ``state.info`` as a dict: the adapter's states
+    carry the env's :class:`~so101_mjx.state.Info` as ``info["env"]`` next to the entries PPO's
+    unroll and evaluator read, ``steps``, ``truncation``, ``episode_done`` and ``episode_metrics`` (training-metric
+    logging is not used; the metrics stay empty).
 
     ``success_bonus`` is added to the reward of a step that ends an episode in success. The pick
     tasks terminate on success, which with a positive dense reward forfeits the rest of the
@@ -64,13 +67,14 @@ class BraxAdapter:
     def step(self, state: State, action: Array) -> State:
         # The wrapped env scans over action repeats: hand it back its own metrics structure
         # (without ours and those of Brax's EvalWrapper).
-        state = state.replace(metrics={k: state.metrics[k] for k in self._metric_keys})
+        state = state.replace(metrics={k: state.metrics[k] for k in self._metric_keys}, info=state.info["env"])
         return self._annotate(self.env.step(state, to_env_action(action)))
 
     def _annotate(self, state: State) -> State:
         final_success = state.metrics["success"] * (state.done > 0)
         metrics = {**state.metrics, "final_success": final_success}
-        info = {**state.info, "episode_done": state.done, "episode_metrics": {}}
+        info = {"env": state.info, "steps": state.info.steps, "truncation": state.info.truncation,
+                "episode_done": state.done, "episode_metrics": {}}
         reward = state.reward + self.success_bonus * final_success.astype(state.reward.dtype)
         return state.replace(reward=reward, metrics=metrics, info=info)
 

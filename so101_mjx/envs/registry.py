@@ -1,24 +1,43 @@
-"""Env registry: names -> (class, default_config); :func:`make` builds one with overrides."""
+"""Env registry, derived from the task files: every :class:`SO101Env` subclass with a ``name``
+defined in a module of :mod:`so101_mjx.envs` is a registered task.
+
+Adding a task means adding its file (and its scene); gymnasium ids, ``rollout``'s scripted
+policy, export layouts, the parity harness and the benchmarks find it here.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import functools
+import importlib
+import pkgutil
 
-from so101_mjx.envs import pick_cube, pick_place, reach
-from so101_mjx.envs.base import SO101Env
-from so101_mjx.physics import BACKENDS
+from so101_mjx import envs as _package
+from so101_mjx.envs.base import ArmConfig, SO101Env
+from so101_mjx.physics import BACKENDS, backend_options
 
-_ENVS: dict[str, tuple[type[SO101Env], Callable]] = {
-    "SO101PickCube-v0": (pick_cube.PickCube, pick_cube.default_config),
-    "SO101PickPlace-v0": (pick_place.PickPlace, pick_place.default_config),
-    "SO101Reach-v0": (reach.Reach, reach.default_config),
-}
 NAMESPACE = "so101_mjx/"
+_NOT_TASKS = frozenset({"base", "registry", "wrappers"})
+
+
+@functools.cache
+def tasks() -> dict[str, type[SO101Env]]:
+    """``{name: task class}`` of every task file in :mod:`so101_mjx.envs`, sorted by name."""
+    found: dict[str, type[SO101Env]] = {}
+    for module_info in pkgutil.iter_modules(_package.__path__):
+        if module_info.name in _NOT_TASKS:
+            continue
+        module = importlib.import_module(f"{_package.__name__}.{module_info.name}")
+        for obj in vars(module).values():
+            if isinstance(obj, type) and issubclass(obj, SO101Env) and obj.__module__ == module.__name__ and "name" in vars(obj):
+                if obj.name in found:
+                    raise RuntimeError(f"task name {obj.name!r} is declared by {found[obj.name].__module__} and {module.__name__}")
+                found[obj.name] = obj
+    return dict(sorted(found.items()))
 
 
 def names() -> list[str]:
-    return list(_ENVS)
+    return list(tasks())
 
 
 def canonical(name: str) -> str:
@@ -26,27 +45,35 @@ def canonical(name: str) -> str:
     if not isinstance(name, str):
         raise ValueError(f"env name must be a str, one of {names()}, got {name!r}")
     short = name.removeprefix(NAMESPACE)
-    if short not in _ENVS:
+    if short not in tasks():
         raise ValueError(f"unknown env {name!r}; expected one of {names()}")
     return short
 
 
-def default_config(name: str):
-    return _ENVS[canonical(name)][1]()
+def task(name: str) -> type[SO101Env]:
+    """The task class of a registered env (see :func:`canonical` for the accepted names)."""
+    return tasks()[canonical(name)]
 
 
-def make(name: str, backend: str | None = None, **config) -> SO101Env:
-    """Build a registered env. ``backend``: 'mjx', 'c' or None (c on CPU, mjx on accelerators).
+def default_config(name: str) -> ArmConfig:
+    return task(name).default_config()
 
-    Config overrides use the reference's field names (``action_scale``, ``reward_type``, ...);
-    invalid fields or values raise ValueError naming the field.
+
+def make(name: str, backend: str | None = None, **options) -> SO101Env:
+    """Build a registered env. ``backend``: one of ``physics.BACKENDS`` or None (c on CPU, mjx on accelerators).
+
+    ``options`` are config overrides with the reference's field names (``action_scale``,
+    ``reward_type``, ...) and backend options (``nthread`` for ``c``, ``impl`` for ``mjx``);
+    an invalid field or value raises ValueError naming it.
     """
-    cls, defaults = _ENVS[canonical(name)]
+    cls = task(name)
     if backend is not None and backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS} or None, got {backend!r}")
-    base = defaults()
+    physics_kwargs = backend_options(backend, options)
+    base = cls.default_config()
     fields = {f.name for f in dataclasses.fields(base)}
+    config = {k: v for k, v in options.items() if k not in physics_kwargs}
     unknown = sorted(set(config) - fields)
     if unknown:
         raise ValueError(f"unknown config field(s) {unknown} for {name}; expected some of {sorted(fields)}")
-    return cls(dataclasses.replace(base, **config), backend)  # the config validates (dict randomization too)
+    return cls(dataclasses.replace(base, **config), backend, **physics_kwargs)  # the config validates (dict randomization too)

@@ -2,7 +2,7 @@
 
 :class:`TrainingEnv` makes a single-world env a batched, Brax-compatible env (the interface
 ``brax.training.agents.ppo.train`` drives: ``reset(keys (B, 2))``, ``step(state, actions (B, 4))``,
-``observation_size``, ``action_size``, ``info["steps"]``, ``info["truncation"]``). Unlike Brax's
+``observation_size``, ``action_size``, ``info.steps``, ``info.truncation``). Unlike Brax's
 AutoResetWrapper, which restarts every world from the state it was first reset to, a finished
 world restarts from a *fresh* ``reset`` with a new key, so block and target positions keep being
 sampled; the reset runs only on steps where some world finished.
@@ -14,7 +14,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx.envs.base import SO101Env, State
+from so101_mjx.envs.base import SO101Env
+from so101_mjx.state import State
 
 
 class TrainingEnv:
@@ -47,7 +48,7 @@ class TrainingEnv:
         """``rng`` (B, 2) keys -> batched state with ``steps`` and ``truncation`` zeroed."""
         state = jax.vmap(self.env.reset)(rng)
         zeros = jnp.zeros_like(state.done)
-        return state.replace(info={**state.info, "steps": jnp.zeros(zeros.shape, jnp.int32), "truncation": zeros})
+        return state.replace(info=state.info.replace(steps=jnp.zeros(zeros.shape, jnp.int32), truncation=zeros))
 
     def step(self, state: State, action: Array) -> State:
         """Step every world; finished worlds (terminated or at ``episode_length``) restart fresh.
@@ -55,7 +56,7 @@ class TrainingEnv:
         The returned state keeps the finishing step's reward, done and metrics; its physics, obs
         and task info are those of the new episode.
         """
-        steps = jnp.where(state.done > 0, 0, state.info["steps"])
+        steps = jnp.where(state.done > 0, 0, state.info.steps)
         state = state.replace(done=jnp.zeros_like(state.done))
 
         def one(s, _):
@@ -68,20 +69,22 @@ class TrainingEnv:
         truncation = jnp.where(at_limit, 1 - state.done, 0).astype(state.done.dtype)
         done = jnp.where(at_limit, 1, state.done).astype(state.done.dtype)
         state = state.replace(
-            reward=jnp.sum(rewards, axis=0), done=done, info={**state.info, "steps": steps, "truncation": truncation}
+            reward=jnp.sum(rewards, axis=0), done=done, info=state.info.replace(steps=steps, truncation=truncation)
         )
         return jax.lax.cond(jnp.any(done > 0), self._auto_reset, lambda s: s, state)
 
     def _auto_reset(self, state: State) -> State:
-        keys = jax.vmap(jax.random.split)(state.info["rng"])
+        keys = jax.vmap(jax.random.split)(state.info.rng)
         fresh = jax.vmap(self.env.reset)(keys[:, 0])
         done = state.done > 0
 
         def pick(new, old):
             return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - done.ndim)), new, old)
 
-        info = {k: (jax.tree.map(pick, fresh.info[k], v) if k in fresh.info else v) for k, v in state.info.items()}
-        info["rng"] = jnp.where(done[:, None], fresh.info["rng"], keys[:, 1])
+        # the wrapper's own entries (steps, truncation) belong to the finished episode's step
+        fresh_info = fresh.info.replace(steps=state.info.steps, truncation=state.info.truncation)
+        info = jax.tree.map(pick, fresh_info, state.info)
+        info = info.replace(rng=jnp.where(done[:, None], fresh.info.rng, keys[:, 1]))
         return state.replace(physics=jax.tree.map(pick, fresh.physics, state.physics), obs=pick(fresh.obs, state.obs), info=info)
 
 
