@@ -2,6 +2,11 @@
 
 Pure-functional task envs running as thousands of MJX worlds on an accelerator or at MuJoCo C
 speed on a CPU, jitted IK, Brax PPO training, and a CPU MuJoCo path kept numerically comparable.
+
+``import so101_mjx`` imports neither JAX nor MuJoCo: ``so101_mjx.make``, ``Kinematics``,
+``load_model``, ``scene_path``, ``ARM_JOINTS`` and ``ROBOT_JOINTS`` load their modules on first
+use (so :mod:`so101_mjx.training.policy`'s numpy runner works without JAX). The compatibility
+shims (:mod:`so101_mjx.compat`) are installed by :mod:`so101_mjx.physics`, which every env imports.
 """
 
 import os as _os
@@ -12,21 +17,26 @@ if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
     # context module is imported; an explicit MUJOCO_GL (e.g. osmesa) wins.
     _os.environ.setdefault("MUJOCO_GL", "egl")
 
-from so101_mjx import compat as _compat  # noqa: E402
-from so101_mjx.kinematics import Kinematics  # noqa: E402
-from so101_mjx.scenes import ARM_JOINTS, ROBOT_JOINTS, load_model, scene_path  # noqa: E402
-
 __version__ = "0.1.0"
 
-_compat.install()
+_LAZY = {
+    "make": "so101_mjx.envs",
+    "Kinematics": "so101_mjx.kinematics",
+    "load_model": "so101_mjx.scenes",
+    "scene_path": "so101_mjx.scenes",
+    "ARM_JOINTS": "so101_mjx.scenes",
+    "ROBOT_JOINTS": "so101_mjx.scenes",
+}
 
 __all__ = ["ARM_JOINTS", "ROBOT_JOINTS", "Kinematics", "__version__", "load_model", "make", "scene_path"]
 
 
 def __getattr__(name: str):
-    """``so101_mjx.make`` is :func:`so101_mjx.envs.make`, imported on first use (keeps ``import so101_mjx`` light)."""
-    if name == "make":
-        from so101_mjx.envs import make
+    """The names of ``_LAZY``, imported from their modules on first use."""
+    if name in _LAZY:
+        import importlib
 
-        return make
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'so101_mjx' has no attribute {name!r}")

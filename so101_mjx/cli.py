@@ -16,10 +16,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("so101_mjx.info", "versions, JAX devices, scenes and envs"),
     "rollout": ("so101_mjx.rollout", "jitted batched rollout: success rate and env-steps/s"),
     "parity": ("so101_mjx.parity", "MJX vs MuJoCo C vs gymnasium vs reference deviations"),
-    "train": ("train.ppo", "Brax PPO training"),
-    "export": ("train.export", "export a checkpoint to ONNX and numpy"),
-    "replay": ("train.replay", "replay an exported policy on CPU MuJoCo"),
-    "eval": ("train.evaluate", "evaluate a checkpoint or exported policy in the jitted env on mjx and/or c"),
+    "train": ("so101_mjx.training.ppo", "Brax PPO training"),
+    "export": ("so101_mjx.training.export", "export a checkpoint to ONNX and numpy"),
+    "replay": ("so101_mjx.training.replay", "replay an exported policy on CPU MuJoCo"),
+    "eval": ("so101_mjx.training.evaluate", "evaluate a checkpoint or exported policy in the jitted env on mjx and/or c"),
     "record": ("so101_mjx.record", "record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)"),
 }
 BENCHES: dict[str, tuple[str, str]] = {

@@ -21,10 +21,10 @@ def _version(dist: str) -> str:
 def run(args: argparse.Namespace) -> int:
     del args
     import jax
-    from mujoco.mjx import warp as mjx_warp
 
     import so101_mjx
-    from so101_mjx import compat
+    from so101_mjx import compat, physics  # noqa: F401  (physics installs the shims; compat first imports mjx)
+    from mujoco.mjx import warp as mjx_warp  # noqa: E402  (after compat)
     from so101_mjx.scenes import load_model, scene_names, scenes_dir
 
     print(f"so101_mjx {so101_mjx.__version__}  (python {platform.python_version()}, {platform.machine()})")

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import abc
 import copy
-from typing import Any, ClassVar
 import importlib.util
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -32,9 +32,11 @@ import mujoco
 import numpy as np
 from flax import struct
 from jax import Array
-from mujoco import mjx
 
-from so101_mjx import checks, compat
+from so101_mjx import checks, compat  # compat before mujoco.mjx: it captures MJX's Warp import failures
+from mujoco import mjx  # noqa: E402  (isort: skip)
+
+compat.install()
 
 MJX_IMPLS = ("jax", "warp")
 MAX_THREADS = 1024  # worker threads of backend c

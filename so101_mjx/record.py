@@ -2,7 +2,7 @@
 
 Episodes run as batched jitted worlds (``--num-envs`` at a time, each until its first ``done`` or
 the env's ``episode_length``), driven by the scripted controller or an exported policy (its
-weights inside jit, :func:`train.policy.forward`). Frame ``t`` holds the observation before
+weights inside jit, :func:`so101_mjx.training.policy.forward`). Frame ``t`` holds the observation before
 action ``t`` (``observation.state`` = agent_pos, ``observation.environment_state`` = the rest of the
 flat observation, ``observation.images.<camera>`` rendered on MuJoCo C as the gym env's
 ``render()``: same camera, same markers), the action, and what the step returned:
@@ -79,8 +79,8 @@ def load_policy(policy: str, env_name: str | None, backend: str | None, config: 
         return name, env, "scripted", "scripted"
     if Path(policy).suffix not in (".onnx", ".npz"):
         raise ValueError(f"--policy must be 'scripted' or an exported .onnx / .npz file, got {policy!r}")
-    from train.evaluate import load
-    from train.replay import policy_env
+    from so101_mjx.training.evaluate import load
+    from so101_mjx.training.replay import policy_env
 
     fn, meta = load(policy)
     name, env_config = policy_env(meta, env_name, False, policy)

@@ -6,6 +6,7 @@ import dataclasses
 import logging
 import subprocess
 import sys
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import mujoco
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from so101_mjx import cli, cliargs, compat
-from train import config
+from so101_mjx.training import config
 
 
 @pytest.fixture
@@ -121,7 +122,7 @@ def test_preset_rejects_bad_fields(field, value):
 
 
 def test_imports_print_nothing_on_stdout():
-    code = "import so101_mjx.physics, so101_mjx.envs, train.ppo"
+    code = "import so101_mjx.physics, so101_mjx.envs, so101_mjx.training.ppo"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout == ""
 
@@ -161,3 +162,12 @@ def test_mujoco_warnings_go_to_logging_not_a_file(tmp_path, monkeypatch, caplog,
     assert len(records) == 5 and all("Nan, Inf or huge value in QPOS" in r.getMessage() for r in records)
     assert not (tmp_path / "MUJOCO_LOG.TXT").exists()
     assert "WARNING" not in capfd.readouterr().out
+
+
+def test_train_entry_point_of_the_checkout():
+    """``python -m train.ppo`` from the repository root is ``so101-mjx train``."""
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run([sys.executable, "-m", "train.ppo", "--help"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "--preset" in result.stdout, result.stderr
+    bad = subprocess.run([sys.executable, "-m", "train.ppo", "--env", "NoSuchEnv-v0"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "unknown env" in bad.stderr

@@ -15,9 +15,9 @@ import pytest
 from conftest import train_tiny
 
 from so101_mjx import cli
-from train import checkpoint
-from train.evaluate import evaluate
-from train.policy import NumpyPolicy
+from so101_mjx.training import checkpoint
+from so101_mjx.training.evaluate import evaluate
+from so101_mjx.training.policy import NumpyPolicy
 
 ENV = "SO101Reach-v0"
 pytest.importorskip("onnx")

@@ -11,8 +11,8 @@ from brax.training.acme import running_statistics, specs
 
 from so101_mjx import cli
 from so101_mjx.envs import make
-from train import checkpoint, config, networks, ppo
-from train.export import OPSET, NumpyPolicy, export
+from so101_mjx.training import checkpoint, config, networks, ppo
+from so101_mjx.training.export import OPSET, NumpyPolicy, export
 
 ENV = "SO101Reach-v0"
 onnx = pytest.importorskip("onnx")
@@ -83,7 +83,7 @@ def test_numpy_runner_needs_no_jax(saved):
         "import sys\n"
         "for m in ('jax', 'jaxlib', 'brax', 'flax', 'mujoco', 'onnx', 'onnxruntime'): sys.modules[m] = None\n"
         "import numpy as np\n"
-        "from train.export import NumpyPolicy\n"
+        "from so101_mjx.training.export import NumpyPolicy\n"
         f"policy = NumpyPolicy.load({str(npz_path)!r})\n"
         "print(policy(np.zeros((3, policy.obs_size), np.float32)).shape)\n"
     )

@@ -13,9 +13,9 @@ import pytest
 from conftest import train_tiny
 
 from so101_mjx import cli
-from train import checkpoint, config
-from train.evaluate import evaluate
-from train.progress import read_csv
+from so101_mjx.training import checkpoint, config
+from so101_mjx.training.evaluate import evaluate
+from so101_mjx.training.progress import read_csv
 
 ENV = "SO101Reach-v0"
 pytest.importorskip("onnx")

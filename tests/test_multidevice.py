@@ -14,13 +14,13 @@ import sys
 
 import pytest
 
-from train import checkpoint
+from so101_mjx.training import checkpoint
 
 SCRIPT = r"""
 import json, sys
 from pathlib import Path
 import jax, numpy as np
-from train import checkpoint, config, ppo
+from so101_mjx.training import checkpoint, config, ppo
 
 backend, out = sys.argv[1], Path(sys.argv[2])
 last, metrics = ppo.train("SO101Reach-v0", "tiny", config.preset("SO101Reach-v0", "tiny"), out, backend=backend, seed=3)
@@ -31,7 +31,7 @@ report = {"devices": jax.local_device_count(), "steps": [int(p.name) for p in ch
 if backend == "c":  # Brax's own loop on the same devices, same seed
     import functools
     from brax.training.agents.ppo import train as ppo_train
-    from train import envs, networks
+    from so101_mjx.training import envs, networks
     preset = config.preset("SO101Reach-v0", "tiny")
     env = envs.make_env("SO101Reach-v0", preset.env_overrides(), "c")
     _, theirs, _ = ppo_train.train(

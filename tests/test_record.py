@@ -269,7 +269,7 @@ def test_frames_are_the_gym_render():
 
 
 def test_exported_policy_drives_the_episodes(tmp_path):
-    from train.policy import NumpyPolicy, PolicyWeights
+    from so101_mjx.training.policy import NumpyPolicy, PolicyWeights
 
     rng = np.random.default_rng(0)
     weights = PolicyWeights(mean=np.zeros(20, np.float32), std=np.ones(20, np.float32), activation="tanh",

@@ -2,8 +2,8 @@
 ends with the uninterrupted run's checkpoints bitwise (params, Adam moments, normalizer, env steps,
 env states, keys) and its ``metrics.csv`` except the wall-clock columns.
 
-Every run is a subprocess, ``python -m train.ppo`` (float32, backend ``c``, the tiny preset with 4
-evals: epochs end at 128, 256 and 384 env steps), killed by :func:`train.checkpoint.kill_point`
+Every run is a subprocess, ``python -m so101_mjx.cli train`` (float32, backend ``c``, the tiny preset with 4
+evals: epochs end at 128, 256 and 384 env steps), killed by :func:`so101_mjx.training.checkpoint.kill_point`
 (``SO101_MJX_KILL_AT=<point>:<step>``). The subprocesses compile at XLA's backend optimization level
 0, which halves their compile time; the uninterrupted reference run is compiled the same way and
 runs in parallel with the first killed one.
@@ -17,15 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from train import checkpoint
-from train.progress import COLUMNS, CSV_FILE, PNG_FILE, WALL_CLOCK_COLUMNS, read_csv
+from so101_mjx.training import checkpoint
+from so101_mjx.training.progress import COLUMNS, CSV_FILE, PNG_FILE, WALL_CLOCK_COLUMNS, read_csv
 
 ENV = "SO101Reach-v0"
 TIMEOUT_S = 600
 
 
 def command(out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "train.ppo", "--env", ENV, "--preset", "tiny", "--seed", "3", "--num-evals", "4",
+    return [sys.executable, "-m", "so101_mjx.cli", "train", "--env", ENV, "--preset", "tiny", "--seed", "3", "--num-evals", "4",
             "--backend", "c", "--out", str(out), *extra]
 
 

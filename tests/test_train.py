@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from so101_mjx import cli
-from train import checkpoint, config
-from train.progress import EVAL_KEYS, read_csv
+from so101_mjx.training import checkpoint, config
+from so101_mjx.training.progress import EVAL_KEYS, read_csv
 
 ENV = "SO101Reach-v0"
 
@@ -54,12 +54,12 @@ def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
 
 
 def test_fresh_run_equals_brax_ppo_train(tiny_run, float32):
-    """train.loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals, bitwise."""
+    """so101_mjx.training.loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals, bitwise."""
     import functools
 
     from brax.training.agents.ppo import train as ppo_train
 
-    from train import envs, networks
+    from so101_mjx.training import envs, networks
 
     preset = config.preset(ENV, "tiny")
     env = envs.make_env(ENV, preset.env_overrides(), "c")
@@ -163,7 +163,7 @@ def test_replay_runs_the_export_in_the_gym_env(tiny_run, float32, capsys):
 @pytest.mark.parametrize("env_name, name", [(e, p) for e, presets in config.PRESETS.items() for p in presets])
 def test_every_preset_builds_its_env(env_name, name):
     """Each preset's env overrides are valid config (ValueErrors would surface only at train time)."""
-    from train import envs
+    from so101_mjx.training import envs
 
     preset = config.preset(env_name, name)
     env = envs.make_env(env_name, preset.env_overrides(), "c")
@@ -174,8 +174,8 @@ def test_every_preset_builds_its_env(env_name, name):
 def test_replay_in_the_reference_env(tmp_path, capsys):
     """--reference runs the policy in lerobot_env_so101's own env, given the config fields it knows."""
     pytest.importorskip("lerobot_env_so101")
-    from train import envs
-    from train.policy import NumpyPolicy, PolicyWeights
+    from so101_mjx.training import envs
+    from so101_mjx.training.policy import NumpyPolicy, PolicyWeights
 
     rng = np.random.default_rng(0)
     weights = PolicyWeights(

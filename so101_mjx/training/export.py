@@ -9,10 +9,10 @@ output is already in the env's action space, ``[dx, dy, dz]`` in [-1, 1] and ``g
   obs_size) float32, output ``actions`` (batch, 4) float32; metadata ``so101_mjx`` = the run
   metadata JSON (env id, env config with ``action_scale``, obs layout, library version, ...).
 - ``.npz``: ``mean``, ``std``, ``kernel_<i>``, ``bias_<i>``, ``activation`` and ``metadata``
-  (the same JSON), run by :class:`~train.policy.NumpyPolicy` with numpy alone (importable from
-  here or from :mod:`train.policy` without JAX).
+  (the same JSON), run by :class:`~so101_mjx.training.policy.NumpyPolicy` with numpy alone (importable from
+  here or from :mod:`so101_mjx.training.policy` without JAX).
 
-:func:`load_exported` reads either file back as a checked :class:`~train.policy.NumpyPolicy` (the
+:func:`load_exported` reads either file back as a checked :class:`~so101_mjx.training.policy.NumpyPolicy` (the
 ONNX from its initializers): ``replay`` and ``eval`` refuse truncated or non-finite networks.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from train.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights, check_metadata
+from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights, check_metadata
 
 OPSET = 17
 METADATA_KEY = "so101_mjx"
@@ -102,7 +102,7 @@ def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
     """``(deterministic policy, Brax params)`` of a checkpoint (run, checkpoints or step directory),
     its ``run.json`` as the policy's metadata; ValueError naming the step directory when either is
     unusable (:meth:`NumpyPolicy.checked`)."""
-    from train import checkpoint
+    from so101_mjx.training import checkpoint
 
     step_dir = checkpoint.resolve(path)
     run = check_metadata(checkpoint.read_run(step_dir), step_dir / checkpoint.RUN_FILE)
@@ -189,7 +189,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train import checkpoint
+    from so101_mjx.training import checkpoint
 
     step_dir = checkpoint.resolve(args.checkpoint)
     export(step_dir, args.out or step_dir.parent.parent / "policy.onnx")

@@ -1,0 +1,156 @@
+"""``so101-mjx train`` / ``python -m train.ppo``: Brax PPO on a registered env.
+
+One command trains, checkpoints at every eval, and optionally exports and replays on CPU::
+
+    so101-mjx train --env SO101Reach-v0 --export --replay-episodes 100
+
+writes ``runs/SO101Reach-v0-cpu-s0/`` (``run.json``, ``checkpoints/<step>/``, ``metrics.csv``,
+``tb/``, ``learning_curve.png``, ``policy.onnx``, ``policy.npz``). The loop is
+:func:`so101_mjx.training.loop.train` (Brax's PPO, same params bitwise as ``brax...ppo.train.train``). A run is
+deterministic for a given ``--seed`` on a given machine and backend, and ``--resume`` is exact: it
+continues from the latest checkpoint in ``--out`` with the whole training state (params, Adam
+moments, normalizer, env steps, the rollout's env states and RNG keys), re-runs that checkpoint's
+eval, rewrites ``metrics.csv`` to the rows before it, and ends with the params and metrics of the
+uninterrupted run (bitwise on backend ``c``; tests/test_resume.py kills runs with SIGKILL at
+several moments). Killed before its first checkpoint, a run restarts at step 0 on ``--resume``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import time
+from pathlib import Path
+from typing import Any
+
+
+import so101_mjx
+from so101_mjx import cliargs
+from so101_mjx.envs.base import asdict
+from so101_mjx.envs.registry import canonical
+from so101_mjx.physics import BACKENDS
+from so101_mjx.training import checkpoint, config, envs
+from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
+
+COMPATIBLE_KEYS = ("env", "obs_size", "action_size", "network", "normalize_observations")
+
+
+def run_metadata(env_name: str, preset_name: str, preset: config.Preset, env, seed: int) -> dict[str, Any]:
+    """Everything export and replay need to rebuild the env and the policy."""
+    return {
+        "env": env_name,
+        "env_config": asdict(env.config),
+        "preset": preset_name,
+        "preset_config": preset.asdict(),
+        "seed": seed,
+        "backend": env.backend,
+        "obs_size": env.observation_size,
+        "action_size": env.action_size,
+        "network": preset.network(),
+        "normalize_observations": preset.normalize_observations,
+        "action_map": {"scale": envs.ACTION_SCALE.tolist(), "offset": envs.ACTION_OFFSET.tolist()},
+        "version": so101_mjx.__version__,
+    }
+
+
+def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
+    """The checkpoint to continue from, after checking it belongs to this run; None to start at step 0.
+
+    ``--resume`` of a run killed before its first checkpoint (``run.json`` written, no checkpoint)
+    starts it again from step 0.
+    """
+    existing = checkpoint.steps(out)
+    if not resume:
+        if existing:
+            raise ValueError(f"{out} already holds checkpoints; pass --resume to continue it or choose another --out")
+        return None
+    if not existing:
+        if (out / checkpoint.RUN_FILE).is_file():
+            print(f"--resume: no checkpoint under {out} yet: starting from step 0")
+            return None
+        raise ValueError(f"--resume: no checkpoint under {out}")
+    previous = checkpoint.read_run(existing[-1])
+    diff = [f"{k} {previous.get(k)!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if previous.get(k) != run[k]]
+    if diff:
+        raise ValueError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")
+    return existing[-1]
+
+
+def train(
+    env_name: str, preset_name: str, preset: config.Preset, out: Path, *,
+    backend: str | None = None, seed: int = 0, resume: bool = False,
+) -> tuple[Path, dict[str, Any]]:
+    """Train (or resume) into ``out``. Returns the last checkpoint and the last eval's metrics."""
+    from so101_mjx.training import loop, networks
+
+    env_name = canonical(env_name)
+    env = envs.make_env(env_name, preset.env_overrides(), backend)
+    run = run_metadata(env_name, preset_name, preset, env, seed)
+    restore = _resume_point(out, run, resume)
+    step = checkpoint.read_run(restore)["step"] if restore else 0
+    rows = read_csv(out / CSV_FILE)
+    if step >= preset.total_steps and rows and rows[-1]["step"] == step:
+        print(f"{out}: already trained {step:,} of {preset.total_steps:,} steps")
+        return restore, {}
+    checkpoint.write_run(out, run)
+    recorder = Recorder(out, preset.total_steps, step)
+
+    def save(step: int, params, state) -> None:
+        checkpoint.kill_point("train", step)
+        checkpoint.save(out, step, params, run, state)
+        checkpoint.kill_point("checkpoint", step)
+
+    print(f"{env_name} preset={preset_name} backend={env.backend} seed={seed} obs={run['obs_size']} "
+          f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
+    _, _, metrics = loop.train(
+        env,
+        wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),
+        episode_length=env.episode_length,
+        network_factory=networks.network_factory(**run["network"]),
+        seed=seed,
+        deterministic_eval=True,
+        use_pmap_on_reset=False,
+        progress_fn=recorder,
+        checkpoint_fn=save,
+        restore=None if restore is None else functools.partial(checkpoint.load_state, restore),
+        **preset.ppo_kwargs(),
+    )
+    png = recorder.close(f"{env_name} ({preset_name}, seed {seed})")
+    print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
+    return checkpoint.resolve(out), metrics
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
+    choices = "; ".join(f"{env}: {', '.join(p)} (default {config.DEFAULT_PRESET.get(env, 'none')})" for env, p in config.PRESETS.items())
+    parser.add_argument("--preset", default=None, help=f"preset (so101_mjx/training/presets/): {choices}")
+    parser.add_argument("--backend", choices=BACKENDS, default=None, help="default: c on CPU, mjx on accelerators")
+    parser.add_argument("--seed", type=cliargs.seed, default=0)
+    parser.add_argument("--out", type=cliargs.output_dir, default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
+    parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    parser.add_argument("--num-timesteps", type=cliargs.positive_int, default=None, help="override the preset's env steps")
+    parser.add_argument("--num-evals", type=cliargs.positive_int, default=None, help="override the preset's number of evals (>= 2; one checkpoint each after the first)")
+    parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
+    parser.add_argument("--replay-episodes", type=cliargs.non_negative_int, default=0, help="replay N episodes of the export on CPU MuJoCo")
+
+
+def run(args: argparse.Namespace) -> int:
+    from so101_mjx.training import export, replay
+
+    env_name = canonical(args.env)
+    preset_name = args.preset or config.default_preset(env_name)
+    preset = config.preset(env_name, preset_name)
+    overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals}
+    preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
+    out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))
+    start = time.perf_counter()
+    last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume)
+    print(f"checkpoint: {last}  ({time.perf_counter() - start:.0f} s)  final JAX eval: success "
+          f"{metrics.get('eval/episode_final_success', float('nan')):.3f} over {preset.num_eval_envs} episodes")
+    if args.export or args.replay_episodes:
+        onnx_path, npz_path = export.export(last, out / "policy.onnx")
+        if args.replay_episodes:
+            replay.replay(onnx_path or npz_path, episodes=args.replay_episodes, seed=args.seed)
+    print(f"total wall time {time.perf_counter() - start:.0f} s")
+    return 0
