@@ -12,8 +12,10 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import so101_mjx.gym as sgym
+from so101_mjx.envs import default_config, names
+from so101_mjx.rollout import placement_config
 
-IDS = {"SO101PickCube-v0": 100, "SO101PickPlace-v0": 300, "SO101Reach-v0": 50}
+IDS = {"SO101PickCube-v0": 100, "SO101PickPlace-v0": 300, "SO101Reach-v0": 50}  # the reference's limits
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +34,10 @@ def _needs_gl(gl):
         pytest.skip(f"no offscreen GL backend works here (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}; try egl or osmesa)")
 
 
-@pytest.mark.parametrize("name, steps", IDS.items())
-def test_registered_with_episode_limits(name, steps):
+@pytest.mark.parametrize("name", names())
+def test_registered_with_episode_limits(name):
     env = gym.make("so101_mjx/" + name, action_scale=0.025)
-    assert env.spec.max_episode_steps == steps
+    assert env.spec.max_episode_steps == IDS.get(name, default_config(name).episode_length)
     obs, info = env.reset(seed=0)
     assert obs["agent_pos"].shape == (14,) and obs["agent_pos"].dtype == np.float32
     assert obs["environment_state"].dtype == np.float32 and obs in env.observation_space
@@ -51,9 +53,9 @@ def test_spaces_match_reference(name):
     assert ours.action_space == theirs.action_space
 
 
-@pytest.mark.parametrize("name", list(IDS))
+@pytest.mark.parametrize("name", names())
 def test_check_env(name, gl):
-    env = sgym.ENV_CLASSES[name](action_scale=0.025, random_block_position=True) if name != "SO101Reach-v0" else sgym.ENV_CLASSES[name]()
+    env = sgym.ENV_CLASSES[name](**({"action_scale": 0.025, **placement_config(name, True)} if placement_config(name, True) else {}))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Box observation space (minimum|maximum) value is")
         check_env(env, skip_render_check=not gl)
