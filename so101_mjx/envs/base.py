@@ -158,6 +158,12 @@ class SO101Env(abc.ABC):
         controller (single world), or None when it has none."""
         return None
 
+    def reference_initial(self, np_random: np.random.Generator) -> dict[str, Any] | None:
+        """The :meth:`reset_to` arguments the reference env draws from its ``np_random`` at reset,
+        in its order (the gym env's ``reset(seed)`` then places them as the reference does), or
+        None for a task without a reference."""
+        return None
+
     def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
         """``(description, bool (...,))`` of what the scripted controller achieves from final
         observations ``obs`` (..., obs_size) when that is not the task's success (PickCube's

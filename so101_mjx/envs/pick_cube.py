@@ -82,6 +82,11 @@ class PickCube(SO101Env):
             return {"block_xy": jax.random.uniform(rng, (2,), dtype, lo, hi)}
         return {"block_xy": jnp.asarray(self.fixed_block_xy, dtype)}
 
+    def reference_initial(self, np_random) -> dict:
+        if not self.config.random_block_position:
+            return dict(self.fixed_reset)
+        return {"block_xy": np_random.uniform(*self.sampling_bounds)}
+
     def reset_to(self, rng: Array, *, block_xy: Array) -> State:  # type: ignore[override]
         """Reset with the block centre at ``block_xy`` (2,) metres on the table."""
         block_xy = fixed_array("block_xy", block_xy, (2,))

@@ -13,6 +13,7 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import Array
 
 from so101_mjx import scripted
@@ -71,6 +72,15 @@ class PickPlace(PickCube):
         candidates = jax.random.uniform(rng, (_GOAL_TRIES, 2), dtype, lo, hi)
         far = jnp.linalg.norm(candidates - block_xy, axis=-1) >= MIN_GOAL_DISTANCE
         return candidates[jnp.argmax(far)]
+
+    def reference_initial(self, np_random) -> dict:
+        """The reference's draws: block, then goal redrawn until ≥ 8 cm from the block."""
+        if not self.config.random_block_position:
+            return dict(self.fixed_reset)
+        block_xy, goal_xy = np_random.uniform(*SAMPLING_BOUNDS), np_random.uniform(*SAMPLING_BOUNDS)
+        while np.linalg.norm(goal_xy - block_xy) < MIN_GOAL_DISTANCE:
+            goal_xy = np_random.uniform(*SAMPLING_BOUNDS)
+        return {"block_xy": block_xy, "goal_xy": goal_xy}
 
     def reset_to(self, rng: Array, *, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the block at ``block_xy`` (2,) and the goal at ``goal_xy`` (2,) (sampled when None)."""
