@@ -11,8 +11,8 @@ import dataclasses
 import functools
 import importlib
 import pkgutil
+from pathlib import Path
 
-from so101_mjx import envs as _package
 from so101_mjx.envs.base import ArmConfig, SO101Env
 from so101_mjx.physics import BACKENDS, backend_options
 
@@ -24,10 +24,11 @@ _NOT_TASKS = frozenset({"base", "registry", "wrappers"})
 def tasks() -> dict[str, type[SO101Env]]:
     """``{name: task class}`` of every task file in :mod:`so101_mjx.envs`, sorted by name."""
     found: dict[str, type[SO101Env]] = {}
-    for module_info in pkgutil.iter_modules(_package.__path__):
+    package = __name__.rsplit(".", 1)[0]
+    for module_info in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if module_info.name in _NOT_TASKS:
             continue
-        module = importlib.import_module(f"{_package.__name__}.{module_info.name}")
+        module = importlib.import_module(f"{package}.{module_info.name}")
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, SO101Env) and obj.__module__ == module.__name__ and "name" in vars(obj):
                 if obj.name in found:
