@@ -3,8 +3,15 @@
 Semantics of lerobot_env_so101 0.4.0 ``SO101PickPlaceGymEnv``: observation ``agent_pos`` (14) +
 block (3) + goal (3); success = the block rose > 3 cm above its reset height at some step, rests
 within 3 cm (xy) of the goal, the jaw joint is more than half open and the block moves slower
-than 1 cm/s; reward = success (always sparse); terminated on success or when the block leaves
-the workspace. Defaults: top-down IK and jaw pads on.
+than 1 cm/s; reward = success (sparse, the default); terminated on success or when the block
+leaves the workspace. Defaults: top-down IK and jaw pads on.
+
+Extension (not in the reference; opt-in): ``reward_type="dense"`` is a staged reward for
+training, each stage a term in [0, 1] gated by the one before (:data:`STAGED_WEIGHTS`): ``reach``
+(grasp point to the block), ``grasp`` (:meth:`PickCube.grasped`), ``lift`` (while grasped, up
+to :data:`CARRY_HEIGHT`), ``carry`` (once carried, block to the goal in xy), ``place`` (at the
+goal, lowered to the table), ``release`` (placed, jaw open) and ``success``. Success itself is
+the reference's criterion either way.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from jax import Array
 from so101_mjx import scripted
 from so101_mjx.envs.base import block_dof_adr, fixed_array
 from so101_mjx.envs.pick_cube import PickCube, PickCubeConfig
+from so101_mjx.scenes import EE_SITE
 from so101_mjx.state import State
 
 SAMPLING_BOUNDS = ((0.15, -0.1), (0.3, 0.1))
@@ -31,6 +39,10 @@ MIN_CARRY_RISE = 0.03
 PLACE_MAX_BLOCK_SPEED = 0.01
 PLACE_OPEN_FRACTION = 0.5
 _GOAL_TRIES = 16  # rejection-sampling rounds; P(all fail) < 1e-12 for this box
+CARRY_HEIGHT = 0.04  # m above the reset height where the staged reward's lift term saturates
+STAGE_SHARPNESS = 10.0  # 1/m: distance terms are 1 − tanh(sharpness · d)
+PLACED_HEIGHT = 0.005  # m above the reset height below which the block counts as on the table
+STAGED_WEIGHTS = {"reach": 0.1, "grasp": 0.2, "lift": 0.3, "carry": 0.5, "place": 0.5, "release": 0.5, "success": 1.0}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,8 +53,8 @@ class PickPlaceConfig(PickCubeConfig):
 
     def validate(self) -> None:
         super().validate()
-        if self.reward_type != "sparse":
-            raise ValueError(f"reward_type must be 'sparse' for PickPlace (the reference has no dense reward), got {self.reward_type!r}")
+        if self.grasp_reward:
+            raise ValueError(f"grasp_reward must be 0 for PickPlace (its dense reward has a grasp stage), got {self.grasp_reward!r}")
 
 
 
@@ -107,6 +119,31 @@ class PickPlace(PickCube):
             & (self.arm.jaw_opening(physics) > PLACE_OPEN_FRACTION)
             & (speed < PLACE_MAX_BLOCK_SPEED)
         )
+
+    def reward_weights(self) -> dict[str, float]:
+        return {"success": 1.0} if self.config.reward_type == "sparse" else dict(STAGED_WEIGHTS)
+
+    def reward_terms(self, physics, info, success: Array) -> dict[str, Array]:
+        if self.config.reward_type == "sparse":
+            return {"success": success}
+        dtype = physics.qpos.dtype
+        block, goal, task = self.block_pos(physics), info.task["goal"], info.task
+        closeness = lambda d: 1.0 - jnp.tanh(STAGE_SHARPNESS * d)  # noqa: E731
+        grasp_point = self.arm.kin.point(self.arm.joint_q(physics), EE_SITE, self._grasp_offset)
+        grasped = self.grasped(physics).astype(dtype)
+        height = block[2] - task["z_init"]
+        carried = task["was_carried"].astype(dtype)
+        at_goal = (jnp.linalg.norm(block[:2] - goal[:2]) < PLACE_SUCCESS_DISTANCE).astype(dtype)
+        placed = carried * at_goal * (height < PLACED_HEIGHT).astype(dtype)
+        return {
+            "reach": closeness(jnp.linalg.norm(grasp_point - block)),
+            "grasp": grasped,
+            "lift": grasped * jnp.clip(height / CARRY_HEIGHT, 0.0, 1.0),
+            "carry": carried * closeness(jnp.linalg.norm(block[:2] - goal[:2])),
+            "place": carried * at_goal * (1.0 - jnp.clip(height / CARRY_HEIGHT, 0.0, 1.0)),
+            "release": placed * jnp.clip(self.arm.jaw_opening(physics), 0.0, 1.0),
+            "success": success,
+        }
 
     def terminated(self, physics, info) -> Array:
         """The block left :data:`WORKSPACE_XY`."""

@@ -1,4 +1,6 @@
-"""Presets of SO101PickPlace-v0 (sparse reward only, as the reference). The ``gpu`` preset has not been run."""
+"""Presets of SO101PickPlace-v0. ``cpu`` trains on the staged dense reward (``reward_type="dense"``,
+see :mod:`so101_mjx.envs.pick_place`) with a success bonus; success stays the reference's sparse
+criterion. Neither ``cpu`` nor ``gpu`` has been run to completion yet (see the README)."""
 
 from so101_mjx.training.preset import Preset, tiny
 
@@ -6,8 +8,17 @@ ENV = "SO101PickPlace-v0"
 DEFAULT = "gpu"
 # top-down IK, jaw pads, random placements, 4 cm per action unit (also PickCube's training config)
 PLACE_CONFIG = {"top_down_ik": True, "jaw_pads": True, "random_block_position": True, "action_scale": 0.04}
+PLACE_TRAIN_CONFIG = {**PLACE_CONFIG, "reward_type": "dense"}
 PRESETS = {
     "tiny": tiny(**PLACE_CONFIG),
+    # 20 epochs of 1,024,000 env steps; episodes of 150 control steps (the scripted controller
+    # places in ~50 at this action scale)
+    "cpu": Preset(
+        num_timesteps=20 * 1_024_000, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
+        num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=21,
+        episode_length=150, policy_hidden_layer_sizes=(128, 128, 128), value_hidden_layer_sizes=(256, 256, 256),
+        success_bonus=50.0, env_config=PLACE_TRAIN_CONFIG,
+    ),
     "gpu": Preset(
         num_timesteps=200_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
         num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.98, num_evals=20,
