@@ -176,7 +176,8 @@ def ik_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
 
 
 def dynamics_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
-    from so101_mjx.dynamics import JaxBackend, MujocoBackend
+    from so101_mjx.dynamics import JaxBackend
+    from so101_mjx.dynamics_mujoco import MujocoBackend
 
     jb, mb = JaxBackend(), MujocoBackend()
     inputs = dynamics_bench.sample(jb, mb, sizes.dynamics_batch, np.random.default_rng(0))

@@ -10,7 +10,8 @@ import numpy as np
 
 from so101_mjx.benchmarks import median_time, print_table
 from so101_mjx.cliargs import positive_int
-from so101_mjx.dynamics import DynamicsBackend, JaxBackend, MujocoBackend
+from so101_mjx.dynamics import DynamicsBackend, JaxBackend
+from so101_mjx.dynamics_mujoco import MujocoBackend
 
 QUANTITIES = ("M", "C", "g", "ID", "FD", "regressor")
 
