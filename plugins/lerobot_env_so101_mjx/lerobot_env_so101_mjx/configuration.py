@@ -1,0 +1,79 @@
+"""The ``so101_mjx`` lerobot ``EnvConfig``: ``--env.type=so101_mjx --env.task=SO101PickCube-v0``.
+
+Imported by the package only when lerobot is installed. Everything task-specific (gym id,
+features, fps, episode length, gym kwargs) comes from :func:`lerobot_env_so101_mjx.spec.env_spec`;
+that module, and with it JAX and MuJoCo, is imported when an ``so101_mjx`` config is built, not
+when lerobot merely discovers the plugin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lerobot.configs import FeatureType, PolicyFeature
+from lerobot.envs.configs import EnvConfig
+
+if TYPE_CHECKING:
+    from lerobot_env_so101_mjx.spec import EnvSpec
+
+
+@EnvConfig.register_subclass("so101_mjx")
+@dataclass
+class SO101MjxEnv(EnvConfig):
+    """An so101_mjx task as a lerobot env (gym id ``so101_mjx/<task>``, MuJoCo C, one world each).
+
+    ``None`` fields take the task's value at construction: ``fps`` (1 / control_dt),
+    ``episode_length``, ``action_scale``, and ``random_block_position`` / ``reward_type`` where the
+    task has them. ``image_obs`` observes ``pixels.front`` (observation_height, observation_width, 3)
+    instead of ``environment_state``. Actions are (4,) ``[dx, dy, dz, grasp]``, grasp in [0, 1].
+    """
+
+    task: str | None = "SO101PickCube-v0"
+    fps: int | None = None
+    episode_length: int | None = None
+    image_obs: bool = False
+    observation_height: int = 128
+    observation_width: int = 128
+    action_scale: float | None = None
+    random_block_position: bool | None = None
+    reward_type: str | None = None
+
+    def __post_init__(self) -> None:
+        spec = self._spec()
+        self.task, self.fps, self.episode_length = spec.task, spec.fps, spec.episode_length
+        for key, value in spec.task_options.items():
+            setattr(self, key, value)
+        self.features = {key: PolicyFeature(type=FeatureType[kind], shape=shape) for key, (kind, shape) in spec.features.items()}
+        self.features_map = dict(spec.features_map)
+
+    def _spec(self) -> EnvSpec:
+        """The task's lerobot view from the current field values (ValueError naming a bad field)."""
+        from lerobot_env_so101_mjx.spec import env_spec  # imported on use: loads JAX and MuJoCo
+
+        return env_spec(
+            self.task,
+            image_obs=self.image_obs,
+            observation_height=self.observation_height,
+            observation_width=self.observation_width,
+            fps=self.fps,
+            episode_length=self.episode_length,
+            action_scale=self.action_scale,
+            random_block_position=self.random_block_position,
+            reward_type=self.reward_type,
+        )
+
+    @property
+    def package_name(self) -> str:
+        """``so101_mjx.gym``: lerobot imports it when ``gym_id`` is not registered yet."""
+        return self._spec().package_name
+
+    @property
+    def gym_id(self) -> str:
+        """``so101_mjx/<task>`` (the base class would build ``<package_name>/<task>``)."""
+        return self._spec().gym_id
+
+    @property
+    def gym_kwargs(self) -> dict[str, Any]:
+        """``gym.make`` kwargs: image_obs, render_spec, the task options, max_episode_steps."""
+        return dict(self._spec().gym_kwargs)

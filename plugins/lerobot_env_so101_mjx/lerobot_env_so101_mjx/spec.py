@@ -1,0 +1,120 @@
+"""What lerobot needs to know about an so101_mjx task, derived from the task registry.
+
+:func:`env_spec` turns the plugin's config values into the gym id, the module whose import
+registers it, the features (policy inputs and outputs, with shapes from the task's observation
+layout), their map to lerobot's keys and the ``gym.make`` kwargs. A pure function of its
+arguments; it imports neither lerobot nor torch, so CI tests it without them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import so101_mjx.gym as so101_gym
+from so101_mjx import checks
+from so101_mjx.arm import AGENT_POS_SIZE
+from so101_mjx.envs import registry
+
+ACTION_SIZE = 4  # [dx, dy, dz, grasp], every task (SO101Env.action_size)
+# Task config fields the plugin forwards to gym.make, each where the task's config has it.
+TASK_OPTIONS = ("action_scale", "random_block_position", "reward_type")
+PIXELS_KEY = f"pixels/{so101_gym.CAMERA}"  # the gym env's nested observation pixels.front
+# lerobot's key names (lerobot.utils.constants ACTION, OBS_STATE, OBS_ENV_STATE, OBS_IMAGES),
+# spelled out so this module needs no lerobot; the lerobot test checks them against lerobot's.
+LEROBOT_KEYS = {
+    "action": "action",
+    "agent_pos": "observation.state",
+    "environment_state": "observation.environment_state",
+    PIXELS_KEY: f"observation.images.{so101_gym.CAMERA}",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvSpec:
+    """One task's lerobot view. ``features`` maps env keys to ``(FeatureType name, shape)``:
+    ``action`` (4,), ``agent_pos`` (14,), then ``environment_state`` (task's size,) or
+    ``pixels/front`` (height, width, 3) uint8 pixels."""
+
+    task: str  # canonical registry name
+    gym_id: str
+    package_name: str  # the module whose import registers gym_id
+    fps: int  # control steps per second, 1 / control_dt
+    episode_length: int  # control steps before truncation
+    task_options: dict[str, Any]  # TASK_OPTIONS the task has, with their values (defaults filled)
+    features: dict[str, tuple[str, tuple[int, ...]]]
+    features_map: dict[str, str]
+    gym_kwargs: dict[str, Any]
+
+
+def env_spec(
+    task: str,
+    *,
+    image_obs: bool = False,
+    observation_height: int = 128,
+    observation_width: int = 128,
+    fps: int | None = None,
+    episode_length: int | None = None,
+    **task_options: Any,
+) -> EnvSpec:
+    """The lerobot view of registered task ``task`` (``SO101PickCube-v0`` or ``so101_mjx/...``).
+
+    Args:
+        image_obs: observe ``pixels/front`` (observation_height, observation_width, 3) instead
+            of ``environment_state``.
+        observation_height, observation_width: frame size in pixels (render and pixels.front).
+        fps: None or the task's control rate in Hz (lerobot records it; it is not a setting).
+        episode_length: control steps per episode; None for the task's.
+        task_options: values for :data:`TASK_OPTIONS`; None (or absent) for the task's default.
+
+    Raises ValueError naming the field for an unknown task, a bad value, an option the task does
+    not have, or an fps other than the task's.
+    """
+    try:
+        name = registry.canonical(task)
+    except ValueError as e:
+        raise ValueError(f"task must be one of {registry.names()} (optionally prefixed {registry.NAMESPACE!r}), got {task!r}") from e
+    unknown = sorted(set(task_options) - set(TASK_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown task option(s) {unknown}; expected some of {list(TASK_OPTIONS)}")
+    image_obs = checks.flag("image_obs", image_obs)
+    height = checks.integer("observation_height", observation_height, ge=1, le=so101_gym.MAX_FRAME_SIZE)
+    width = checks.integer("observation_width", observation_width, ge=1, le=so101_gym.MAX_FRAME_SIZE)
+
+    default = registry.default_config(name)
+    fields = {f.name for f in dataclasses.fields(default)}
+    given = {k: v for k, v in task_options.items() if v is not None}
+    absent = sorted(set(given) - fields)
+    if absent:
+        raise ValueError(f"{name} has no option(s) {absent} (its config has no such field); leave them unset")
+    if episode_length is not None:
+        given["episode_length"] = episode_length
+    config = dataclasses.replace(default, **given)  # validates: ValueError naming the field
+
+    rate = round(1.0 / config.control_dt)
+    if fps is not None and fps != rate:
+        raise ValueError(f"fps must be None or {name}'s control rate {rate} Hz (1 / control_dt), got {fps!r}")
+
+    options = {k: getattr(config, k) for k in TASK_OPTIONS if k in fields}
+    features: dict[str, tuple[str, tuple[int, ...]]] = {"action": ("ACTION", (ACTION_SIZE,)), "agent_pos": ("STATE", (AGENT_POS_SIZE,))}
+    if image_obs:
+        features[PIXELS_KEY] = ("VISUAL", (height, width, 3))
+    else:
+        features["environment_state"] = ("ENV", (registry.task(name).obs_size() - AGENT_POS_SIZE,))
+    gym_kwargs = {
+        "image_obs": image_obs,
+        "render_spec": so101_gym.GymRenderingSpec(height=height, width=width),
+        **options,
+        "max_episode_steps": config.episode_length,
+    }
+    return EnvSpec(
+        task=name,
+        gym_id=registry.NAMESPACE + name,
+        package_name=so101_gym.__name__,
+        fps=rate,
+        episode_length=config.episode_length,
+        task_options=options,
+        features=features,
+        features_map={key: LEROBOT_KEYS[key] for key in features},
+        gym_kwargs=gym_kwargs,
+    )

@@ -1,0 +1,122 @@
+"""The lerobot env plugin (plugins/lerobot_env_so101_mjx).
+
+Its derivation (:mod:`lerobot_env_so101_mjx.spec`) is checked for every registered task against
+the gym env it configures, without lerobot or torch; with lerobot and the plugin installed,
+lerobot's own discovery and ``make_env`` build an env whose observations fit the features.
+"""
+
+import importlib.metadata
+import logging
+import sys
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from so101_mjx.envs import default_config, names
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "lerobot_env_so101_mjx"))
+from lerobot_env_so101_mjx import spec as plugin  # noqa: E402  (the checkout's plugin)
+
+
+@pytest.mark.parametrize("name", names())
+def test_spec_fits_the_gym_env_it_configures(name):
+    s = plugin.env_spec(name, action_scale=0.03, episode_length=7)
+    env = gym.make(s.gym_id, **s.gym_kwargs)
+    space = env.observation_space
+    assert set(s.features) == {"action", "agent_pos", "environment_state"}
+    assert s.features["action"] == ("ACTION", env.action_space.shape)
+    assert s.features["agent_pos"] == ("STATE", space["agent_pos"].shape)
+    assert s.features["environment_state"] == ("ENV", space["environment_state"].shape)
+    assert env.spec.max_episode_steps == s.episode_length == 7
+    assert env.unwrapped.env.config.action_scale == 0.03
+    assert s.fps == env.metadata["render_fps"]
+    assert s.package_name == type(env.unwrapped).__module__
+    env.close()
+
+
+@pytest.mark.parametrize("name", names())
+def test_unset_fields_take_the_tasks_values(name):
+    s = plugin.env_spec(name)
+    config = default_config(name)
+    has = [k for k in plugin.TASK_OPTIONS if hasattr(config, k)]
+    assert s.task_options == {k: getattr(config, k) for k in has}
+    assert s.episode_length == s.gym_kwargs["max_episode_steps"] == config.episode_length
+    assert {k: s.gym_kwargs[k] for k in has} == s.task_options
+    assert s.features_map == {k: plugin.LEROBOT_KEYS[k] for k in s.features}
+    for missing in set(plugin.TASK_OPTIONS) - set(has):
+        with pytest.raises(ValueError, match=missing):
+            plugin.env_spec(name, **{missing: getattr(default_config("SO101PickCube-v0"), missing)})
+
+
+def test_image_obs_features_fit_the_gym_env():
+    s = plugin.env_spec("so101_mjx/SO101PickPlace-v0", image_obs=True, observation_height=48, observation_width=64)
+    assert s.task == "SO101PickPlace-v0"
+    assert set(s.features) == {"action", "agent_pos", plugin.PIXELS_KEY}
+    assert s.features_map[plugin.PIXELS_KEY] == "observation.images.front"
+    env = gym.make(s.gym_id, **s.gym_kwargs)
+    front = env.observation_space["pixels"]["front"]
+    assert s.features[plugin.PIXELS_KEY] == ("VISUAL", front.shape) and front.shape == (48, 64, 3)
+    assert "environment_state" not in env.observation_space.spaces
+    env.close()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"task": "SO101Nope-v0"}, "task must be one of"),
+        ({"action_scale": -1.0}, "action_scale"),
+        ({"reward_type": "shaped"}, "reward_type"),
+        ({"episode_length": 0}, "episode_length"),
+        ({"fps": 30}, "fps must be None or"),
+        ({"image_obs": "yes"}, "image_obs"),
+        ({"observation_height": 0}, "observation_height"),
+        ({"observation_width": 1.5}, "observation_width"),
+        ({"control_dt": 0.05}, "unknown task option"),
+    ],
+)
+def test_bad_values_raise_naming_the_field(kwargs, field):
+    kwargs = {"task": "SO101PickCube-v0", **kwargs}
+    with pytest.raises(ValueError, match=field):
+        plugin.env_spec(kwargs.pop("task"), **kwargs)
+
+
+def test_lerobot_discovers_the_plugin_and_makes_the_env(caplog):
+    pytest.importorskip("lerobot")
+    try:
+        dist = importlib.metadata.distribution("lerobot_env_so101_mjx")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the plugin is not installed (pip install ./plugins/lerobot_env_so101_mjx)")
+    from lerobot.envs.configs import EnvConfig
+    from lerobot.envs.factory import make_env, make_env_config
+    from lerobot.envs.utils import env_to_policy_features, preprocess_observation
+    from lerobot.utils import constants
+    from lerobot.utils.import_utils import register_third_party_plugins
+
+    assert dist.metadata["Name"] == "lerobot_env_so101_mjx"  # the raw name lerobot matches and imports
+    with caplog.at_level(logging.INFO):
+        register_third_party_plugins()
+    assert "Imported third-party plugin: lerobot_env_so101_mjx" in caplog.messages
+    assert "so101_mjx" in EnvConfig.get_known_choices()
+    assert plugin.LEROBOT_KEYS == {
+        "action": constants.ACTION,
+        "agent_pos": constants.OBS_STATE,
+        "environment_state": constants.OBS_ENV_STATE,
+        plugin.PIXELS_KEY: f"{constants.OBS_IMAGES}.front",
+    }
+
+    cfg = make_env_config("so101_mjx", task="SO101PickPlace-v0", action_scale=0.03)
+    assert (cfg.fps, cfg.episode_length, cfg.random_block_position) == (10, 300, False)
+    vec = make_env(cfg, n_envs=1)["so101_mjx"][0]
+    assert vec.call("_max_episode_steps")[0] == 300
+    obs, _ = vec.reset(seed=0)
+    obs, reward, terminated, truncated, _ = vec.step(np.zeros((1, 4), np.float32))
+    batch = preprocess_observation(obs)
+    features = env_to_policy_features(cfg)
+    for key, feature in features.items():
+        if key != constants.ACTION:
+            assert tuple(batch[key].shape) == (1, *feature.shape), key
+    assert features[constants.ACTION].shape == vec.single_action_space.shape
+    assert np.isfinite(reward).all() and not terminated.any() and not truncated.any()
+    vec.close()
