@@ -252,16 +252,12 @@ class SO101Solver:
         return checks.integer("num_samples", num_samples, ge=1, le=self.seed_db_size + 1)
 
     # -- TCP, limits, weights ------------------------------------------------------------------
-
     def set_tcp(self, xpos) -> None:
         """Set the (4, 4) SE(3) TCP transform in the site frame; ValueError if not finite SE(3)."""
         t = np.asarray(xpos, dtype=np.float64)
-        if t.shape != (4, 4):
-            raise ValueError(f"tcp must have shape (4, 4), got {t.shape}")
-        if not np.all(np.isfinite(t)):
-            raise ValueError("tcp must be finite")
-        if not is_se3(t, _POSE_ATOL):
-            raise ValueError("tcp must be an SE(3) transform: orthonormal rotation, det +1, last row [0, 0, 0, 1]")
+        if t.shape != (4, 4) or not np.all(np.isfinite(t)) or not is_se3(t, _POSE_ATOL):
+            raise ValueError(f"tcp must be a finite (4, 4) SE(3) transform (orthonormal rotation, det +1, last row "
+                             f"[0, 0, 0, 1]), got shape {t.shape}: {t.tolist() if t.size <= 16 else '...'}")
         self._tcp, self._db = t.copy(), None
 
     def get_tcp(self) -> np.ndarray:
