@@ -18,6 +18,9 @@ limits and its FK reproduces the target (position error < ``pos_eps``). Honoured
 TCP position, the approach axis's pitch (angle below the horizontal) and the wrist roll; the
 approach axis's azimuth is not free on a 5-DoF arm — it follows the pan.
 
+The pitch is the in-plane angle of the approach axis below the arm's forward horizontal
+(:func:`pitch_of` of joint angles; :func:`approach_direction` its world direction at a pan).
+
 Shapes: targets (..., 3) metres, pitch and roll (...) radians; candidates (..., 4, 5) radians in
 ``ARM_JOINTS`` order, validity (..., 4). Pure JAX, any batch axes, float32 or float64.
 """
@@ -107,46 +110,84 @@ def _pitch(angle: Array, x: Array, z: Array) -> tuple[Array, Array]:
 
 
 def wrap(angle: Array) -> Array:
-    """``angle`` wrapped to (-π, π]."""
-    return jnp.arctan2(jnp.sin(angle), jnp.cos(angle))
+    """``angle`` wrapped to (-π, π] by whole turns (no trigonometric calls; exact where already in range)."""
+    return angle - 2 * jnp.pi * jnp.ceil((angle - jnp.pi) / (2 * jnp.pi))
 
 
 def solve(geom: ArmGeometry, target: Array, pitch: Array, roll: Array) -> tuple[Array, Array]:
-    """All branches for a world TCP ``target`` (..., 3), approach ``pitch`` (...) below the horizontal
-    (π/2: pointing down) and wrist ``roll`` (...) joint angle, radians.
+    """All branches for a world TCP ``target`` (..., 3), approach ``pitch`` (...) (:func:`pitch_of`;
+    π/2: pointing down) and wrist ``roll`` (...) joint angle, radians.
 
     Returns ``(exists (..., 4), q (..., 4, 5))`` in :data:`BRANCHES` order: ``exists`` says the
     branch reaches the target (joint limits and the FK check are :class:`SO101AnalyticSolver`'s);
-    a branch that does not exist holds finite angles.
+    a branch that does not exist holds finite angles. Ten inverse trigonometric calls per target:
+    the two pan branches share the target's azimuth (the back pan is the forward one's mirror),
+    and each elbow pair shares one arccos, the elbow's cosine and sine then following by algebra.
     """
+    return _stack([b for pan_sign in (1, -1) for b in _pan_branches(geom, target, pitch, roll, pan_sign, (1, -1))])
+
+
+def solve_each(geom: ArmGeometry, target: Array, pitch: Array, roll: Array) -> tuple[Array, Array]:
+    """As :func:`solve`, but branch ``k`` at its own wrist roll ``roll[..., k]`` ((..., 4) radians)."""
+    return _stack([_pan_branches(geom, target, pitch, roll[..., k], pan_sign, (elbow_sign,))[0]
+                   for k, (pan_sign, elbow_sign) in enumerate(BRANCHES)])
+
+
+def _stack(branches: list[tuple[Array, Array]]) -> tuple[Array, Array]:
+    return jnp.stack([e for e, _ in branches], -1), jnp.stack([q for _, q in branches], -2)
+
+
+def _pan_branches(geom: ArmGeometry, target: Array, pitch: Array, roll: Array, pan_sign: int,
+                  elbow_signs: tuple[int, ...]) -> list[tuple[Array, Array]]:
+    """``(exists (...), q (..., 5))`` of the branches (``pan_sign``, each of ``elbow_signs``)."""
     dt = target.dtype
-    frame, origin = jnp.asarray(geom.frame, dt), jnp.asarray(geom.origin, dt)
-    t = jnp.einsum("ij,...j->...i", frame, target - origin)
+    c = lambda x: jnp.asarray(x, dt)  # noqa: E731
+    t = jnp.einsum("ij,...j->...i", c(geom.frame), target - c(geom.origin))
     roll_angle = roll - float(geom.qpos0[4])
-    p5 = jnp.asarray(geom.roll_anchor, dt) + _rotate_about(
-        geom.roll_axis, roll_angle, jnp.broadcast_to(jnp.asarray(geom.tool - geom.roll_anchor, dt), t.shape))
+    p5 = c(geom.roll_anchor) + _rotate_about(
+        geom.roll_axis, roll_angle, jnp.broadcast_to(c(geom.tool - geom.roll_anchor), jnp.broadcast_shapes(t.shape, (*roll_angle.shape, 3))))
     h = p5[..., 1]
     r2 = t[..., 0] ** 2 + t[..., 1] ** 2
-    reach_pan = r2 >= h**2
-    c2, c3, c4 = (jnp.asarray(a, dt) for a in geom.anchors)
-    s = jnp.asarray(geom.approach_angle, dt) + pitch  # θ2 + θ3 + θ4 (angles relative to qpos0)
-    wx, wz = _pitch(s, p5[..., 0] - c4[0], p5[..., 2] - c4[2])  # wrist-to-tool after the pitches
-    u, v = (c3 - c2)[jnp.array([0, 2])], (c4 - c3)[jnp.array([0, 2])]
-    l1, l2 = jnp.linalg.norm(u), jnp.linalg.norm(v)
-    beta_u, beta_v = jnp.arctan2(u[1], u[0]), jnp.arctan2(v[1], v[0])
-    candidates, exists = [], []
-    for pan_sign, elbow_sign in BRANCHES:
-        x = pan_sign * jnp.sqrt(jnp.maximum(r2 - h**2, 0))
-        pan = jnp.arctan2(t[..., 1], t[..., 0]) - jnp.arctan2(h, x)
-        wx_rel, wz_rel = x - wx - c2[0], t[..., 2] - wz - c2[2]
-        cos_elbow = (wx_rel**2 + wz_rel**2 - l1**2 - l2**2) / (2 * l1 * l2)
-        reach = reach_pan & (jnp.abs(cos_elbow) <= 1)
-        gamma = elbow_sign * jnp.arccos(jnp.clip(cos_elbow, -1, 1))
-        th3 = beta_v - beta_u - gamma
-        ex, ez = _pitch(th3, v[0], v[1])
-        th2 = jnp.arctan2(u[1] + ez, u[0] + ex) - jnp.arctan2(wz_rel, wx_rel)
-        th4 = s - th2 - th3
-        angles = jnp.stack([geom.pan_sign * pan, th2, th3, th4, roll_angle], -1)
-        candidates.append(wrap(angles) + jnp.asarray(geom.qpos0, dt))
-        exists.append(reach)
-    return jnp.stack(exists, -1), jnp.stack(candidates, -2)
+    reach_x = jnp.sqrt(jnp.maximum(r2 - h**2, 0))
+    azimuth, offset = jnp.arctan2(t[..., 1], t[..., 0]), jnp.arctan2(h, reach_x)
+    # atan2(h, -X) = π - atan2(h, X) modulo 2π.
+    pan = azimuth - offset if pan_sign > 0 else azimuth + offset - jnp.pi
+    (c2x, _, c2z), c3, (c4x, _, c4z) = (tuple(float(a) for a in p) for p in geom.anchors)
+    (u0, u1), (v0, v1) = (c3[0] - c2x, c3[2] - c2z), (c4x - c3[0], c4z - c3[2])  # upper, lower arm in (x, z)
+    l1, l2 = float(np.hypot(u0, u1)), float(np.hypot(v0, v1))
+    bend = float(np.arctan2(v1, v0) - np.arctan2(u1, u0))  # upper-to-lower arm angle at θ3 = 0
+    cb, sb = float(np.cos(bend)), float(np.sin(bend))
+    s = float(geom.approach_angle) + pitch  # θ2 + θ3 + θ4 (angles relative to qpos0)
+    wx, wz = _pitch(s, p5[..., 0] - c4x, p5[..., 2] - c4z)  # wrist-to-tool after the pitches
+    wx_rel, wz_rel = pan_sign * reach_x - wx - c2x, t[..., 2] - wz - c2z
+    cos_elbow = (wx_rel**2 + wz_rel**2 - l1**2 - l2**2) / (2 * l1 * l2)
+    reach = (r2 >= h**2) & (jnp.abs(cos_elbow) <= 1)
+    cos_g = jnp.clip(cos_elbow, -1, 1)
+    gamma, sin_g = jnp.arccos(cos_g), jnp.sqrt(1 - cos_g**2)
+    wrist = jnp.arctan2(wz_rel, wx_rel)
+    branches = []
+    for elbow_sign in elbow_signs:
+        # θ3 = bend − γ: its cosine and sine from cos γ, ±sin γ.
+        cos3, sin3 = cb * cos_g + sb * elbow_sign * sin_g, sb * cos_g - cb * elbow_sign * sin_g
+        th3 = bend - elbow_sign * gamma
+        ex, ez = v0 * cos3 + v1 * sin3, v1 * cos3 - v0 * sin3
+        th2 = jnp.arctan2(u1 + ez, u0 + ex) - wrist
+        angles = jnp.broadcast_arrays(geom.pan_sign * pan, th2, th3, s - th2 - th3, roll_angle)
+        branches.append((reach, wrap(jnp.stack(angles, -1)) + c(geom.qpos0)))
+    return branches
+
+
+def pitch_of(geom: ArmGeometry, q: Array) -> Array:
+    """The approach pitch (...) that :func:`solve` takes, of joint angles ``q`` (..., 5): radians in (-π, π]
+    (the in-plane angle of the approach axis below the arm's forward horizontal)."""
+    q = jnp.asarray(q)
+    return wrap(jnp.sum(q[..., 1:4] - jnp.asarray(geom.qpos0[1:4], q.dtype), -1) - float(geom.approach_angle))
+
+
+def approach_direction(geom: ArmGeometry, pan: Array, pitch: Array) -> Array:
+    """World unit approach axis (..., 3) of an arm at ``pan`` joint angle (...) with approach ``pitch`` (...)."""
+    azimuth = geom.pan_sign * (pan - float(geom.qpos0[0]))
+    azimuth, pitch = jnp.broadcast_arrays(azimuth, pitch)
+    c = jnp.cos(pitch)
+    local = jnp.stack([c * jnp.cos(azimuth), c * jnp.sin(azimuth), -jnp.sin(pitch)], -1)
+    return jnp.einsum("ji,...j->...i", jnp.asarray(geom.frame, local.dtype), local)

@@ -69,6 +69,10 @@ def test_no_false_success_over_random_targets(solver):
     cost = np.sum((q - seed[:, None]) ** 2, -1)
     both = valid[:, 0] & valid[:, 1]
     assert np.all(cost[both, 0] <= cost[both, 1])
+    # The single answer (only its branch FK-checked) is the first of all of them.
+    ok1, q1 = (np.asarray(x) for x in solver.get_ik(target, qpos_seed=seed))
+    np.testing.assert_array_equal(ok1, valid[:, 0])
+    np.testing.assert_allclose(q1, q[:, 0], rtol=0, atol=1e-12)
 
 
 def test_agrees_with_multistart_lm_where_both_converge(solver):
@@ -86,6 +90,34 @@ def test_agrees_with_multistart_lm_where_both_converge(solver):
     # The LM's solution is one of the closed-form branches (to its own tolerances).
     gap = np.min(np.max(np.abs(cand - q_lm[:, None]), -1) + 10 * ~valid, -1)
     assert np.percentile(gap[ok_lm], 99) < 1e-2
+
+
+def test_per_target_pitch_agrees_with_lm_where_both_converge(model):
+    """(position, pitch) targets at arbitrary pitches: exact at the sampled roll, and an LM solution
+    of the position and approach direction is a closed-form branch of its own pitch and roll."""
+    analytic = SO101AnalyticSolver(model)
+    lo, hi = limits(analytic)
+    rng = np.random.default_rng(6)
+    q = rng.uniform(lo, hi, (400, 5))
+    pose = np.asarray(analytic.get_fk(q))
+    geom = analytic._geometry()
+    pitch = np.asarray(analytic_ik.pitch_of(geom, q))
+    ok, sol = (np.asarray(x) for x in analytic.get_ik(pose[:, :3, 3], qpos_seed=q, pitch=pitch))
+    assert ok.all()
+    fk = np.asarray(analytic.get_fk(sol))
+    assert np.abs(fk[:, :3, 3] - pose[:, :3, 3]).max() < 1e-9
+    assert np.abs(np.asarray(analytic_ik.wrap(analytic_ik.pitch_of(geom, sol) - pitch))).max() < 1e-9
+    lm = SO101Solver(model, approach_axis=0, pos_eps=1e-6, rot_eps=1e-5, iterations=60, tolerance=1e-9, damping=1e-7)
+    ok_lm, q_lm = (np.asarray(x) for x in lm.get_ik(pose, qpos_seed=np.clip(q + rng.normal(0, 0.2, q.shape), lo, hi)))
+    valid, cand = (np.asarray(x) for x in analytic.get_ik(
+        pose[:, :3, 3], qpos_seed=q_lm, pitch=np.asarray(analytic_ik.pitch_of(geom, q_lm)), return_all_solutions=True))
+    assert ok_lm.mean() > 0.9 and valid[ok_lm, 0].all()  # measured 0.983
+    gap = np.min(np.max(np.abs(cand - q_lm[:, None]), -1) + 10 * ~valid, -1)
+    assert np.percentile(gap[ok_lm], 99) < 1e-4  # measured 2.3e-6 rad: the LM's own tolerances
+    # A non-finite pitch fails like a non-finite target, with finite joints.
+    ok, sol = analytic.get_ik(pose[:2, :3, 3], pitch=np.array([np.nan, pitch[1]]), qpos_seed=q[:2])
+    np.testing.assert_array_equal(np.asarray(ok), [False, True])
+    assert np.all(np.isfinite(np.asarray(sol)))
 
 
 def test_pose_targets(solver):
@@ -113,8 +145,14 @@ def test_invalid_arguments():
         SO101AnalyticSolver(approach_axis=2)
     with pytest.raises(ValueError, match="pitch"):
         SO101AnalyticSolver(pitch=float("nan"))
+    with pytest.raises(ValueError, match="pitch"):
+        SO101AnalyticSolver(pitch="down")
     with pytest.raises(ValueError, match="target"):
         SO101AnalyticSolver().get_ik(np.zeros(4))
+    with pytest.raises(ValueError, match="pitch is for"):
+        SO101AnalyticSolver().get_ik(np.eye(4), pitch=1.0)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        SO101AnalyticSolver().get_ik(np.zeros((4, 3)), pitch=np.zeros(3))
 
 
 def smooth_paths(solver, rng, paths: int, waypoints: int) -> np.ndarray:

@@ -101,3 +101,42 @@ def test_device_section_failure_is_recorded_and_the_rest_runs(tmp_path, monkeypa
     assert sections["ik"]["status"] == "ok" and sections["ik"]["rows"][0]["solves_per_s"] > 0
     assert sections["reach_ppo"]["status"] == "skipped in this test"
     assert "env section: failed: RuntimeError" in (out / "device.md").read_text()
+
+
+def ik_table(out: str) -> dict[tuple[str, int], dict[str, str]]:
+    """``bench ik``'s table rows keyed by (solver, batch)."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["solver", "batch"])
+    header = lines[start].split()
+    rows = [dict(zip(header, line.split())) for line in lines[start + 2:] if line.strip()]
+    return {(r["solver"], int(r["batch"])): r for r in rows}
+
+
+def test_ik_bench_reports_every_solver_and_saves_the_learned_net(tmp_path, capsys):
+    from so101_mjx import neural_ik
+
+    path = tmp_path / "seed.npz"
+    argv = ["bench", "ik", "--batch", "16", "--repeats", "1", "--reference-targets", "2",
+            "--learned-steps", "30", "--save-learned", str(path)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "learned seed net: trained in-run, 30 steps" in out and f"written to {path}" in out
+    rows = ik_table(out)
+    assert set(rows) == {(s, 16) for s in ("lm", "analytic", "learned")}
+    for r in rows.values():
+        assert float(r["solves/s"]) > 0 and 0 <= float(r["success<1mm"]) <= 1 and float(r["ratio"]) > 0
+    # The closed form solves the (position, pitch) targets it can reach exactly; LM from HOME, few.
+    assert float(rows["analytic", 16]["success<1mm"]) >= 0.75 and float(rows["analytic", 16]["err_p50_m"]) < 1e-6
+    assert float(rows["lm", 16]["success<1mm"]) < float(rows["analytic", 16]["success<1mm"])
+    net = neural_ik.load(path)
+    assert net.hidden == neural_ik.HIDDEN and net.heads == neural_ik.HEADS
+
+
+def test_ik_bench_learned_arguments(tmp_path, capsys):
+    assert cli.main(["bench", "ik", "--learned-steps", "0"]) == 2
+    assert "argument --learned-steps" in capsys.readouterr().err
+    assert cli.main(["bench", "ik", "--batch", "1", "--learned", str(tmp_path / "missing.npz")]) == 2
+    captured = capsys.readouterr()
+    assert "missing.npz" in captured.err and "Traceback" not in captured.err
+    assert cli.main(["bench", "ik", "--save-learned", str(tmp_path)]) == 2
+    assert "argument --save-learned" in capsys.readouterr().err

@@ -1,35 +1,57 @@
-"""``so101-mjx bench ik``: batched LM IK vs the reference numpy solver on the same targets.
+"""``so101-mjx bench ik``: batched IK solvers vs the reference numpy solver on the same targets.
 
 Targets are the ``gripperframe`` positions of uniform random joint configurations within the
 limits; every solve starts from HOME (zeros), as the reference env's first step after reset.
-Both solvers run the reference defaults (damping 0.1, 20 iterations, tolerance 1e-4).
+Solvers, each timed end to end (its ``get_ik`` or jitted call), the median of ``--repeats`` runs:
+
+- ``lm``: jitted Levenberg–Marquardt, position only, the reference defaults (damping 0.1, 20
+  iterations, tolerance 1e-4) — the reference's own problem;
+- ``analytic``: :class:`~so101_mjx.analytic_solver.SO101AnalyticSolver`, closed form, every
+  branch, given each target's approach pitch too (that of its sampled configuration) and the
+  wrist roll of HOME: position + pitch + roll pin the solution, where LM has two free DoF;
+- ``learned``: :class:`~so101_mjx.neural_ik.SO101LearnedSolver`, the seed network's candidates
+  and 2 LM steps each, the same (position, pitch) targets. The net is trained in-run
+  (``--learned-steps``, its time printed; ``--save-learned PATH`` keeps it) or loaded
+  (``--learned PATH``): ``so101-mjx bench ik --batch 1 --save-learned seed.npz`` trains one.
+
+Success is the FK-checked position error < 1 mm (FK of the returned joints), over all
+targets (a solver's reported failures included). The ratio is solves/s over the reference
+numpy solver's, timed in the same run on ``--reference-targets`` targets.
 """
 
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx import ik
+from so101_mjx import analytic_ik, ik, neural_ik
+from so101_mjx.analytic_solver import SO101AnalyticSolver
 from so101_mjx.benchmarks import median_time, print_table
-from so101_mjx.cliargs import positive_int
+from so101_mjx.cliargs import output_file, positive_int
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.scenes import ARM_JOINTS, EE_SITE, load_model
 
+SUCCESS_M = 1e-3
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1, 256, 4096, 65536])
+    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1, 4096, 65536])
     parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs; the median is reported")
     parser.add_argument("--reference-targets", type=positive_int, default=200, help="targets timed on the reference solver")
     parser.add_argument("--x64", action="store_true", help="float64 instead of float32")
+    parser.add_argument("--learned", metavar="PATH", help="load the learned solver's seed net (.npz) instead of training one")
+    parser.add_argument("--learned-steps", type=positive_int, default=6000, help="training steps of the in-run seed net")
+    parser.add_argument("--save-learned", metavar="PATH", type=output_file, help="write the in-run seed net (.npz)")
 
 
 def _errors(kin: Kinematics, q, targets) -> np.ndarray:
-    """Position errors (N,) in metres."""
+    """Position errors (N,) in metres (FK at JAX's default precision: float32 round-off is ~1e-7 m)."""
     return np.linalg.norm(np.asarray(kin.point(q, EE_SITE), np.float64) - np.asarray(targets, np.float64), axis=-1)
 
 
@@ -50,10 +72,23 @@ def reference_rate(q0: np.ndarray, targets: np.ndarray, repeats: int) -> tuple[f
     return len(targets) / median_time(solve, repeats), solve()
 
 
+def random_configurations(lo: np.ndarray, hi: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
+    """(n, 5) uniform random joint configurations within ``[lo, hi]``."""
+    return np.random.default_rng(seed).uniform(lo, hi, (n, len(ARM_JOINTS)))
+
+
 def random_targets(kin: Kinematics, lo: np.ndarray, hi: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
-    """(n, 3) ``gripperframe`` positions of uniform random configurations within ``[lo, hi]``."""
-    q = np.random.default_rng(seed).uniform(lo, hi, (n, len(ARM_JOINTS)))
-    return np.asarray(kin.point(q, EE_SITE))
+    """(n, 3) ``gripperframe`` positions of :func:`random_configurations`."""
+    return np.asarray(kin.point(random_configurations(lo, hi, n, seed), EE_SITE))
+
+
+def _row(solve: Callable[[], object], kin: Kinematics, targets: np.ndarray, repeats: int) -> dict[str, float]:
+    """Solves/s of ``solve()`` (joints of the N ``targets``), success < 1 mm, error p50/p99 (m)."""
+    batch = len(targets)
+    rate = batch / median_time(solve, repeats)
+    err = _errors(kin, solve(), targets)
+    p50, p99 = np.percentile(err, [50, 99])
+    return {"batch": batch, "solves_per_s": rate, "success": float(np.mean(err < SUCCESS_M)), "err_p50_m": p50, "err_p99_m": p99}
 
 
 def jax_rates(kin: Kinematics, lo: np.ndarray, hi: np.ndarray, targets: np.ndarray, batches: list[int], dtype,
@@ -61,14 +96,37 @@ def jax_rates(kin: Kinematics, lo: np.ndarray, hi: np.ndarray, targets: np.ndarr
     """Jitted LM from HOME on the first ``batch`` of ``targets``, per batch: solves/s, success < 1 mm, error p50/p99 (m)."""
     solve = jax.jit(lambda q, t: ik.levenberg_marquardt(kin, q, t, lower=jnp.asarray(lo, dtype), upper=jnp.asarray(hi, dtype)))
     rows = []
-    for batch in batches:
-        t = jnp.asarray(targets[:batch], dtype)
-        q0 = jnp.zeros((batch, len(ARM_JOINTS)), dtype)
-        rate = batch / median_time(lambda: solve(q0, t), repeats)
-        err = _errors(kin, solve(q0, t), t)
-        p50, p99 = np.percentile(err, [50, 99])
-        rows.append({"batch": batch, "solves_per_s": rate, "success": float(np.mean(err < 1e-3)), "err_p50_m": p50, "err_p99_m": p99})
+    for b in batches:
+        t, q0 = jnp.asarray(targets[:b], dtype), jnp.zeros((b, len(ARM_JOINTS)), dtype)
+        rows.append(_row(lambda: solve(q0, t), kin, targets[:b], repeats))
     return rows
+
+
+def pitched_rates(solver, targets: np.ndarray, pitches: np.ndarray, batches: list[int], dtype,
+                  repeats: int) -> list[dict[str, float]]:
+    """``solver.get_ik`` of (position, pitch) targets from HOME, per batch (as :func:`jax_rates`)."""
+    home, rows = jnp.zeros(len(ARM_JOINTS), dtype), []
+    for b in batches:
+        t, p = jnp.asarray(targets[:b], dtype), jnp.asarray(pitches[:b], dtype)
+        rows.append(_row(lambda: solver.get_ik(t, qpos_seed=home, pitch=p)[1], solver.kin, targets[:b], repeats))
+    return rows
+
+
+def learned_net(args: argparse.Namespace, model: mujoco.MjModel, kin: Kinematics) -> neural_ik.SeedNet:
+    """The seed net of ``--learned``, or one trained in-run (printed: steps, seconds, loss)."""
+    if args.learned is not None:
+        net = neural_ik.load(args.learned)
+        print(f"learned seed net: {args.learned} (hidden {net.hidden}, {net.heads} heads)")
+        return net
+    lo, hi = ik.joint_limits(model)
+    start = time.perf_counter()
+    net, losses = neural_ik.train(kin, neural_ik.init(kin, lo, hi), steps=args.learned_steps)
+    print(f"learned seed net: trained in-run, {args.learned_steps} steps in {time.perf_counter() - start:.1f} s "
+          f"(loss {losses[0]:.3g} -> {np.mean(losses[-100:]):.3g})")
+    if args.save_learned:
+        neural_ik.save(net, args.save_learned)
+        print(f"learned seed net written to {args.save_learned}")
+    return net
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,8 +136,10 @@ def run(args: argparse.Namespace) -> int:
     model = load_model("pick_cube")
     kin = Kinematics.from_model(model, ARM_JOINTS)
     lo, hi = ik.joint_limits(model)
-    all_targets = random_targets(kin, lo, hi, max(args.batch))
+    configurations = random_configurations(lo, hi, max(args.batch))
+    all_targets = np.asarray(kin.point(configurations, EE_SITE))
     home = np.zeros(len(ARM_JOINTS))
+    net = learned_net(args, model, kin)
 
     n_ref = min(args.reference_targets, len(all_targets))
     ref = reference_rate(home, all_targets[:n_ref], args.repeats)
@@ -89,12 +149,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         ref_rate, ref_q = ref
         err = _errors(kin, ref_q, all_targets[:n_ref])
-        print(f"reference numpy LM on {n_ref} targets: {ref_rate:.4g} solves/s, success {np.mean(err < 1e-3):.3f}")
+        print(f"reference numpy LM on {n_ref} targets: {ref_rate:.4g} solves/s, success {np.mean(err < SUCCESS_M):.3f}")
 
-    rows = [[r["batch"], r["solves_per_s"], r["success"], r["err_p50_m"], r["err_p99_m"],
+    analytic = SO101AnalyticSolver(model)
+    pitches = np.asarray(analytic_ik.pitch_of(analytic._geometry(), configurations))
+    solvers = {
+        "lm": jax_rates(kin, lo, hi, all_targets, args.batch, dtype, args.repeats),
+        "analytic": pitched_rates(analytic, all_targets, pitches, args.batch, dtype, args.repeats),
+        "learned": pitched_rates(neural_ik.SO101LearnedSolver(net, model), all_targets, pitches, args.batch, dtype,
+                                 args.repeats),
+    }
+    rows = [[name, r["batch"], r["solves_per_s"], r["success"], r["err_p50_m"], r["err_p99_m"],
              "-" if ref_rate is None else r["solves_per_s"] / ref_rate]
-            for r in jax_rates(kin, lo, hi, all_targets, args.batch, dtype, args.repeats)]
-    print(f"LM IK (damping 0.1, 20 iterations) of gripperframe from HOME, {jax.default_backend()}, "
-          f"{jnp.dtype(dtype).name}; ratio = solves/s over the reference numpy solver's")
-    print_table(["batch", "solves/s", "success<1mm", "err_p50_m", "err_p99_m", "ratio"], rows)
+            for name, results in solvers.items() for r in results]
+    print(f"IK of gripperframe from HOME, {jax.default_backend()}, {jnp.dtype(dtype).name}: lm = position only "
+          "(damping 0.1, 20 iterations); analytic, learned = position + the sample's approach pitch; "
+          "ratio = solves/s over the reference numpy solver's")
+    print_table(["solver", "batch", "solves/s", "success<1mm", "err_p50_m", "err_p99_m", "ratio"], rows)
     return 0
