@@ -1,0 +1,23 @@
+"""Presets of SO101StackCube-v0, on its staged dense reward.
+
+None of the real presets has been run yet (the ``cpu`` one included), so ``DEFAULT`` is ``tiny``
+until one has been trained and measured.
+"""
+
+from so101_mjx.training.preset import Preset, tiny
+from so101_mjx.training.presets.pick_place import PLACE_CONFIG
+
+ENV = "SO101StackCube-v0"
+DEFAULT = "tiny"
+STACK_CONFIG = {**PLACE_CONFIG, "reward_type": "dense"}
+# The dense terms sum to at most 1 per step; with discounting 0.97 holding any non-final stage is
+# worth at most 1 / (1 - 0.97) ≈ 33, less than the success bonus, so finishing the stack pays.
+_NETWORKS = {"policy_hidden_layer_sizes": (128, 128, 128), "value_hidden_layer_sizes": (256, 256, 256)}
+_PPO = {"unroll_length": 20, "num_updates_per_batch": 4, "learning_rate": 5e-4, "entropy_cost": 1e-2,
+        "discounting": 0.97, "success_bonus": 50.0, "env_config": STACK_CONFIG, **_NETWORKS}
+PRESETS = {
+    "tiny": tiny(**STACK_CONFIG),
+    # PickCube's cpu preset sizes (backend c, 2 cores) for 30 epochs of 532,480 env steps (16M).
+    "cpu": Preset(num_timesteps=30 * 532_480, num_envs=256, batch_size=256, num_minibatches=8, num_evals=31, **_PPO),
+    "gpu": Preset(num_timesteps=300_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, num_evals=20, **_PPO),
+}
