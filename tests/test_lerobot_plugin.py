@@ -14,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+import so101_mjx.gym as sgym
 from so101_mjx.envs import default_config, names
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "lerobot_env_so101_mjx"))
@@ -22,7 +23,7 @@ from lerobot_env_so101_mjx import spec as plugin  # noqa: E402  (the checkout's 
 
 @pytest.mark.parametrize("name", names())
 def test_spec_fits_the_gym_env_it_configures(name):
-    s = plugin.env_spec(name, action_scale=0.03, episode_length=7)
+    s = plugin.task_spec(name, action_scale=0.03, episode_length=7)
     env = gym.make(s.gym_id, **s.gym_kwargs)
     space = env.observation_space
     assert set(s.features) == {"action", "agent_pos", "environment_state"}
@@ -38,26 +39,28 @@ def test_spec_fits_the_gym_env_it_configures(name):
 
 @pytest.mark.parametrize("name", names())
 def test_unset_fields_take_the_tasks_values(name):
-    s = plugin.env_spec(name)
+    s = plugin.task_spec(name)
     config = default_config(name)
     has = [k for k in plugin.TASK_OPTIONS if hasattr(config, k)]
     assert s.task_options == {k: getattr(config, k) for k in has}
     assert s.episode_length == s.gym_kwargs["max_episode_steps"] == config.episode_length
     assert {k: s.gym_kwargs[k] for k in has} == s.task_options
     assert s.features_map == {k: plugin.LEROBOT_KEYS[k] for k in s.features}
+    frame = s.gym_kwargs["render_spec"]
+    assert s.frame_size == (frame.height, frame.width) == (sgym.GymRenderingSpec().height, sgym.GymRenderingSpec().width)
     for missing in set(plugin.TASK_OPTIONS) - set(has):
         with pytest.raises(ValueError, match=missing):
-            plugin.env_spec(name, **{missing: getattr(default_config("SO101PickCube-v0"), missing)})
+            plugin.task_spec(name, **{missing: getattr(default_config("SO101PickCube-v0"), missing)})
 
 
 def test_image_obs_features_fit_the_gym_env():
-    s = plugin.env_spec("so101_mjx/SO101PickPlace-v0", image_obs=True, observation_height=48, observation_width=64)
+    s = plugin.task_spec("so101_mjx/SO101PickPlace-v0", image_obs=True, observation_height=48, observation_width=64)
     assert s.task == "SO101PickPlace-v0"
     assert set(s.features) == {"action", "agent_pos", plugin.PIXELS_KEY}
     assert s.features_map[plugin.PIXELS_KEY] == "observation.images.front"
     env = gym.make(s.gym_id, **s.gym_kwargs)
     front = env.observation_space["pixels"]["front"]
-    assert s.features[plugin.PIXELS_KEY] == ("VISUAL", front.shape) and front.shape == (48, 64, 3)
+    assert s.features[plugin.PIXELS_KEY] == ("VISUAL", front.shape) and front.shape == (48, 64, 3) and s.frame_size == (48, 64)
     assert "environment_state" not in env.observation_space.spaces
     env.close()
 
@@ -79,7 +82,7 @@ def test_image_obs_features_fit_the_gym_env():
 def test_bad_values_raise_naming_the_field(kwargs, field):
     kwargs = {"task": "SO101PickCube-v0", **kwargs}
     with pytest.raises(ValueError, match=field):
-        plugin.env_spec(kwargs.pop("task"), **kwargs)
+        plugin.task_spec(kwargs.pop("task"), **kwargs)
 
 
 def test_lerobot_discovers_the_plugin_and_makes_the_env(caplog):
@@ -107,9 +110,12 @@ def test_lerobot_discovers_the_plugin_and_makes_the_env(caplog):
     }
 
     cfg = make_env_config("so101_mjx", task="SO101PickPlace-v0", action_scale=0.03)
-    assert (cfg.fps, cfg.episode_length, cfg.random_block_position) == (10, 300, False)
+    task_config = default_config(cfg.task)
+    assert cfg.fps == round(1 / task_config.control_dt) and cfg.episode_length == task_config.episode_length
+    assert (cfg.action_scale, cfg.random_block_position) == (0.03, task_config.random_block_position)
+    assert (cfg.observation_height, cfg.observation_width) == plugin.task_spec(cfg.task).frame_size
     vec = make_env(cfg, n_envs=1)["so101_mjx"][0]
-    assert vec.call("_max_episode_steps")[0] == 300
+    assert vec.call("_max_episode_steps")[0] == task_config.episode_length
     obs, _ = vec.reset(seed=0)
     obs, reward, terminated, truncated, _ = vec.step(np.zeros((1, 4), np.float32))
     batch = preprocess_observation(obs)

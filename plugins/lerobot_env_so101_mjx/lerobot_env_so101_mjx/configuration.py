@@ -1,7 +1,7 @@
 """The ``so101_mjx`` lerobot ``EnvConfig``: ``--env.type=so101_mjx --env.task=SO101PickCube-v0``.
 
 Imported by the package only when lerobot is installed. Everything task-specific (gym id,
-features, fps, episode length, gym kwargs) comes from :func:`lerobot_env_so101_mjx.spec.env_spec`;
+features, fps, episode length, gym kwargs) comes from :func:`lerobot_env_so101_mjx.spec.task_spec`;
 that module, and with it JAX and MuJoCo, is imported when an ``so101_mjx`` config is built, not
 when lerobot merely discovers the plugin.
 """
@@ -15,7 +15,7 @@ from lerobot.configs import FeatureType, PolicyFeature
 from lerobot.envs.configs import EnvConfig
 
 if TYPE_CHECKING:
-    from lerobot_env_so101_mjx.spec import EnvSpec
+    from lerobot_env_so101_mjx.spec import TaskSpec
 
 
 @EnvConfig.register_subclass("so101_mjx")
@@ -25,16 +25,17 @@ class SO101MjxEnv(EnvConfig):
 
     ``None`` fields take the task's value at construction: ``fps`` (1 / control_dt),
     ``episode_length``, ``action_scale``, and ``random_block_position`` / ``reward_type`` where the
-    task has them. ``image_obs`` observes ``pixels.front`` (observation_height, observation_width, 3)
-    instead of ``environment_state``. Actions are (4,) ``[dx, dy, dz, grasp]``, grasp in [0, 1].
+    task has them; ``observation_height`` / ``observation_width`` the gym env's frame size (pixels).
+    ``image_obs`` observes ``pixels.front`` (observation_height, observation_width, 3) instead of
+    ``environment_state``. Actions are (4,) ``[dx, dy, dz, grasp]``, grasp in [0, 1].
     """
 
     task: str | None = "SO101PickCube-v0"
     fps: int | None = None
     episode_length: int | None = None
     image_obs: bool = False
-    observation_height: int = 128
-    observation_width: int = 128
+    observation_height: int | None = None
+    observation_width: int | None = None
     action_scale: float | None = None
     random_block_position: bool | None = None
     reward_type: str | None = None
@@ -42,16 +43,17 @@ class SO101MjxEnv(EnvConfig):
     def __post_init__(self) -> None:
         spec = self._spec()
         self.task, self.fps, self.episode_length = spec.task, spec.fps, spec.episode_length
+        self.observation_height, self.observation_width = spec.frame_size
         for key, value in spec.task_options.items():
             setattr(self, key, value)
         self.features = {key: PolicyFeature(type=FeatureType[kind], shape=shape) for key, (kind, shape) in spec.features.items()}
         self.features_map = dict(spec.features_map)
 
-    def _spec(self) -> EnvSpec:
+    def _spec(self) -> TaskSpec:
         """The task's lerobot view from the current field values (ValueError naming a bad field)."""
-        from lerobot_env_so101_mjx.spec import env_spec  # imported on use: loads JAX and MuJoCo
+        from lerobot_env_so101_mjx.spec import task_spec  # imported on use: loads JAX and MuJoCo
 
-        return env_spec(
+        return task_spec(
             self.task,
             image_obs=self.image_obs,
             observation_height=self.observation_height,

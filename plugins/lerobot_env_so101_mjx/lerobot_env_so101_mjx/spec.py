@@ -1,6 +1,6 @@
 """What lerobot needs to know about an so101_mjx task, derived from the task registry.
 
-:func:`env_spec` turns the plugin's config values into the gym id, the module whose import
+:func:`task_spec` turns the plugin's config values into the gym id, the module whose import
 registers it, the features (policy inputs and outputs, with shapes from the task's observation
 layout), their map to lerobot's keys and the ``gym.make`` kwargs. A pure function of its
 arguments; it imports neither lerobot nor torch, so CI tests it without them.
@@ -31,7 +31,7 @@ LEROBOT_KEYS = {
 
 
 @dataclasses.dataclass(frozen=True)
-class EnvSpec:
+class TaskSpec:
     """One task's lerobot view. ``features`` maps env keys to ``(FeatureType name, shape)``:
     ``action`` (4,), ``agent_pos`` (14,), then ``environment_state`` (task's size,) or
     ``pixels/front`` (height, width, 3) uint8 pixels."""
@@ -40,6 +40,7 @@ class EnvSpec:
     gym_id: str
     package_name: str  # the module whose import registers gym_id
     fps: int  # control steps per second, 1 / control_dt
+    frame_size: tuple[int, int]  # (height, width) pixels of render() and pixels.front
     episode_length: int  # control steps before truncation
     task_options: dict[str, Any]  # TASK_OPTIONS the task has, with their values (defaults filled)
     features: dict[str, tuple[str, tuple[int, ...]]]
@@ -47,22 +48,23 @@ class EnvSpec:
     gym_kwargs: dict[str, Any]
 
 
-def env_spec(
+def task_spec(
     task: str,
     *,
     image_obs: bool = False,
-    observation_height: int = 128,
-    observation_width: int = 128,
+    observation_height: int | None = None,
+    observation_width: int | None = None,
     fps: int | None = None,
     episode_length: int | None = None,
     **task_options: Any,
-) -> EnvSpec:
+) -> TaskSpec:
     """The lerobot view of registered task ``task`` (``SO101PickCube-v0`` or ``so101_mjx/...``).
 
     Args:
         image_obs: observe ``pixels/front`` (observation_height, observation_width, 3) instead
             of ``environment_state``.
-        observation_height, observation_width: frame size in pixels (render and pixels.front).
+        observation_height, observation_width: frame size in pixels (render and pixels.front);
+            None for the gym env's default (``GymRenderingSpec``).
         fps: None or the task's control rate in Hz (lerobot records it; it is not a setting).
         episode_length: control steps per episode; None for the task's.
         task_options: values for :data:`TASK_OPTIONS`; None (or absent) for the task's default.
@@ -78,8 +80,10 @@ def env_spec(
     if unknown:
         raise ValueError(f"unknown task option(s) {unknown}; expected some of {list(TASK_OPTIONS)}")
     image_obs = checks.flag("image_obs", image_obs)
-    height = checks.integer("observation_height", observation_height, ge=1, le=so101_gym.MAX_FRAME_SIZE)
-    width = checks.integer("observation_width", observation_width, ge=1, le=so101_gym.MAX_FRAME_SIZE)
+    frame = so101_gym.GymRenderingSpec()  # the gym env's default frame size
+    limit = so101_gym.MAX_FRAME_SIZE
+    height = checks.integer("observation_height", frame.height if observation_height is None else observation_height, ge=1, le=limit)
+    width = checks.integer("observation_width", frame.width if observation_width is None else observation_width, ge=1, le=limit)
 
     default = registry.default_config(name)
     fields = {f.name for f in dataclasses.fields(default)}
@@ -107,11 +111,12 @@ def env_spec(
         **options,
         "max_episode_steps": config.episode_length,
     }
-    return EnvSpec(
+    return TaskSpec(
         task=name,
         gym_id=registry.NAMESPACE + name,
         package_name=so101_gym.__name__,
         fps=rate,
+        frame_size=(height, width),
         episode_length=config.episode_length,
         task_options=options,
         features=features,
