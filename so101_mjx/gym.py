@@ -154,14 +154,17 @@ class SO101MjxGymEnv(gymnasium.Env):
         return self._observation(), {}
 
     def step(self, action) -> tuple[dict, float, bool, bool, dict]:
-        """One control step with ``action`` (4,) = [dx, dy, dz, grasp]; ValueError for another shape."""
+        """One control step with ``action`` (4,) = [dx, dy, dz, grasp]; ValueError for another shape.
+
+        ``info``: ``succeed`` (the reference's key) and ``is_success`` (the key lerobot-eval reads)."""
         action = np.asarray(action, np.float64)
         if action.shape != (4,):
             raise ValueError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
         self._read_back()
         self._set_state(self._step_fn(self._state, jnp.asarray(action, self._dtype)))
         s = self._state
-        return self._observation(), float(s.reward), bool(s.done), False, {"succeed": bool(s.info.succeed)}
+        succeed = bool(s.info.succeed)
+        return self._observation(), float(s.reward), bool(s.done), False, {"succeed": succeed, "is_success": succeed}
 
     def render(self) -> np.ndarray:
         """(height, width, 3) uint8 frame from the ``front`` camera, goal/target marker drawn.

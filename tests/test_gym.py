@@ -245,3 +245,11 @@ def test_untouched_data_leaves_the_trajectory_bitwise_alone():
         ob, *_ = b.step(np.asarray([0.1, 0.0, -0.2, 0.5]))
         np.testing.assert_array_equal(np.asarray(a.state.physics.qpos), np.asarray(b.state.physics.qpos))
     assert a._goal_pos.shape == (3,)
+
+
+def test_step_info_has_the_reference_and_lerobot_success_keys():
+    env = sgym.ENV_CLASSES["SO101Reach-v0"]()
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(np.zeros(4, np.float32))
+    assert set(info) == {"succeed", "is_success"} and info["succeed"] is info["is_success"] is False
+    env.close()
