@@ -46,6 +46,7 @@ from so101_mjx.scenes import EE_SITE
 HIDDEN = (256, 256)
 HEADS = 4
 FEATURES = 8  # network inputs: see the module docstring
+CPU_BLOCK = 1024  # targets per vectorized block on CPU (measured 1.3-2.6x the whole-batch rate at 65,536)
 POS_SCALE = 0.01  # metres of position error per unit of loss
 PITCH_WEIGHT = 100.0  # loss per unit of (1 − cos) pitch error
 SPREAD = 0.05  # weight of the mean over heads next to their minimum
@@ -237,28 +238,45 @@ class SO101LearnedSolver(PitchedSolver):
 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
 def _solve(kin, geom, cfg, refine, all_solutions, net, target, pitch, seed, lower, upper, weight, offset):
-    """Validity (..., K) and candidates (..., K, 5) best first, or the best: (...) and (..., 5)."""
+    """Validity (..., K) and candidates (..., K, 5) best first, or the best: (...) and (..., 5).
+
+    On CPU more than ``CPU_BLOCK`` targets go through in blocks of that many (the MLP's activations
+    stay in cache); otherwise all at once.
+    """
     batch = jnp.broadcast_shapes(target.shape[:-1], seed.shape[:-1], pitch.shape)
-    pos, pitch = jnp.broadcast_to(target, (*batch, 3)), jnp.broadcast_to(pitch, batch)
-    seed = jnp.broadcast_to(seed, (*batch, seed.shape[-1]))
+    flat = (jnp.broadcast_to(target, (*batch, 3)).reshape(-1, 3), jnp.broadcast_to(pitch, batch).reshape(-1),
+            jnp.broadcast_to(seed, (*batch, seed.shape[-1])).reshape(-1, seed.shape[-1]))
+
+    def one(args):
+        return _solve_one(kin, geom, cfg, refine, all_solutions, net, *args, lower, upper, weight, offset)
+
+    if jax.default_backend() == "cpu" and flat[1].shape[0] > CPU_BLOCK:
+        ok, q = jax.lax.map(one, flat, batch_size=CPU_BLOCK)
+    else:
+        ok, q = jax.vmap(one)(flat)
+    return ok.reshape(*batch, *ok.shape[1:]), q.reshape(*batch, *q.shape[1:])
+
+
+def _solve_one(kin, geom, cfg, refine, all_solutions, net, pos, pitch, seed, lower, upper, weight, offset):
+    """:func:`_solve` of one target: ``pos`` (3,), ``pitch`` (), ``seed`` (5,)."""
     q = net.seeds(pos, pitch)
     if refine < net.heads:  # the seeds that miss least
         keep = jax.lax.top_k(-_miss(kin, geom, cfg.site, offset, q, pos, pitch), refine)[1]
-        q = jnp.take_along_axis(q, keep[..., None], -2)
-    pos_k, pitch_k = pos[..., None, :], pitch[..., None]
+        q = q[keep]
+    pos_k, pitch_k = pos[None, :], pitch[None]
     for _ in range(cfg.iterations):  # static: 1-3 steps, each aimed at the target pitch in the current plane
         q = ik.levenberg_marquardt(
             kin, q, pos_k, site=cfg.site, offset=offset, approach_axis=0,
-            approach_dir=analytic_ik.approach_direction(geom, q[..., 0], pitch_k),
+            approach_dir=analytic_ik.approach_direction(geom, q[:, 0], pitch_k),
             orientation_weight=cfg.orientation_weight, damping=cfg.damping, iterations=1, tolerance=cfg.tolerance,
             lower=lower, upper=upper)
     err = jnp.linalg.norm(kin.point(q, cfg.site, offset) - pos_k, axis=-1)
     tilt = jnp.abs(analytic_ik.wrap(analytic_ik.pitch_of(geom, q) - pitch_k))
     ok = (err < cfg.pos_eps) & (tilt < cfg.rot_eps)
-    q = jnp.where(jnp.all(jnp.isfinite(q), -1, keepdims=True), q, jnp.clip(seed, lower, upper)[..., None, :])
-    cost = jnp.where(ok, jnp.sum(weight * (q - seed[..., None, :]) ** 2, -1), _INVALID + jnp.nan_to_num(err, nan=_INVALID))
+    q = jnp.where(jnp.all(jnp.isfinite(q), -1, keepdims=True), q, jnp.clip(seed, lower, upper)[None, :])
+    cost = jnp.where(ok, jnp.sum(weight * (q - seed) ** 2, -1), _INVALID + jnp.nan_to_num(err, nan=_INVALID))
     if all_solutions:
-        order = jnp.argsort(cost, -1)
-        return jnp.take_along_axis(ok, order, -1), jnp.take_along_axis(q, order[..., None], -2)
-    best = jnp.argmin(cost, -1)[..., None]
-    return jnp.take_along_axis(ok, best, -1)[..., 0], jnp.take_along_axis(q, best[..., None], -2)[..., 0, :]
+        order = jnp.argsort(cost)
+        return ok[order], q[order]
+    best = jnp.argmin(cost)
+    return ok[best], q[best]
