@@ -191,3 +191,20 @@ def approach_direction(geom: ArmGeometry, pan: Array, pitch: Array) -> Array:
     c = jnp.cos(pitch)
     local = jnp.stack([c * jnp.cos(azimuth), c * jnp.sin(azimuth), -jnp.sin(pitch)], -1)
     return jnp.einsum("ji,...j->...i", jnp.asarray(geom.frame, local.dtype), local)
+
+
+def forward(geom: ArmGeometry, q: Array) -> Array:
+    """World TCP position (..., 3) of joint angles ``q`` (..., 5): the product of exponentials of the
+    geometry (roll, the three pitches, then the pan), equal to the chain's FK to round-off."""
+    q = jnp.asarray(q)
+    dt = q.dtype
+    rel = q - jnp.asarray(geom.qpos0, dt)
+    tool = jnp.broadcast_to(jnp.asarray(geom.tool - geom.roll_anchor, dt), (*q.shape[:-1], 3))
+    x, y, z = jnp.moveaxis(jnp.asarray(geom.roll_anchor, dt) + _rotate_about(geom.roll_axis, rel[..., 4], tool), -1, 0)
+    for j, (ax, _, az) in zip((3, 2, 1), geom.anchors[::-1]):  # wrist, elbow, shoulder pitch
+        dx, dz = _pitch(rel[..., j], x - float(ax), z - float(az))
+        x, z = dx + float(ax), dz + float(az)
+    pan = geom.pan_sign * rel[..., 0]
+    c, s = jnp.cos(pan), jnp.sin(pan)
+    local = jnp.stack([x * c - y * s, x * s + y * c, z], -1)
+    return jnp.asarray(geom.origin, dt) + jnp.einsum("ji,...j->...i", jnp.asarray(geom.frame, dt), local)

@@ -42,6 +42,8 @@ def test_every_branch_is_exact_and_the_original_is_among_them(solver):
     lo, hi = limits(solver)
     q = np.random.default_rng(0).uniform(lo, hi, (5000, 5))
     target = np.asarray(solver.get_fk(q))[:, :3, 3]
+    # The geometry's own FK (the single answer's check) is the chain's.
+    np.testing.assert_allclose(np.asarray(analytic_ik.forward(solver._geometry(), q)), target, rtol=0, atol=1e-12)
     exists, cand = analytic_ik.solve(solver._geometry(), jnp.asarray(target), jnp.asarray(pitch_of(q)), jnp.asarray(q[:, 4]))
     fk = np.asarray(solver.get_fk(cand))[..., :3, 3]
     err = np.linalg.norm(fk - target[:, None], axis=-1)
