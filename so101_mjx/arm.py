@@ -22,7 +22,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from so101_mjx import ik
+from so101_mjx import analytic_ik, ik
 from so101_mjx.kinematics import Kinematics
 from so101_mjx.physics import Physics, PhysicsState
 from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, actuator_ids, joint_dof_ids, joint_qpos_ids
@@ -34,6 +34,10 @@ ZERO_ACTION_TOLERANCE = 1e-6
 IK_DAMPING = 0.1
 IK_ITERATIONS = 20
 IK_TOLERANCE = 1e-4
+IK_SOLVERS = ("lm", "analytic")
+ROLL = ARM_JOINTS.index("wrist_roll")
+# approach pitches the closed-form top-down IK tries, straight down first, in 7.5° steps to horizontal
+ANALYTIC_PITCHES = tuple(float(np.pi / 2 - k * np.pi / 24) for k in range(13))
 EE_SENSOR = "so101/ee_pos"
 # agent_pos, the first 14 observation entries of every task: (name, size) in order
 AGENT_POS_LAYOUT: tuple[tuple[str, int], ...] = (("qpos", 5), ("qvel", 5), ("gripper_pose", 1), ("ee_pos", 3))
@@ -84,14 +88,23 @@ class SO101Arm:
     Args:
         top_down_ik: IK of the jaw-pad midpoint with the approach axis pointing down (the
             reference's ``top_down_ik``), else of the ``gripperframe`` origin, position only.
+        ik_solver: ``"lm"`` (the reference's 20 Levenberg–Marquardt iterations) or, with
+            ``top_down_ik``, ``"analytic"``: the closed form (:mod:`so101_mjx.analytic_ik`) at the
+            top-down seed's wrist roll and the steepest approach of :data:`ANALYTIC_PITCHES` that
+            a branch within the joint limits reaches (straight down where possible; the reference's
+            LM instead trades approach error against position error), that pitch's branch nearest
+            the current joints; a target no branch reaches holds the joint targets.
         action_scale: metres of IK-target motion per unit action.
         n_substeps: physics steps per control step.
     """
 
     def __init__(self, model: mujoco.MjModel, physics: Physics, *, top_down_ik: bool, action_scale: float,
-                 n_substeps: int):
+                 n_substeps: int, ik_solver: str = "lm"):
+        if ik_solver not in IK_SOLVERS or (ik_solver == "analytic" and not top_down_ik):
+            raise ValueError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {ik_solver!r}")
         self.model, self.physics = model, physics
         self.top_down_ik, self.action_scale, self.n_substeps = top_down_ik, action_scale, n_substeps
+        self.ik_solver = ik_solver
         self.kin = Kinematics.from_model(model, ARM_JOINTS)
         self.qpos_ids = joint_qpos_ids(model)  # (5,) arm joints in qpos
         self.dof_ids = joint_dof_ids(model)  # (5,) arm joints in qvel
@@ -104,6 +117,7 @@ class SO101Arm:
         self.actuated_dof = model.jnt_dofadr[model.actuator_trnid[:, 0]]  # (nu,)
         self.joint_lower, self.joint_upper = ik.joint_limits(model)
         self.ik_offset = ik.grasp_point_offset(model) if top_down_ik else None  # (3,) in the site frame
+        self.geometry = analytic_ik.ArmGeometry.from_kinematics(self.kin, EE_SITE, self.ik_offset) if ik_solver == "analytic" else None
 
     # -- state readers ------------------------------------------------------------------------
     def joint_q(self, physics: PhysicsState) -> Array:
@@ -169,6 +183,8 @@ class SO101Arm:
         lower, upper = jnp.asarray(self.joint_lower, dtype), jnp.asarray(self.joint_upper, dtype)
         if self.top_down_ik:
             seed = ik.top_down_seed(self.kin, q_arm, lower, upper, frames_q=physics.kin_qpos[self.qpos_ids])
+            if self.geometry is not None:
+                return self._closed_form(physics, seed, target, lower, upper)
             return ik.levenberg_marquardt(
                 self.kin, seed, target, offset=self.ik_offset, approach_axis=ik.APPROACH_AXIS,
                 damping=IK_DAMPING, iterations=IK_ITERATIONS, tolerance=IK_TOLERANCE, lower=lower, upper=upper,
@@ -177,6 +193,15 @@ class SO101Arm:
             self.kin, q_arm, target, damping=IK_DAMPING, iterations=IK_ITERATIONS, tolerance=IK_TOLERANCE,
             lower=lower, upper=upper,
         )
+
+    def _closed_form(self, physics: PhysicsState, seed: Array, target: Array, lower: Array, upper: Array) -> Array:
+        """Top-down closed-form IK: the feasible branch (within the limits) nearest the current joints."""
+        pitches = jnp.asarray(ANALYTIC_PITCHES, target.dtype)
+        exists, q = analytic_ik.solve(self.geometry, jnp.broadcast_to(target, (len(ANALYTIC_PITCHES), 3)), pitches, seed[ROLL])
+        feasible = exists & jnp.all((q >= lower) & (q <= upper) & jnp.isfinite(q), -1)  # (P, 4)
+        steepest = jnp.argmax(jnp.any(feasible, -1))  # the first pitch (closest to straight down) some branch reaches
+        cost = jnp.where(feasible[steepest], jnp.sum((q[steepest] - self.joint_q(physics)) ** 2, -1), jnp.inf)
+        return jnp.where(jnp.any(feasible), q[steepest, jnp.argmin(cost)], physics.ctrl[self.actuator_ids])
 
     def control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Apply one action (4,): IK target update, gripper command, IK, ``n_substeps`` of physics."""

@@ -24,6 +24,7 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
+from so101_mjx.arm import IK_SOLVERS
 from so101_mjx.benchmarks import compile_cost, median_time, print_table
 from so101_mjx.cliargs import positive_int
 from so101_mjx import reference
@@ -41,6 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--steps", type=positive_int, default=5, help="control steps per timed run")
     parser.add_argument("--no-reference", action="store_true", help="skip the lerobot_env_so101 baseline")
+    parser.add_argument("--ik-solver", choices=IK_SOLVERS, default=None,
+                        help="the env's ik_solver (default: the task's; 'analytic' needs a top-down task, e.g. PickPlace)")
     parser.add_argument("--cost", action="store_true", help="also XLA's cost and memory analysis of one env step")
     parser.add_argument("--cost-batch", type=positive_int, nargs="+", default=[1, 1024, 8192],
                         help="batch sizes of --cost (compiled only, never run)")  # fmt: skip
@@ -116,16 +119,18 @@ def reference_rate(name: str, config: dict, seconds: float = 3.0) -> float | Non
 def run(args: argparse.Namespace) -> int:
     placement = placement_config(args.env, random_positions=True)  # block tasks: random blocks at the scripted scale
     config = {"action_scale": 0.025, **placement} if placement else {}
+    if args.ik_solver:
+        config["ik_solver"] = args.ik_solver
     start = time.perf_counter()
     env = make(args.env, backend=args.backend, **config)
     make_s = time.perf_counter() - start
-    ref = None if args.no_reference else reference_rate(args.env, {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
+    ref = None if args.no_reference else reference_rate(args.env, {**{k: v for k, v in config.items() if k != "ik_solver"}, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
     rows = []
     for batch in args.batch:
         rate, compile_s = env_rate(env, batch, args.steps, args.repeats)
         raw = raw_rollout_rate(env.mj_model, batch, env.n_substeps, args.repeats) / env.n_substeps
         rows.append([batch, rate, rate * env.n_substeps, raw, rate / raw, ref if ref else "n/a", rate / ref if ref else "n/a", compile_s])
-    print(f"{args.env}, backend {env.backend}, {env.n_substeps} substeps per env step, JAX {jax.default_backend()}, "
+    print(f"{args.env}, backend {env.backend}, ik_solver {env.config.ik_solver}, {env.n_substeps} substeps per env step, JAX {jax.default_backend()}, "
           f"{os.cpu_count()} CPU threads; make (put_model for mjx) {make_s:.2f} s; "
           f"persistent compilation cache: {jax.config.jax_compilation_cache_dir or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
     print_table(

@@ -21,7 +21,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import checks, randomization
-from so101_mjx.arm import AGENT_POS_LAYOUT, AGENT_POS_SIZE, SO101Arm
+from so101_mjx.arm import AGENT_POS_LAYOUT, AGENT_POS_SIZE, IK_SOLVERS, SO101Arm
 from so101_mjx.physics import Physics, PhysicsState, make_physics
 from so101_mjx.state import Info, State
 from so101_mjx.scenes import load_model
@@ -39,6 +39,7 @@ class ArmConfig:
     physics_dt: float = 0.002
     action_scale: float = 1.0
     top_down_ik: bool = False
+    ik_solver: str = "lm"  # extension: "analytic" (top-down only) for the closed-form IK instead of the reference's LM
     jaw_pads: bool = False
     image_obs: bool = False
     episode_length: int = 100
@@ -66,6 +67,8 @@ class ArmConfig:
             raise ValueError(f"action_scale must be positive and at most {MAX_ACTION_SCALE} m per unit action "
                              f"(the reference's default; a unit action then already spans the workspace), got {scale!r}")
         set_(self, "action_scale", scale)
+        if self.ik_solver not in IK_SOLVERS or (self.ik_solver == "analytic" and not self.top_down_ik):
+            raise ValueError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {self.ik_solver!r}")
         for name in ("top_down_ik", "jaw_pads", "image_obs"):
             set_(self, name, checks.flag(name, getattr(self, name)))
         set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))
@@ -108,7 +111,7 @@ class SO101Env(abc.ABC):
         self.mj_model.opt.timestep = config.physics_dt
         self.physics: Physics = make_physics(backend, self.mj_model, **physics_kwargs)
         self.arm = SO101Arm(self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
-                            n_substeps=int(config.control_dt // config.physics_dt))
+                            n_substeps=int(config.control_dt // config.physics_dt), ik_solver=config.ik_solver)
         self.reward_scales = {k: float(v) for k, v in self.reward_weights().items() if v}
 
     @classmethod
