@@ -121,30 +121,29 @@ def init(kin: Kinematics, lower, upper, *, site: str = EE_SITE, offset=None, hid
                    offset=f32(offset), hidden=hidden, heads=heads, site=site)
 
 
-def _miss(kin: Kinematics, geom: analytic_ik.ArmGeometry, site: str, offset: Array, q: Array, pos: Array,
-          pitch: Array) -> Array:
+def _miss(geom: analytic_ik.ArmGeometry, q: Array, pos: Array, pitch: Array) -> Array:
     """Per-candidate loss (..., K) of joints ``q`` (..., K, 5) for targets ``pos`` (..., 3), ``pitch`` (...)."""
-    miss = jnp.sum((kin.point(q, site, offset.astype(q.dtype)) - pos[..., None, :]) ** 2, -1)
+    miss = jnp.sum((analytic_ik.forward(geom, q) - pos[..., None, :]) ** 2, -1)
     tilt = 1 - jnp.cos(analytic_ik.pitch_of(geom, q) - pitch[..., None])
     return jnp.sqrt(miss + POS_SCALE**2 * 1e-6) / POS_SCALE + PITCH_WEIGHT * tilt
 
 
-def _loss(kin: Kinematics, geom: analytic_ik.ArmGeometry, net: SeedNet, params, q_true: Array) -> Array:
+def _loss(geom: analytic_ik.ArmGeometry, net: SeedNet, params, q_true: Array) -> Array:
     """Winner-takes-all FK loss (see the module docstring) of sampled joints ``q_true`` (B, 5)."""
-    pos, pitch = kin.point(q_true, net.site, net.offset), analytic_ik.pitch_of(geom, q_true)
-    per_head = _miss(kin, geom, net.site, net.offset, net.replace(params=params).seeds(pos, pitch), pos, pitch)
+    pos, pitch = analytic_ik.forward(geom, q_true), analytic_ik.pitch_of(geom, q_true)
+    per_head = _miss(geom, net.replace(params=params).seeds(pos, pitch), pos, pitch)
     return jnp.mean(jnp.min(per_head, -1)) + SPREAD * jnp.mean(per_head)
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4))
-def _fit(kin, geom, steps: int, batch: int, learning_rate: float, net: SeedNet, key: Array) -> tuple[Any, Array]:
+@partial(jax.jit, static_argnums=(0, 1, 2, 3))
+def _fit(geom, steps: int, batch: int, learning_rate: float, net: SeedNet, key: Array) -> tuple[Any, Array]:
     """Trained params and the per-step losses (steps,)."""
     opt = optax.adam(optax.cosine_decay_schedule(learning_rate, steps, alpha=0.01))
 
     def step(carry, k):
         params, state = carry
-        q_true = jax.random.uniform(k, (batch, kin.nq), jnp.float32, net.lower, net.upper)
-        loss, grad = jax.value_and_grad(lambda p: _loss(kin, geom, net, p, q_true))(params)
+        q_true = jax.random.uniform(k, (batch, net.lower.shape[-1]), jnp.float32, net.lower, net.upper)
+        loss, grad = jax.value_and_grad(lambda p: _loss(geom, net, p, q_true))(params)
         updates, state = opt.update(grad, state, params)
         return (optax.apply_updates(params, updates), state), loss
 
@@ -160,7 +159,7 @@ def train(kin: Kinematics, net: SeedNet, *, steps: int = 6000, batch: int = 512,
     learning_rate = checks.real("learning_rate", learning_rate, gt=0)
     seed = checks.integer("seed", seed, ge=0)
     geom = analytic_ik.ArmGeometry.from_kinematics(kin, net.site, np.asarray(net.offset, np.float64))
-    params, losses = _fit(kin, geom, steps, batch, learning_rate, net, jax.random.PRNGKey(seed))
+    params, losses = _fit(geom, steps, batch, learning_rate, net, jax.random.PRNGKey(seed))
     return net.replace(params=params), np.asarray(losses)
 
 
@@ -261,7 +260,7 @@ def _solve_one(kin, geom, cfg, refine, all_solutions, net, pos, pitch, seed, low
     """:func:`_solve` of one target: ``pos`` (3,), ``pitch`` (), ``seed`` (5,)."""
     q = net.seeds(pos, pitch)
     if refine < net.heads:  # the seeds that miss least
-        keep = jax.lax.top_k(-_miss(kin, geom, cfg.site, offset, q, pos, pitch), refine)[1]
+        keep = jax.lax.top_k(-_miss(geom, q, pos, pitch), refine)[1]
         q = q[keep]
     pos_k, pitch_k = pos[None, :], pitch[None]
     for _ in range(cfg.iterations):  # static: 1-3 steps, each aimed at the target pitch in the current plane
@@ -270,7 +269,7 @@ def _solve_one(kin, geom, cfg, refine, all_solutions, net, pos, pitch, seed, low
             approach_dir=analytic_ik.approach_direction(geom, q[:, 0], pitch_k),
             orientation_weight=cfg.orientation_weight, damping=cfg.damping, iterations=1, tolerance=cfg.tolerance,
             lower=lower, upper=upper)
-    err = jnp.linalg.norm(kin.point(q, cfg.site, offset) - pos_k, axis=-1)
+    err = jnp.linalg.norm(analytic_ik.forward(geom, q) - pos_k, axis=-1)
     tilt = jnp.abs(analytic_ik.wrap(analytic_ik.pitch_of(geom, q) - pitch_k))
     ok = (err < cfg.pos_eps) & (tilt < cfg.rot_eps)
     q = jnp.where(jnp.all(jnp.isfinite(q), -1, keepdims=True), q, jnp.clip(seed, lower, upper)[None, :])
