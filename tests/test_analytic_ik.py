@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import analytic_ik, ik
+from so101_mjx import analytic_ik
 from so101_mjx.analytic_solver import SO101AnalyticSolver
 from so101_mjx.ik_path import select_continuous_path
 from so101_mjx.kinematics import Kinematics
