@@ -19,8 +19,16 @@ on the TCP position and the approach direction, re-aimed every step at the targe
 arm's current plane, so only the pitch is constrained (the approach's azimuth follows the pan,
 5 DoF).
 
-Shapes: positions (..., 3) metres, pitches (...) radians (:func:`so101_mjx.analytic_ik.pitch_of`),
-seeds (..., heads, 5) radians in ``ARM_JOINTS`` order. Parameters save to and load from ``.npz``.
+FK here is the arm geometry's product of exponentials (:func:`so101_mjx.analytic_ik.forward`),
+the chain's FK to round-off. Shapes: positions (..., 3) metres, pitches (...) radians
+(:func:`so101_mjx.analytic_ik.pitch_of`), seeds (..., heads, 5) radians in ``ARM_JOINTS`` order.
+
+Use (``so101-mjx bench ik --save-learned seed.npz`` trains and writes one too)::
+
+    kin = Kinematics.from_model(model, ARM_JOINTS)
+    net, losses = neural_ik.train(kin, neural_ik.init(kin, *ik.joint_limits(model)))
+    neural_ik.save(net, "seed.npz")
+    ok, q = neural_ik.SO101LearnedSolver(neural_ik.load("seed.npz"), model).get_ik(positions, pitch=pitches)
 """
 
 from __future__ import annotations
