@@ -34,24 +34,25 @@ import numpy as np
 from so101_mjx import cliargs, scripted
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
-from so101_mjx.envs.registry import canonical
+from so101_mjx.envs.registry import canonical, task
+from so101_mjx.envs.registry import names as task_names
 from so101_mjx.rollout import CHUNK_STEPS, policy_fns, task_config
 from so101_mjx.scenes import ARM_JOINTS
 
 ROBOT_TYPE = "so101"
 MAX_IMAGE_SIZE = 8192
-TASKS = {
-    "SO101PickCube-v0": "Pick up the block.",
-    "SO101PickPlace-v0": "Pick up the block and place it on the goal.",
-    "SO101Reach-v0": "Move the gripper to the target.",
-}
 STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x", "ee.y", "ee.z"]
 AGENT_POS_SIZE = len(STATE_NAMES)  # observation.state = agent_pos = obs[..., :14]
-ENVIRONMENT_STATE_NAMES = {
-    "SO101PickCube-v0": ["block.x", "block.y", "block.z"],
-    "SO101PickPlace-v0": ["block.x", "block.y", "block.z", "goal.x", "goal.y", "goal.z"],
-    "SO101Reach-v0": ["target.x", "target.y", "target.z", "target_minus_ee.x", "target_minus_ee.y", "target_minus_ee.z"],
-}
+
+
+def environment_state_names(env_name: str) -> list[str]:
+    """Feature names of ``observation.environment_state`` from the task's observation layout:
+    ``block_pos.x``, ... for 3-vectors, ``<entry>.<i>`` otherwise (spaces and ``-`` spelled out)."""
+    out = []
+    for entry, size in task(env_name).observation_layout:
+        entry = entry.replace(" - ", "_minus_").replace(" ", "_")
+        out += [f"{entry}.{axis}" for axis in ("xyz" if size == 3 else range(size))]
+    return out
 ACTION_NAMES = ["delta_x", "delta_y", "delta_z", "gripper"]
 PROVENANCE = "meta/so101_mjx.json"
 
@@ -73,7 +74,7 @@ def load_policy(policy: str, env_name: str | None, backend: str | None, config: 
     env and config (ValueError when ``env_name`` names another env)."""
     if policy == "scripted":
         if env_name is None:
-            raise ValueError(f"--env is required with --policy scripted (one of {list(TASKS)})")
+            raise ValueError(f"--env is required with --policy scripted (one of {task_names()})")
         name = canonical(env_name)
         env = make(name, backend=backend, **{**task_config(name, scripted.DEFAULT_ACTION_SCALE, True), **config})
         return name, env, "scripted", "scripted"
@@ -97,7 +98,7 @@ def _check_cameras(env: SO101Env, cameras: list[str]) -> None:
 
 def features(env_name: str, obs_size: int, image_size: int | None, cameras: list[str], fps: int, dataset) -> dict[str, dict]:
     """The recorded features (lerobot's five defaults excluded)."""
-    env_names = ENVIRONMENT_STATE_NAMES[env_name]
+    env_names = environment_state_names(env_name)
     if obs_size != AGENT_POS_SIZE + len(env_names):
         raise ValueError(f"{env_name}: observation size {obs_size}, expected {AGENT_POS_SIZE} + {len(env_names)}")
     vector = lambda names: {"dtype": "float32", "shape": [len(names)], "names": names}  # noqa: E731
@@ -235,7 +236,7 @@ def record(
                     successes += success
                     if only_success and not success:
                         continue
-                    writer.add_episode(_episode(traj, w), TASKS[name], renderer.episode(traj, w) if renderer else None)
+                    writer.add_episode(_episode(traj, w), task(name).instruction, renderer.episode(traj, w) if renderer else None)
                     kept, frames = kept + 1, frames + int(traj["length"][w])
                     _progress(kept, episodes, tried, frames, time.perf_counter() - start)
         finally:  # an interrupted recording still leaves a complete dataset of the episodes so far

@@ -13,6 +13,7 @@ from so101_mjx.arm import AGENT_POS_SIZE
 from so101_mjx.envs import Info, make, names, task
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.parity import initial_state
+from so101_mjx.record import environment_state_names
 from so101_mjx.scenes import scene_names
 from so101_mjx.training import config
 from so101_mjx.training.export import obs_layout
@@ -26,6 +27,8 @@ def env(request):
 def test_declaration_is_complete(env):
     cls = type(env)
     assert cls.name in names() and cls.scene in scene_names()
+    assert isinstance(cls.instruction, str) and cls.instruction.endswith(".")
+    assert len(environment_state_names(cls.name)) == env.observation_size - AGENT_POS_SIZE
     assert dataclasses.is_dataclass(env.config) and isinstance(env.config, cls.config_class)
     assert all(isinstance(n, str) and isinstance(k, int) and k >= 1 for n, k in cls.observation_layout)
     for site in cls.markers:

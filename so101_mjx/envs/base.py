@@ -84,7 +84,7 @@ class SO101Env(abc.ABC):
     """Base SO-101 env: model, backend, the arm (``self.arm``), and the shared reset/step skeleton.
 
     A task is one subclass in one file (see docs/DESIGN.md, "Adding a task"). It declares, as
-    class attributes, its registry ``name``, ``config_class``, ``scene``, ``observation_layout``,
+    class attributes, its registry ``name``, ``instruction``, ``config_class``, ``scene``, ``observation_layout``,
     render ``markers``, ``reference_env`` and ``fixed_reset``, and implements
     :meth:`sample_initial`, :meth:`reset_to`, :meth:`task_observation`, :meth:`success`,
     :meth:`reward_terms` (and optionally :meth:`update_task`, :meth:`terminated`,
@@ -93,6 +93,7 @@ class SO101Env(abc.ABC):
 
     # -- the task declaration ---------------------------------------------------------------
     name: ClassVar[str]  # registry and gymnasium id, e.g. "SO101PickCube-v0"
+    instruction: ClassVar[str]  # the task in one sentence (recorded datasets' language instruction)
     config_class: ClassVar[type[ArmConfig]]
     scene: ClassVar[str]  # scenes/<scene>.xml
     observation_layout: ClassVar[tuple[tuple[str, int], ...]]  # environment_state entries: (name, size), in order

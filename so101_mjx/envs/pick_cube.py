@@ -61,6 +61,7 @@ class PickCube(SO101Env):
     """Pick the block up; see the module docstring."""
 
     name = "SO101PickCube-v0"
+    instruction = "Pick up the block."
     config_class = PickCubeConfig
     scene = "pick_cube"
     observation_layout = (("block_pos", 3),)

@@ -62,6 +62,7 @@ class PickPlace(PickCube):
     """Pick and place; see the module docstring."""
 
     name = "SO101PickPlace-v0"
+    instruction = "Pick up the block and place it on the goal."
     config_class = PickPlaceConfig
     scene = "pick_place"
     observation_layout = (("block_pos", 3), ("goal", 3))

@@ -106,6 +106,7 @@ class PushCube(PickCube):
     """Push the block into the goal disc; see the module docstring."""
 
     name = "SO101PushCube-v0"
+    instruction = "Push the block into the goal region."
     config_class = PushCubeConfig
     scene = "push_cube"
     observation_layout = (("block_pos", 3), ("goal", 3))

@@ -35,6 +35,7 @@ class Reach(SO101Env):
     """Reach a random target; see the module docstring."""
 
     name = "SO101Reach-v0"
+    instruction = "Move the gripper to the target."
     config_class = ReachConfig
     scene = "reach"
     observation_layout = (("target", 3), ("target - ee_pos", 3))

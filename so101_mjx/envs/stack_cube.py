@@ -71,6 +71,7 @@ class StackCube(PickPlace):
     """Stack ``block`` on ``bottom_block``; see the module docstring."""
 
     name = "SO101StackCube-v0"
+    instruction = "Stack the red block on the blue block."
     config_class = StackCubeConfig
     scene = "stack_cube"
     observation_layout = (("block_pos", 3), ("bottom_block_pos", 3))
