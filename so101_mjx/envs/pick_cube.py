@@ -38,16 +38,25 @@ GRASP_MAX_DISTANCE = 0.02  # metres from the grasp point (top-down IK point) to 
 
 
 @dataclasses.dataclass(frozen=True)
-class PickCubeConfig(ArmConfig):
+class BlockConfig(ArmConfig):
+    """Fields of every block task: the reward type and whether placements are random."""
+
     reward_type: str = "sparse"
     random_block_position: bool = False
-    grasp_reward: float = 0.0  # extension: dense reward per step while grasped (0 = the reference's)
 
     def validate(self) -> None:
         super().validate()
         if not isinstance(self.reward_type, str) or self.reward_type not in REWARD_TYPES:
             raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
         object.__setattr__(self, "random_block_position", checks.flag("random_block_position", self.random_block_position))
+
+
+@dataclasses.dataclass(frozen=True)
+class PickCubeConfig(BlockConfig):
+    grasp_reward: float = 0.0  # extension: dense reward per step while grasped (0 = the reference's)
+
+    def validate(self) -> None:
+        super().validate()
         reward = checks.real("grasp_reward", self.grasp_reward)
         if not reward >= 0:
             raise ValueError(f"grasp_reward must be >= 0 (a finite reward per step), got {self.grasp_reward!r}")

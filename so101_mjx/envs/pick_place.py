@@ -45,6 +45,18 @@ PLACED_HEIGHT = 0.005  # m above the reset height below which the block counts a
 STAGED_WEIGHTS = {"reach": 0.1, "grasp": 0.2, "lift": 0.3, "carry": 0.5, "place": 0.5, "release": 0.5, "success": 1.0}
 
 
+def sample_goal_xy(rng: Array, block_xy: Array, bounds, fixed_xy, random: bool, min_distance: float = MIN_GOAL_DISTANCE,
+                   tries: int = _GOAL_TRIES) -> Array:
+    """A goal (2,) m uniform in ``bounds`` ((lo, hi), each (2,)), redrawn until ≥ ``min_distance``
+    from ``block_xy`` (2,) (``tries`` rounds drawn at once, jit-safe); ``fixed_xy`` unless ``random``."""
+    dtype = block_xy.dtype
+    if not random:
+        return jnp.asarray(fixed_xy, dtype)
+    lo, hi = (jnp.asarray(b, dtype) for b in bounds)
+    candidates = jax.random.uniform(rng, (tries, 2), dtype, lo, hi)
+    return candidates[jnp.argmax(jnp.linalg.norm(candidates - block_xy, axis=-1) >= min_distance)]
+
+
 @dataclasses.dataclass(frozen=True)
 class PickPlaceConfig(PickCubeConfig):
     top_down_ik: bool = True
@@ -78,13 +90,7 @@ class PickPlace(PickCube):
 
     def sample_goal_xy(self, rng: Array, block_xy: Array) -> Array:
         """Uniform in the sampling box, resampled until ≥ 8 cm from the block (fixed when not random)."""
-        dtype = block_xy.dtype
-        if not self.config.random_block_position:
-            return jnp.asarray(FIXED_GOAL_XY, dtype)
-        lo, hi = (jnp.asarray(b, dtype) for b in SAMPLING_BOUNDS)
-        candidates = jax.random.uniform(rng, (_GOAL_TRIES, 2), dtype, lo, hi)
-        far = jnp.linalg.norm(candidates - block_xy, axis=-1) >= MIN_GOAL_DISTANCE
-        return candidates[jnp.argmax(far)]
+        return sample_goal_xy(rng, block_xy, SAMPLING_BOUNDS, FIXED_GOAL_XY, self.config.random_block_position)
 
     def reference_initial(self, np_random) -> dict:
         """The reference's draws: block, then goal redrawn until ≥ 8 cm from the block."""

@@ -37,9 +37,9 @@ import numpy as np
 from flax import struct
 from jax import Array
 
-from so101_mjx import checks
-from so101_mjx.envs.base import ArmConfig, block_dof_adr, fixed_array
-from so101_mjx.envs.pick_cube import REWARD_TYPES, PickCube
+from so101_mjx.envs.base import block_dof_adr, fixed_array
+from so101_mjx.envs.pick_cube import BlockConfig, PickCube
+from so101_mjx.envs.pick_place import sample_goal_xy
 from so101_mjx.scenes import EE_SITE, GRIPPER_JOINT
 from so101_mjx.state import State
 
@@ -71,18 +71,10 @@ RISE, ABOVE, DESCEND, PUSH, RETREAT = range(5)
 
 
 @dataclasses.dataclass(frozen=True)
-class PushCubeConfig(ArmConfig):
+class PushCubeConfig(BlockConfig):
     top_down_ik: bool = True
     jaw_pads: bool = True
     episode_length: int = 200
-    reward_type: str = "sparse"
-    random_block_position: bool = False
-
-    def validate(self) -> None:
-        super().validate()
-        if not isinstance(self.reward_type, str) or self.reward_type not in REWARD_TYPES:
-            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
-        object.__setattr__(self, "random_block_position", checks.flag("random_block_position", self.random_block_position))
 
 
 def pusher_offset(model: mujoco.MjModel) -> np.ndarray:
@@ -124,12 +116,8 @@ class PushCube(PickCube):
     # -- reset --------------------------------------------------------------------------------------
     def sample_goal_xy(self, rng: Array, block_xy: Array) -> Array:
         """Uniform in the sampling box, redrawn until ≥ :data:`MIN_GOAL_DISTANCE` from the block (fixed when not random)."""
-        dtype = block_xy.dtype
-        if not self.config.random_block_position:
-            return jnp.asarray(FIXED_GOAL_XY, dtype)
-        lo, hi = (jnp.asarray(b, dtype) for b in SAMPLING_BOUNDS)
-        candidates = jax.random.uniform(rng, (_GOAL_TRIES, 2), dtype, lo, hi)
-        return candidates[jnp.argmax(jnp.linalg.norm(candidates - block_xy, axis=-1) >= MIN_GOAL_DISTANCE)]
+        return sample_goal_xy(rng, block_xy, SAMPLING_BOUNDS, FIXED_GOAL_XY, self.config.random_block_position,
+                              MIN_GOAL_DISTANCE, _GOAL_TRIES)
 
     def reset_to(self, rng: Array, *, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the block at ``block_xy`` (2,) m and the goal at ``goal_xy`` (2,) m (sampled when None)."""

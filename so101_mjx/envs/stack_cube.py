@@ -34,9 +34,9 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx import checks, scripted
-from so101_mjx.envs.base import ArmConfig, as_qpos0, block_dof_adr, block_qpos_adr, fixed_array
-from so101_mjx.envs.pick_cube import REWARD_TYPES
+from so101_mjx import scripted
+from so101_mjx.envs.base import as_qpos0, block_dof_adr, block_qpos_adr, fixed_array
+from so101_mjx.envs.pick_cube import BlockConfig
 from so101_mjx.envs.pick_place import (
     FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, WORKSPACE_XY, PickPlace,
 )
@@ -53,18 +53,10 @@ DENSE_SCALES = {"reach": 0.1, "grasp": 0.1, "lift": 0.1, "align": 0.15, "lower":
 
 
 @dataclasses.dataclass(frozen=True)
-class StackCubeConfig(ArmConfig):
+class StackCubeConfig(BlockConfig):
     top_down_ik: bool = True
     jaw_pads: bool = True
     episode_length: int = 300
-    reward_type: str = "sparse"
-    random_block_position: bool = False
-
-    def validate(self) -> None:
-        super().validate()
-        if not isinstance(self.reward_type, str) or self.reward_type not in REWARD_TYPES:
-            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
-        object.__setattr__(self, "random_block_position", checks.flag("random_block_position", self.random_block_position))
 
 
 class StackCube(PickPlace):
