@@ -35,6 +35,15 @@ def _block_state(env, offset_xy=(0.0, 0.0), dz=0.0, velocity=(0.0, 0.0, 0.0), st
 
 
 @pytest.mark.parametrize(
+    "field, value, words",
+    [("reward_type", "shaped", "reward_type must be one of"), ("random_block_position", "yes", "random_block_position must be True or False")],
+)
+def test_bad_config_names_the_field(field, value, words):
+    with pytest.raises(ValueError, match=words):
+        make(NAME, "c", **{field: value})
+
+
+@pytest.mark.parametrize(
     "kwargs, success",
     [
         (dict(offset_xy=(0.02, 0.0)), True),  # 2 cm from the goal centre, flat, at rest
