@@ -142,7 +142,7 @@ class SO101MjxGymEnv(gymnasium.Env):
         positions); a JAX key drawn after them seeds the rest (randomization). Other tasks draw
         everything from that key."""
         super().reset(seed=seed)
-        fixed = self.env.reference_initial(self.np_random)
+        fixed = self.env.reference_initial(self.np_random) if self.env.reference_env else None
         key = jax.random.PRNGKey(self.np_random.integers(0, 2**31 - 1))
         if fixed is None:
             return self.reset_to(self._reset_fn(key))

@@ -164,8 +164,8 @@ class SO101Env(abc.ABC):
 
     def reference_initial(self, np_random: np.random.Generator) -> dict[str, Any] | None:
         """The :meth:`reset_to` arguments the reference env draws from its ``np_random`` at reset,
-        in its order (the gym env's ``reset(seed)`` then places them as the reference does), or
-        None for a task without a reference."""
+        in its order (the gym env's ``reset(seed)`` then places them as the reference does; it
+        asks only tasks with a ``reference_env``), or None."""
         return None
 
     def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:

@@ -129,10 +129,6 @@ class PushCube(PickCube):
         task = {"goal": goal, "start_distance": jnp.linalg.norm(goal_xy - block_xy)}
         return self.start_with_block(rng, block_xy, params, task)
 
-    def reference_initial(self, np_random) -> None:
-        """None: no reference env, so the gym env's ``reset(seed)`` draws block and goal from its JAX key."""
-        return None
-
     # -- step: the jaw held closed --------------------------------------------------------------------
     def step(self, state: State, action: Array) -> State:
         """The shared step with the grasp command replaced by 0 (closed) where it is finite."""

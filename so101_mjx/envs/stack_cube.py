@@ -93,10 +93,6 @@ class StackCube(PickPlace):
             qpos = qpos.at[adr : adr + 3].set(jnp.concatenate([xy, z]))
         return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2]})
 
-    def reference_initial(self, np_random) -> None:
-        """None: no reference env, so the gym env's ``reset(seed)`` draws both blocks from its JAX key."""
-        return None
-
     def sample_params(self, rng: Array, dtype) -> dict[str, Array] | None:
         """PickCube's randomized arrays with the bottom block's rows set to the top block's."""
         params = super().sample_params(rng, dtype)
