@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     env = make(args.env, backend=args.backend, **config)
     make_s = time.perf_counter() - start
-    ref = None if args.no_reference else reference_rate(args.env, {**{k: v for k, v in config.items() if k != "ik_solver"}, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
+    ref = None if args.no_reference else reference_rate(args.env, {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
     rows = []
     for batch in args.batch:
         rate, compile_s = env_rate(env, batch, args.steps, args.repeats)

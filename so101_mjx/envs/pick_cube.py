@@ -128,11 +128,16 @@ class PickCube(SO101Env):
         block, ee = self.block_pos(physics), self.arm.ee_pos(physics)
         return (jnp.linalg.norm(block - ee) < SUCCESS_DISTANCE) & (block[2] - info.task["z_init"] > LIFT_SUCCESS_HEIGHT)
 
-    def grasped(self, physics) -> Array:
+    def grasp_point(self, physics) -> Array:
+        """World position (3,) of the jaw-pad midpoint (the top-down grasp point) at the current joints."""
+        return self.arm.kin.point(self.arm.joint_q(physics), EE_SITE, self._grasp_offset)
+
+    def grasped(self, physics, grasp_point: Array | None = None) -> Array:
         """Bool (): the jaw is commanded closed but held open by something, with the block centre
-        within ``GRASP_MAX_DISTANCE`` of the grasp point (a proxy that needs no contact data)."""
+        within ``GRASP_MAX_DISTANCE`` of the grasp point (a proxy that needs no contact data).
+        ``grasp_point``: :meth:`grasp_point`, when the caller has it already."""
         command = ctrl_to_open_fraction(physics.ctrl[self.arm.gripper_actuator], self.arm.gripper_range)
-        grasp_point = self.arm.kin.point(self.arm.joint_q(physics), EE_SITE, self._grasp_offset)
+        grasp_point = self.grasp_point(physics) if grasp_point is None else grasp_point
         near = jnp.linalg.norm(grasp_point - self.block_pos(physics)) < GRASP_MAX_DISTANCE
         return (command < GRASP_COMMAND_CLOSED) & (self.arm.jaw_opening(physics) > GRASP_MIN_OPENING) & near
 

@@ -26,7 +26,6 @@ from jax import Array
 from so101_mjx import scripted
 from so101_mjx.envs.base import block_dof_adr, fixed_array
 from so101_mjx.envs.pick_cube import PickCube, PickCubeConfig
-from so101_mjx.scenes import EE_SITE
 from so101_mjx.state import State
 
 SAMPLING_BOUNDS = ((0.15, -0.1), (0.3, 0.1))
@@ -138,8 +137,8 @@ class PickPlace(PickCube):
         dtype = physics.qpos.dtype
         block, goal, task = self.block_pos(physics), info.task["goal"], info.task
         closeness = lambda d: 1.0 - jnp.tanh(STAGE_SHARPNESS * d)  # noqa: E731
-        grasp_point = self.arm.kin.point(self.arm.joint_q(physics), EE_SITE, self._grasp_offset)
-        grasped = self.grasped(physics).astype(dtype)
+        grasp_point = self.grasp_point(physics)
+        grasped = self.grasped(physics, grasp_point).astype(dtype)
         height = block[2] - task["z_init"]
         carried = task["was_carried"].astype(dtype)
         at_goal = (jnp.linalg.norm(block[:2] - goal[:2]) < PLACE_SUCCESS_DISTANCE).astype(dtype)

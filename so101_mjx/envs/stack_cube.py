@@ -41,7 +41,6 @@ from so101_mjx.envs.pick_place import (
     FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, WORKSPACE_XY, PickPlace,
 )
 from so101_mjx.physics import PhysicsState
-from so101_mjx.scenes import EE_SITE
 from so101_mjx.state import Info, State
 
 BOTTOM = "bottom_block"  # the bottom block's joint, geom and body (the top block is PickCube's "block")
@@ -112,10 +111,6 @@ class StackCube(PickPlace):
         h = self.block_half_height(info.model_params, physics.qpos.dtype)
         return self.bottom_block_pos(physics) + jnp.zeros(3, h.dtype).at[2].set(2 * h)
 
-    def grasp_point(self, physics: PhysicsState) -> Array:
-        """World position (3,) of the jaw-pad midpoint (the top-down grasp point)."""
-        return self.arm.kin.point(self.arm.joint_q(physics), EE_SITE, self._grasp_offset)
-
     def stack_errors(self, physics: PhysicsState, info: Info) -> tuple[Array, Array]:
         """``(xy, dz)``: top block centre to :meth:`stacked_pos`, distance in the plane and |z gap| (m)."""
         error = self.block_pos(physics) - self.stacked_pos(physics, info)
@@ -153,9 +148,10 @@ class StackCube(PickPlace):
         dtype = physics.qpos.dtype
         top, h = self.block_pos(physics), self.block_half_height(info.model_params, dtype)
         xy, dz = self.stack_errors(physics, info)
-        reach = jnp.linalg.norm(self.grasp_point(physics) - top)
+        grasp_point = self.grasp_point(physics)
+        reach = jnp.linalg.norm(grasp_point - top)
         opening = self.arm.jaw_opening(physics)
-        grasped, placed = self.grasped(physics), self.placed(physics, info)
+        grasped, placed = self.grasped(physics, grasp_point), self.placed(physics, info)
         over = xy < h
         rise = jnp.clip((top[2] - info.task["z_init"]) / (2 * h + LIFT_CLEARANCE), 0.0, 1.0)
         lifted = (grasped | placed) & ((rise >= 1.0) | over)
