@@ -25,6 +25,8 @@ BAD_SIZES = [
     (["bench", "device", "--worlds", "0"], "--worlds"),
     (["bench", "device", "--steps", "0"], "--steps"),
     (["bench", "device", "--budget-s", "0"], "--budget-s"),
+    (["bench", "train", "--epochs", "0"], "--epochs"),
+    (["bench", "train", "--updates-per-epoch", "0"], "--updates-per-epoch"),
 ]
 
 
@@ -140,3 +142,18 @@ def test_ik_bench_learned_arguments(tmp_path, capsys):
     assert "missing.npz" in captured.err and "Traceback" not in captured.err
     assert cli.main(["bench", "ik", "--save-learned", str(tmp_path)]) == 2
     assert "argument --save-learned" in capsys.readouterr().err
+
+
+def test_train_bench_reports_the_ppo_rate_against_the_raw_env(capsys):
+    """The tiny preset end to end: three positive rates and their ratios in one table row."""
+    jax.config.update("jax_enable_x64", False)  # training runs in float32, the library default
+    try:
+        assert cli.main(["bench", "train", "--env", "SO101Reach-v0", "--preset", "tiny", "--epochs", "2",
+                         "--updates-per-epoch", "1", "--repeats", "1"]) == 0
+    finally:
+        jax.config.update("jax_enable_x64", True)
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out[0].startswith("SO101Reach-v0 preset tiny, backend c, 8 worlds") and "2 epochs of 1 updates" in out[0]
+    raw, collect, ppo, collect_ratio, ppo_ratio = (float(x) for x in out[-1].split())
+    assert min(raw, collect, ppo) > 0
+    assert collect_ratio == pytest.approx(collect / raw, rel=3e-3) and ppo_ratio == pytest.approx(ppo / raw, rel=3e-3)  # 4 digits printed

@@ -6,6 +6,9 @@
 AutoResetWrapper, which restarts every world from the state it was first reset to, a finished
 world restarts from a *fresh* ``reset`` with a new key, so block and target positions keep being
 sampled; the reset runs only on steps where some world finished.
+
+Optionally (``starts``, ``start_prob``; see :mod:`so101_mjx.training.demo_starts`) a reset starts,
+with probability ``start_prob``, from a state drawn from a bank of states instead.
 """
 
 from __future__ import annotations
@@ -21,12 +24,18 @@ from so101_mjx.state import State
 class TrainingEnv:
     """Batched env over ``env`` with ``episode_length`` control steps (``action_repeat`` per action)."""
 
-    def __init__(self, env: SO101Env, episode_length: int | None = None, action_repeat: int = 1):
+    def __init__(self, env: SO101Env, episode_length: int | None = None, action_repeat: int = 1,
+                 starts: State | None = None, start_prob: float = 0.0):
         self.env = env
         self.episode_length = int(episode_length or env.episode_length)
         self.action_repeat = int(action_repeat)
         if self.episode_length < 1 or self.action_repeat < 1:
             raise ValueError(f"episode_length and action_repeat must be >= 1, got {self.episode_length}, {self.action_repeat}")
+        if not 0.0 <= start_prob <= 1.0:
+            raise ValueError(f"start_prob must be in [0, 1], got {start_prob!r}")
+        if start_prob > 0 and (starts is None or starts.obs.shape[0] == 0):
+            raise ValueError("start_prob > 0 needs a non-empty bank of starts (states with one leading axis)")
+        self.starts, self.start_prob = (starts, float(start_prob)) if start_prob > 0 else (None, 0.0)
 
     @property
     def observation_size(self) -> int:
@@ -48,7 +57,8 @@ class TrainingEnv:
         """``rng`` (B, 2) keys -> batched state with ``steps`` and ``truncation`` zeroed."""
         state = jax.vmap(self.env.reset)(rng)
         zeros = jnp.zeros_like(state.done)
-        return state.replace(info=state.info.replace(steps=jnp.zeros(zeros.shape, jnp.int32), truncation=zeros))
+        state = state.replace(info=state.info.replace(steps=jnp.zeros(zeros.shape, jnp.int32), truncation=zeros))
+        return self._seeded(state, rng)
 
     def step(self, state: State, action: Array) -> State:
         """Step every world; finished worlds (terminated or at ``episode_length``) restart fresh.
@@ -76,19 +86,39 @@ class TrainingEnv:
     def _auto_reset(self, state: State) -> State:
         keys = jax.vmap(jax.random.split)(state.info.rng)
         fresh = jax.vmap(self.env.reset)(keys[:, 0])
+        # the wrapper's own entries (steps, truncation) belong to the finished episode's step
+        fresh = self._seeded(fresh.replace(info=fresh.info.replace(steps=state.info.steps, truncation=state.info.truncation)), keys[:, 0])
         done = state.done > 0
 
         def pick(new, old):
             return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - done.ndim)), new, old)
 
-        # the wrapper's own entries (steps, truncation) belong to the finished episode's step
-        fresh_info = fresh.info.replace(steps=state.info.steps, truncation=state.info.truncation)
-        info = jax.tree.map(pick, fresh_info, state.info)
+        info = jax.tree.map(pick, fresh.info, state.info)
         info = info.replace(rng=jnp.where(done[:, None], fresh.info.rng, keys[:, 1]))
         return state.replace(physics=jax.tree.map(pick, fresh.physics, state.physics), obs=pick(fresh.obs, state.obs), info=info)
 
+    def _seeded(self, fresh: State, rng: Array) -> State:
+        """``fresh`` reset states (B,) where, with probability ``start_prob`` each (drawn from keys
+        derived from ``rng`` (B, 2)), physics, obs and task info are those of a uniformly drawn bank
+        state; the episode counters, RNG and non-finite-action count stay the fresh reset's."""
+        if self.starts is None:
+            return fresh
+        bank = self.starts
+        keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 0x5EED)))(rng)
+        use = jax.vmap(lambda k: jax.random.bernoulli(k, self.start_prob))(keys[:, 0])
+        drawn = jax.tree.map(lambda x: x[jax.vmap(lambda k: jax.random.randint(k, (), 0, bank.obs.shape[0]))(keys[:, 1])], bank)
 
-def wrap_for_brax(env: SO101Env, episode_length: int, action_repeat: int = 1, randomization_fn=None) -> TrainingEnv:
+        def pick(new, old):
+            return jnp.where(use.reshape(use.shape + (1,) * (old.ndim - use.ndim)), new.astype(old.dtype), old)
+
+        own = {"rng": fresh.info.rng, "steps": fresh.info.steps, "truncation": fresh.info.truncation,
+               "nonfinite_actions": fresh.info.nonfinite_actions}
+        info = jax.tree.map(pick, drawn.info.replace(**own), fresh.info)
+        return fresh.replace(physics=jax.tree.map(pick, drawn.physics, fresh.physics), obs=pick(drawn.obs, fresh.obs), info=info)
+
+
+def wrap_for_brax(env: SO101Env, episode_length: int, action_repeat: int = 1, randomization_fn=None,
+                  starts: State | None = None, start_prob: float = 0.0) -> TrainingEnv:
     """``wrap_env_fn`` for ``brax.training.agents.ppo.train``.
 
     Domain randomization is configured on the env itself (sampled at every reset, so it is
@@ -96,4 +126,4 @@ def wrap_for_brax(env: SO101Env, episode_length: int, action_repeat: int = 1, ra
     """
     if randomization_fn is not None:
         raise ValueError("randomization_fn is not supported: configure domain randomization on the env")
-    return TrainingEnv(env, episode_length, action_repeat)
+    return TrainingEnv(env, episode_length, action_repeat, starts, start_prob)

@@ -80,7 +80,9 @@ class BraxAdapter:
 
 
 def wrap_env_fn(
-    env: SO101Env, episode_length: int, action_repeat: int = 1, randomization_fn=None, success_bonus: float = 0.0
+    env: SO101Env, episode_length: int, action_repeat: int = 1, randomization_fn=None, success_bonus: float = 0.0,
+    starts: State | None = None, start_prob: float = 0.0,
 ) -> BraxAdapter:
-    """``wrap_env_fn`` for ``ppo.train`` (bind ``success_bonus`` with functools.partial)."""
-    return BraxAdapter(wrap_for_brax(env, episode_length, action_repeat, randomization_fn), success_bonus)
+    """``wrap_env_fn`` for ``ppo.train`` (bind ``success_bonus`` and the demonstration starts,
+    :mod:`so101_mjx.training.demo_starts`, with functools.partial)."""
+    return BraxAdapter(wrap_for_brax(env, episode_length, action_repeat, randomization_fn, starts, start_prob), success_bonus)

@@ -88,13 +88,16 @@ def train(
     progress_fn: Callable[[int, dict[str, Any]], None] = lambda step, metrics: None,
     checkpoint_fn: Callable[[int, Params, LoopState], None] = lambda step, params, state: None,
     restore: Callable[[LoopState], LoopState] | None = None,
+    wrap_eval_env_fn: Callable[..., Any] | None = None,
 ) -> tuple[Callable, Params, dict[str, Any]]:
     """PPO as ``ppo.train`` (same arguments and defaults), plus exact checkpoints and resume.
 
     ``checkpoint_fn(step, params, state)`` runs after every epoch, before that step's eval;
     ``progress_fn(step, metrics)`` after every eval (step 0, or the restored step, first).
     ``restore(template)`` maps a fresh :class:`LoopState` (host arrays, the shapes this run needs)
-    to the state to continue from. Returns ``(make_policy, params, last eval metrics)``.
+    to the state to continue from. ``wrap_eval_env_fn`` wraps the evaluator's env (default:
+    ``wrap_env_fn``; training-only reset changes such as demonstration starts stay out of the
+    eval with a separate one). Returns ``(make_policy, params, last eval metrics)``.
     Epochs run until ``env_steps`` reaches ``(num_evals - 1)`` epochs of Brax's epoch size.
     """
     if num_timesteps <= 0:
@@ -239,7 +242,7 @@ def train(
     mesh = jax.sharding.Mesh(np.asarray(devices), (AXIS,))
     env_state = jax.device_put(env_state, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(AXIS)))
 
-    eval_env = wrap_env_fn(environment, episode_length=episode_length, action_repeat=1, randomization_fn=None)
+    eval_env = (wrap_eval_env_fn or wrap_env_fn)(environment, episode_length=episode_length, action_repeat=1, randomization_fn=None)
     evaluator = acting.Evaluator(
         eval_env, functools.partial(make_policy, deterministic=deterministic_eval), num_eval_envs=num_eval_envs,
         episode_length=episode_length, action_repeat=1, key=eval_key,

@@ -77,6 +77,21 @@ def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
     return existing[-1]
 
 
+def demo_starts(env, preset: config.Preset, seed: int) -> dict[str, Any]:
+    """``starts`` and ``start_prob`` of the training env: the preset's demonstration starts, or none."""
+    if not preset.demo_start_prob:
+        return {}
+    import jax
+
+    from so101_mjx.training.demo_starts import scripted_bank
+
+    start = time.perf_counter()
+    bank = scripted_bank(env, jax.random.fold_in(jax.random.PRNGKey(seed), 0xDE70), preset.demo_start_episodes)
+    print(f"demo starts: p={preset.demo_start_prob}, {bank.obs.shape[0]} states from {preset.demo_start_episodes} "
+          f"scripted episodes ({time.perf_counter() - start:.0f} s)", flush=True)
+    return {"starts": bank, "start_prob": preset.demo_start_prob}
+
+
 def train(
     env_name: str, preset_name: str, preset: config.Preset, out: Path, *,
     backend: str | None = None, seed: int = 0, resume: bool = False,
@@ -103,9 +118,11 @@ def train(
 
     print(f"{env_name} preset={preset_name} backend={env.backend} seed={seed} obs={run['obs_size']} "
           f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
+    wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus)
     _, _, metrics = loop.train(
         env,
-        wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),
+        wrap_env_fn=functools.partial(wrap, **demo_starts(env, preset, seed)),
+        wrap_eval_env_fn=wrap,
         episode_length=env.episode_length,
         network_factory=networks.network_factory(**run["network"]),
         seed=seed,
@@ -131,6 +148,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     parser.add_argument("--num-timesteps", type=cliargs.positive_int, default=None, help="override the preset's env steps")
     parser.add_argument("--num-evals", type=cliargs.positive_int, default=None, help="override the preset's number of evals (>= 2; one checkpoint each after the first)")
+    parser.add_argument("--demo-start-prob", type=cliargs.probability, default=None,
+                        help="override the preset's share of training resets from scripted states (0 = none; evals always reset normally)")
     parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
     parser.add_argument("--replay-episodes", type=cliargs.non_negative_int, default=0, help="replay N episodes of the export on CPU MuJoCo")
 
@@ -141,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
     env_name = canonical(args.env)
     preset_name = args.preset or config.default_preset(env_name)
     preset = config.preset(env_name, preset_name)
-    overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals}
+    overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
     out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))
     start = time.perf_counter()

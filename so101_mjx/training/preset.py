@@ -35,6 +35,8 @@ _RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
     "max_grad_norm": (lambda v: v is None or _POSITIVE_REAL[0](v), "None or a finite number > 0"),
     "reward_scaling": _POSITIVE_REAL,
     "success_bonus": (_real, "a finite number"),
+    "demo_start_prob": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "demo_start_episodes": _POSITIVE_INT,
     "policy_hidden_layer_sizes": _LAYERS,
     "value_hidden_layer_sizes": _LAYERS,
 }
@@ -68,6 +70,9 @@ class Preset:
     value_hidden_layer_sizes: tuple[int, ...] = (128, 128)
     activation: str = "swish"  # a name in brax.training.networks.ACTIVATION
     success_bonus: float = 0.0  # reward added when an episode ends in success (train.envs.BraxAdapter)
+    # training resets that start along the scripted controller's successful episodes (training.demo_starts)
+    demo_start_prob: float = 0.0
+    demo_start_episodes: int = 256  # scripted episodes the bank of starts is drawn from
     env_config: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -92,7 +97,7 @@ class Preset:
     def ppo_kwargs(self) -> dict[str, Any]:
         """The fields ``ppo.train`` takes directly."""
         skip = {"policy_hidden_layer_sizes", "value_hidden_layer_sizes", "activation", "env_config", "episode_length",
-                "success_bonus"}
+                "success_bonus", "demo_start_prob", "demo_start_episodes"}
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
 
     def env_overrides(self) -> dict[str, Any]:

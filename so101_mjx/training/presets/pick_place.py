@@ -1,6 +1,8 @@
 """Presets of SO101PickPlace-v0. ``cpu`` trains on the staged dense reward (``reward_type="dense"``,
-see :mod:`so101_mjx.envs.pick_place`) with a success bonus; success stays the reference's sparse
-criterion. Neither ``cpu`` nor ``gpu`` has been run to completion yet (see the README)."""
+see :mod:`so101_mjx.envs.pick_place`) with a success bonus, and starts half of its training
+episodes along the scripted controller's successful episodes (``demo_start_prob``, see
+:mod:`so101_mjx.training.demo_starts`); success stays the reference's sparse criterion and the
+evals reset normally."""
 
 from so101_mjx.training.preset import Preset, tiny
 
@@ -17,7 +19,7 @@ PRESETS = {
         num_timesteps=20 * 1_024_000, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
         num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=21,
         episode_length=150, policy_hidden_layer_sizes=(128, 128, 128), value_hidden_layer_sizes=(256, 256, 256),
-        success_bonus=50.0, env_config=PLACE_TRAIN_CONFIG,
+        success_bonus=50.0, demo_start_prob=0.5, env_config=PLACE_TRAIN_CONFIG,
     ),
     "gpu": Preset(
         num_timesteps=200_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,

@@ -1,0 +1,92 @@
+"""``so101-mjx bench train``: the PPO loop's env-steps/s against the raw env rate, in one run.
+
+Three rates at the preset's ``num_envs`` worlds and env config, all after their first jit:
+
+- raw env: jitted ``vmap(env.step)`` with random actions (what ``bench env`` measures);
+- collection: Brax's ``acting.generate_unroll`` of ``unroll_length`` steps with the preset's policy
+  network through the training wrappers (auto-reset, action map), jitted: the acting half of PPO;
+- PPO: the training loop's own ``training/sps`` (collection + GAE + SGD of one epoch, evals and
+  checkpoints excluded), the median of ``--epochs`` epochs after a first, compiling one.
+
+The ratio PPO / raw env is the loop's efficiency; collection / raw env isolates the wrappers and
+the policy, so the SGD share is what remains.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import statistics
+import time
+
+import jax
+import jax.numpy as jnp
+from brax.training import acting
+from brax.training.acme import running_statistics, specs
+from brax.training.agents.ppo import networks as ppo_networks
+
+from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.benchmarks.env import env_rate
+from so101_mjx.cliargs import positive_int
+from so101_mjx.physics import BACKENDS
+from so101_mjx.training import config, envs, loop, networks
+from so101_mjx.training.ppo import demo_starts
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="SO101PickCube-v0")
+    parser.add_argument("--preset", default="cpu", help="the preset whose sizes, networks and env config are timed")
+    parser.add_argument("--backend", choices=BACKENDS, default=None)
+    parser.add_argument("--epochs", type=positive_int, default=3, help="timed PPO epochs (after one compiling epoch)")
+    parser.add_argument("--updates-per-epoch", type=positive_int, default=2, help="PPO training steps per epoch")
+    parser.add_argument("--repeats", type=positive_int, default=5)
+
+
+def collection_rate(train_env, preset: config.Preset, repeats: int) -> float:
+    """Env-steps/s of one jitted ``generate_unroll`` (the preset's policy, fresh params)."""
+    state = jax.jit(train_env.reset)(jax.random.split(jax.random.PRNGKey(0), preset.num_envs))
+    obs_size = state.obs.shape[-1]
+    net = networks.network_factory(**preset.network())((obs_size,), train_env.action_size,
+                                                       preprocess_observations_fn=running_statistics.normalize)
+    params = (running_statistics.init_state(specs.Array((obs_size,), jnp.float32)),
+              net.policy_network.init(jax.random.PRNGKey(0)), net.value_network.init(jax.random.PRNGKey(1)))
+    policy = ppo_networks.make_inference_fn(net)(params)
+    unroll = jax.jit(lambda s, key: acting.generate_unroll(train_env, s, policy, key, preset.unroll_length,
+                                                           extra_fields=loop.EXTRA_FIELDS)[0].obs)
+    return preset.num_envs * preset.unroll_length / median_time(lambda: unroll(state, jax.random.PRNGKey(2)), repeats, 0.0)
+
+
+def ppo_rates(env, preset: config.Preset, epochs: int, updates: int, wrap) -> tuple[list[float], float]:
+    """The loop's ``training/sps`` of each epoch after the first, and the first epoch's seconds (compile included)."""
+    per_update = preset.batch_size * preset.num_minibatches * preset.unroll_length
+    timed = dataclasses.replace(preset, num_timesteps=(epochs + 1) * updates * per_update, num_evals=epochs + 2, num_eval_envs=1)
+    rates, marks = [], [time.perf_counter()]
+
+    def progress(step: int, metrics: dict) -> None:
+        if "training/sps" in metrics:
+            rates.append(float(metrics["training/sps"]))
+            marks.append(time.perf_counter())
+
+    loop.train(env, wrap_env_fn=wrap, episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()),
+               progress_fn=progress, use_pmap_on_reset=False, **timed.ppo_kwargs())
+    return rates[1:], marks[1] - marks[0]
+
+
+def run(args: argparse.Namespace) -> int:
+    preset = config.preset(args.env, args.preset)
+    env = envs.make_env(args.env, preset.env_overrides(), args.backend)
+    wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
+    raw, _ = env_rate(env, preset.num_envs, preset.unroll_length, args.repeats)
+    collect = collection_rate(wrap(env, episode_length=env.episode_length), preset, args.repeats)
+    rates, first_s = ppo_rates(env, preset, args.epochs, args.updates_per_epoch, wrap)
+    ppo = statistics.median(rates)
+    print(f"{args.env} preset {args.preset}, backend {env.backend}, {preset.num_envs} worlds, JAX {jax.default_backend()}; "
+          f"PPO: {args.epochs} epochs of {args.updates_per_epoch} updates "
+          f"({args.updates_per_epoch * preset.batch_size * preset.num_minibatches * preset.unroll_length:,} env steps each), "
+          f"first epoch (compile) {first_s:.1f} s; PPO per epoch {', '.join(f'{r:.0f}' for r in rates)} env-steps/s")
+    print_table(
+        ["raw env env-steps/s", "collection env-steps/s", "PPO env-steps/s", "collection / raw", "PPO / raw"],
+        [[raw, collect, ppo, collect / raw, ppo / raw]],
+    )
+    return 0
