@@ -10,6 +10,7 @@ pieces are :class:`~so101_mjx.arm.SO101Arm`'s (``env.arm``).
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -102,13 +103,16 @@ class SO101Env(abc.ABC):
     fixed_reset: ClassVar[dict[str, tuple[float, ...]]] = {}  # reset_to arguments of the reference's fixed initial state
     terminate_on_success: ClassVar[bool] = True
 
-    def __init__(self, config: ArmConfig | None = None, backend: str | None = None, **physics_kwargs):
+    def __init__(self, config: ArmConfig | None = None, backend: str | None = None, *, model: mujoco.MjModel | None = None,
+                 **physics_kwargs):
+        """``model``: a compiled variant of the task's ``scene`` (same joints, sites and named geoms)
+        to simulate instead of it, used as given (a copy; ``config.jaw_pads`` is not applied to it)."""
         config = self.default_config() if config is None else config
         if not isinstance(config, self.config_class):
             raise ValueError(f"config must be a {self.config_class.__name__} for {self.name}, got {type(config).__name__}")
         config.validate()
         self.config = config
-        self.mj_model = load_model(self.scene, jaw_pads=config.jaw_pads)
+        self.mj_model = load_model(self.scene, jaw_pads=config.jaw_pads) if model is None else copy.copy(model)
         self.mj_model.opt.timestep = config.physics_dt
         self.physics: Physics = make_physics(backend, self.mj_model, **physics_kwargs)
         self.arm = SO101Arm(self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
