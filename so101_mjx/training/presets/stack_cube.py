@@ -1,8 +1,6 @@
-"""Presets of SO101StackCube-v0, on its staged dense reward.
-
-None of the real presets has been run yet (the ``cpu`` one included), so ``DEFAULT`` is ``tiny``
-until one has been trained and measured.
-"""
+"""Presets of SO101StackCube-v0, on its staged dense reward; ``cpu`` also starts half of its
+training episodes along the scripted controller's successful episodes (``demo_start_prob``, see
+:mod:`so101_mjx.training.demo_starts`); evals reset normally."""
 
 from so101_mjx.training.preset import Preset, tiny
 from so101_mjx.training.presets.pick_place import PLACE_CONFIG
@@ -17,7 +15,8 @@ _PPO = {"unroll_length": 20, "num_updates_per_batch": 4, "learning_rate": 5e-4, 
         "discounting": 0.97, "success_bonus": 50.0, "env_config": STACK_CONFIG, **_NETWORKS}
 PRESETS = {
     "tiny": tiny(**STACK_CONFIG),
-    # PickCube's cpu preset sizes (backend c, 2 cores) for 30 epochs of 532,480 env steps (16M).
-    "cpu": Preset(num_timesteps=30 * 532_480, num_envs=256, batch_size=256, num_minibatches=8, num_evals=31, **_PPO),
+    # PickPlace's cpu preset: 8 epochs of 1,024,000 env steps, episodes of 200 control steps
+    "cpu": Preset(num_timesteps=8 * 1_024_000, num_envs=256, batch_size=256, num_minibatches=8, num_evals=9,
+                  episode_length=200, demo_start_prob=0.5, **_PPO),
     "gpu": Preset(num_timesteps=300_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, num_evals=20, **_PPO),
 }
