@@ -27,6 +27,7 @@ BENCHES: dict[str, tuple[str, str]] = {
     "ik": ("so101_mjx.benchmarks.ik", "batched IK solves/s vs the reference numpy solver"),
     "env": ("so101_mjx.benchmarks.env", "env-steps/s vs raw mujoco.rollout and the reference env"),
     "dynamics": ("so101_mjx.benchmarks.dynamics", "M, C, g, ID, FD, regressor evaluations/s vs MuJoCo C"),
+    "render": ("so101_mjx.benchmarks.render", "batched camera frames/s vs a plain mujoco.Renderer loop; pixel env cost"),
     "train": ("so101_mjx.benchmarks.train", "PPO env-steps/s vs the raw env rate (collection and SGD shares)"),
     "device": ("so101_mjx.benchmarks.device", "the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown"),
 }

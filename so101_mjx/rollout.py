@@ -81,7 +81,7 @@ class _Episode(NamedTuple):
     success: Array  # () bool: info.succeed at the episode's last step
     returns: Array  # ()
     length: Array  # () int32
-    final_obs: Array  # (obs_size,) at the episode's last step
+    final_obs: Any  # (obs_size,) at the episode's last step (a dict with image_obs)
 
     def outcome(self) -> dict[str, Array]:
         return {"success": self.success, "returns": self.returns, "length": self.length, "final_obs": self.final_obs}
@@ -107,7 +107,7 @@ def _episode_fns(env: SO101Env, init, act):
             jnp.where(live, state.info.succeed, ep.success),
             ep.returns + jnp.where(live, state.reward, 0.0),
             ep.length + live.astype(jnp.int32),
-            jnp.where(live, state.obs, ep.final_obs),
+            jax.tree.map(lambda new, old: jnp.where(live, new, old), state.obs, ep.final_obs),
         )
         return ep, (state, action)
 

@@ -26,6 +26,8 @@ BAD_SIZES = [
     (["bench", "device", "--steps", "0"], "--steps"),
     (["bench", "device", "--budget-s", "0"], "--budget-s"),
     (["bench", "train", "--epochs", "0"], "--epochs"),
+    (["bench", "render", "--size", "0"], "--size"),
+    (["bench", "render", "--batch", "0"], "--batch"),
     (["bench", "train", "--updates-per-epoch", "0"], "--updates-per-epoch"),
 ]
 
@@ -157,3 +159,13 @@ def test_train_bench_reports_the_ppo_rate_against_the_raw_env(capsys):
     raw, collect, ppo, collect_ratio, ppo_ratio = (float(x) for x in out[-1].split())
     assert min(raw, collect, ppo) > 0
     assert collect_ratio == pytest.approx(collect / raw, rel=3e-3) and ppo_ratio == pytest.approx(ppo / raw, rel=3e-3)  # 4 digits printed
+
+
+def test_render_bench_reports_frames_and_env_rates(capsys):
+    assert cli.main(["bench", "render", "--size", "16", "--batch", "1", "3", "--repeats", "1", "--env-batch", "2"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    frames = [line.split() for line in lines[3:5]]
+    assert [(int(r[0]), int(r[1])) for r in frames] == [(16, 1), (16, 3)]
+    assert all(float(r[2]) > 0 and float(r[3]) > 0 and float(r[4]) == pytest.approx(float(r[2]) / float(r[3]), rel=3e-3) for r in frames)
+    size, worlds, pix, plain, ratio = lines[-1].split()
+    assert (int(size), int(worlds)) == (16, 2) and float(pix) > 0 and float(ratio) == pytest.approx(float(pix) / float(plain), rel=3e-3)

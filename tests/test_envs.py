@@ -20,7 +20,7 @@ REF_KW = dict(action_scale=0.025)
         (dict(reward_type="dense", grasp_reward=-1.0), "grasp_reward must be >= 0"),
         (dict(grasp_reward=0.25), "grasp_reward adds to the dense reward"),
         (dict(physics_dt=0.2), r"physics_dt \(0.2\) must not exceed control_dt"),
-        (dict(image_obs=True), "image_obs=True is not available"),
+        (dict(image_obs=True, image_size=0), "image_size must be"),
         (dict(actionscale=1.0), r"unknown config field\(s\) \['actionscale'\]"),
     ],
 )

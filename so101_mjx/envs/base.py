@@ -30,6 +30,8 @@ from so101_mjx.scenes import load_model
 MAX_ACTION_SCALE = 1.0  # m of IK-target motion per unit action
 MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
 MAX_EPISODE_LENGTH = 2**31 - 1  # control steps; step counters are int32
+MAX_IMAGE_SIZE = 1024  # px, the scenes' offscreen buffer
+IMAGE_QUALITIES = ("fast", "full")  # so101_mjx.pixels.QUALITIES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,6 +45,8 @@ class ArmConfig:
     ik_solver: str = "lm"  # extension: "analytic" (top-down only) for the closed-form IK instead of the reference's LM
     jaw_pads: bool = False
     image_obs: bool = False
+    image_size: int = 64  # px, height = width of pixels/front when image_obs (backend c)
+    image_quality: str = "fast"  # the camera's render model: "fast" or "full" (so101_mjx.pixels.render_model)
     episode_length: int = 100
     randomization: randomization.Randomization | None = None  # per-episode domain randomization
 
@@ -74,11 +78,9 @@ class ArmConfig:
             set_(self, name, checks.flag(name, getattr(self, name)))
         set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))
         set_(self, "randomization", randomization.parse(self.randomization))
-        if self.image_obs:
-            raise ValueError(
-                "image_obs=True is not available in the jitted envs (no batched renderer); "
-                "use the gymnasium env so101_mjx/... which renders pixels.front on MuJoCo C"
-            )
+        set_(self, "image_size", checks.integer("image_size", self.image_size, ge=1, le=MAX_IMAGE_SIZE))
+        if self.image_quality not in IMAGE_QUALITIES:
+            raise ValueError(f"image_quality must be one of {IMAGE_QUALITIES}, got {self.image_quality!r}")
 
 
 class SO101Env(abc.ABC):
@@ -118,6 +120,18 @@ class SO101Env(abc.ABC):
         self.arm = SO101Arm(self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
                             n_substeps=int(config.control_dt // config.physics_dt), ik_solver=config.ik_solver)
         self.reward_scales = {k: float(v) for k, v in self.reward_weights().items() if v}
+        self.camera = self._camera() if config.image_obs else None
+
+    def _camera(self):
+        """The batch renderer of ``pixels/front`` (backend c only)."""
+        if self.physics.name != "c":
+            raise ValueError(f"image_obs=True needs backend 'c' (MuJoCo C renders the camera on the CPU threads), "
+                             f"got {self.physics.name!r}: MJX has no batch renderer wired in yet")
+        from so101_mjx.pixels import BatchRenderer, render_model
+
+        size = self.config.image_size
+        return BatchRenderer(render_model(self.scene, self.config.image_quality), size, size, "front",
+                             markers=tuple(self.markers), nthread=self.physics.nthread)
 
     @classmethod
     def default_config(cls) -> ArmConfig:
@@ -209,10 +223,21 @@ class SO101Env(abc.ABC):
         metrics = {**self._metrics(info, success, terms), **self.task_metrics(physics, info)}
         return State(physics, self.observation(physics, info), reward, done.astype(dtype), metrics, info)
 
-    def observation(self, physics: PhysicsState, info: Info) -> Array:
-        """Flat observation (obs_size,): agent_pos (14) then the task's entries in layout order."""
+    def observation(self, physics: PhysicsState, info: Info) -> Array | dict[str, Array]:
+        """Flat observation (obs_size,): agent_pos (14) then the task's entries in layout order.
+
+        With ``image_obs``: ``{"agent_pos": (14,), "pixels/front": (H, W, 3) uint8, "state": (obs_size,)}``,
+        ``state`` being the flat observation (privileged: for teachers and critics; the reference's
+        pixel envs expose only the other two).
+        """
         entries = self.task_observation(physics, info)
-        return jnp.concatenate([self.arm.agent_pos(physics), *(entries[name] for name, _ in self.observation_layout)])
+        flat = jnp.concatenate([self.arm.agent_pos(physics), *(entries[name] for name, _ in self.observation_layout)])
+        if self.camera is None:
+            return flat
+        markers = jnp.stack([info.task[entry] for entry in self.markers.values()]) if self.markers else None
+        params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")}
+        pixels = self.camera.jax_render(physics.qpos, markers, params)
+        return {"agent_pos": flat[:AGENT_POS_SIZE], "pixels/front": pixels, "state": flat}
 
     @staticmethod
     def _metrics(info: Info, success: Array, terms: dict[str, Array]) -> dict[str, Array]:
@@ -251,8 +276,12 @@ class SO101Env(abc.ABC):
         return AGENT_POS_SIZE + sum(size for _, size in cls.observation_layout)
 
     @property
-    def observation_size(self) -> int:
-        return self.obs_size()
+    def observation_size(self) -> int | dict[str, tuple[int, ...]]:
+        """Flat observation size; with ``image_obs`` the shape of each entry (Brax's convention)."""
+        if self.camera is None:
+            return self.obs_size()
+        size = self.config.image_size
+        return {"agent_pos": (AGENT_POS_SIZE,), "pixels/front": (size, size, 3), "state": (self.obs_size(),)}
 
     @property
     def backend(self) -> str:

