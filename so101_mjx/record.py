@@ -18,7 +18,6 @@ used before continues its attempts instead of repeating them.
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import importlib.util
 import json
@@ -33,7 +32,7 @@ import numpy as np
 
 from so101_mjx import cliargs, scripted
 from so101_mjx.envs import make
-from so101_mjx.envs.base import SO101Env
+from so101_mjx.envs.base import IMAGE_QUALITIES, SO101Env
 from so101_mjx.envs.registry import canonical, task
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.rollout import CHUNK_STEPS, policy_fns, task_config
@@ -161,40 +160,42 @@ def _episode(out: dict[str, np.ndarray], world: int) -> dict[str, np.ndarray]:
 
 
 class _Frames:
-    """One offscreen renderer (on a copy of the env's model), reused for every frame and camera."""
+    """One :class:`~so101_mjx.pixels.BatchRenderer` per camera (``quality``'s render model); an
+    episode's frames are rendered as one batch on the CPU threads."""
 
-    def __init__(self, env: SO101Env, size: int, cameras: list[str]):
-        from so101_mjx.render import FrameRenderer
+    def __init__(self, env: SO101Env, size: int, cameras: list[str], quality: str = "fast"):
+        from so101_mjx.pixels import BatchRenderer, render_model
 
-        model = copy.copy(env.mj_model)  # markers are drawn by moving the model's sites
+        model = render_model(env.scene, quality)
         model.vis.global_.offwidth = max(model.vis.global_.offwidth, size)
         model.vis.global_.offheight = max(model.vis.global_.offheight, size)
-        self.renderer, self.cameras = FrameRenderer(model, size, size, cameras[0]), cameras
+        self.markers = tuple(env.markers)
+        self.renderers = {c: BatchRenderer(model, size, size, c, markers=self.markers) for c in cameras}
 
     def episode(self, out: dict[str, np.ndarray], world: int) -> dict[str, np.ndarray]:
         """(T, size, size, 3) uint8 frames per camera of world ``world``'s episode."""
-        frames: dict[str, list[np.ndarray]] = {c: [] for c in self.cameras}
-        for t in range(out["length"][world]):
-            markers = {site: pos[world, t] for site, pos in out["markers"].items()}
-            for camera in self.cameras:
-                self.renderer.camera = camera
-                frames[camera].append(self.renderer.frame(out["qpos"][world, t], markers))
-        return {f"observation.images.{c}": np.stack(f) for c, f in frames.items()}
+        t = out["length"][world]
+        qpos = out["qpos"][world, :t]
+        markers = np.stack([out["markers"][site][world, :t] for site in self.markers], axis=1) if self.markers else None
+        return {f"observation.images.{c}": r.render(qpos, markers) for c, r in self.renderers.items()}
 
     def close(self) -> None:
-        self.renderer.close()
+        for renderer in self.renderers.values():
+            renderer.close()
 
 
 def record(
     env: str | None, policy: str, episodes: int, out: str | Path, backend: str | None = None, image_size: int | None = 128,
     cameras: tuple[str, ...] = ("front",), only_success: bool = False, fps: int | None = None, seed: int = 0,
     resume: bool = False, num_envs: int = 64, max_tries: int | None = None, config: dict[str, Any] | None = None,
+    image_quality: str = "fast",
 ) -> dict[str, Any]:
     """Record ``episodes`` episodes into the dataset at ``out`` (appended with ``resume``).
 
     ``image_size`` None records no video; ``only_success`` keeps successful episodes only, trying
     at most ``max_tries`` (default 10 x ``episodes``); ``fps`` must be the env's control rate;
-    ``config`` overrides env config fields. Returns ``tried``, ``kept``, ``successes``, ``frames``,
+    ``config`` overrides env config fields; ``image_quality`` picks the camera's render model
+    (:func:`so101_mjx.pixels.render_model`: ``fast`` or ``full``, the reference's look). Returns ``tried``, ``kept``, ``successes``, ``frames``,
     ``seconds`` and the dataset's ``total_episodes``. ValueError names a bad argument.
     """
     dataset = _dataset_module()
@@ -220,7 +221,7 @@ def record(
     max_tries = max_tries or 10 * episodes
     worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
     tried = kept = successes = frames = 0
-    renderer = _Frames(jax_env, image_size, cameras) if image_size else None  # a GL failure: before anything is written
+    renderer = _Frames(jax_env, image_size, cameras, image_quality) if image_size else None  # a GL failure: before anything is written
     start = time.perf_counter()
     try:
         writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
@@ -270,6 +271,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=cliargs.output_dir, required=True, help="dataset directory (new and empty, or with --resume)")
     parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="default: c on CPU, mjx on accelerators")
     parser.add_argument("--image-size", type=cliargs.positive_int, default=128, help="frame height and width, pixels (even)")
+    parser.add_argument("--image-quality", choices=IMAGE_QUALITIES, default="fast",
+                        help="camera render model: fast (light meshes, no shadows) or full (the scene as shipped)")
     parser.add_argument("--cameras", default="front", help="comma-separated camera names of the scene")
     parser.add_argument("--only-success", action="store_true", help="keep successful episodes only")
     parser.add_argument("--max-tries", type=cliargs.positive_int, default=None, help="with --only-success: give up after this many episodes (default 10 x --episodes)")
@@ -283,7 +286,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     r = record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
                tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
-               args.num_envs, args.max_tries)
+               args.num_envs, args.max_tries, image_quality=args.image_quality)
     print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
     print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
           f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")

@@ -241,7 +241,8 @@ def test_existing_output_and_missing_pyarrow(tmp_path, capsys, monkeypatch):
 
 
 def test_frames_are_the_gym_render():
-    """A recorded frame is what the gym env's render() shows for the same state (camera, markers)."""
+    """A frame recorded with --image-quality full is what the gym env's render() shows for the same
+    state (camera, markers)."""
     if not gl_available():
         pytest.skip("no offscreen GL context (MUJOCO_GL=egl or osmesa)")
     import gymnasium
@@ -253,7 +254,7 @@ def test_frames_are_the_gym_render():
     _, env, policy, _ = load_policy("scripted", REACH, "c", SHORT)
     key = jax.random.PRNGKey(3)[None]
     traj = run_worlds(env, _episode_fns(env, policy), key)
-    frames = _Frames(env, 64, ["front"])
+    frames = _Frames(env, 64, ["front"], "full")
     try:
         recorded = frames.episode(traj, 0)["observation.images.front"][0]
     finally:
