@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("so101_mjx.training.export", "export a checkpoint to ONNX and numpy"),
     "replay": ("so101_mjx.training.replay", "replay an exported policy on CPU MuJoCo"),
     "eval": ("so101_mjx.training.evaluate", "evaluate a checkpoint or exported policy in the jitted env on mjx and/or c"),
+    "distill": ("so101_mjx.training.distill", "distil a state policy into a pixel policy with DAgger (backend c camera)"),
     "record": ("so101_mjx.record", "record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)"),
 }
 BENCHES: dict[str, tuple[str, str]] = {

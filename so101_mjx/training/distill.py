@@ -1,0 +1,198 @@
+"""``so101-mjx distill``: a pixel policy (the student) distilled from a state policy (the teacher) with DAgger.
+
+The student sees what a real SO-101 sees, the front camera's ``pixels/front`` (H, W, 3) uint8 and
+``agent_pos`` (14,); the teacher sees the privileged flat observation (``obs["state"]``). Both act
+in the env's action space ([dx, dy, dz] in [-1, 1], grasp in [0, 1]). DAgger (Ross et al., 2011,
+with β = 1 on the first iteration and 0 after): iteration 0 lets the teacher drive; every later
+iteration lets the current student drive, labels every visited frame with the teacher's action,
+adds the frames to the dataset and refits the student on all of it (mean squared error). The
+student-driven episodes of iteration k measure the student fitted after iteration k − 1 (success
+rate from the task's normal reset), so the learning curve costs no extra rollouts.
+
+Runs on backend ``c`` (the camera is MuJoCo C, :mod:`so101_mjx.pixels`). Writes ``student.npz``
+(the flax params, flattened by path) and ``distill.json`` (config and per-iteration figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import traverse_util
+from jax import Array
+
+from so101_mjx import checks, cliargs
+from so101_mjx.arm import AGENT_POS_SIZE
+from so101_mjx.envs import SO101Env, make
+
+PIXELS = "pixels/front"
+
+
+class PixelStudent(nn.Module):
+    """Conv net on ``pixels`` (..., H, W, 3) uint8 plus ``agent_pos`` (..., 14) -> env action (..., 4)."""
+
+    channels: tuple[int, ...] = (32, 64, 64)
+    hidden: int = 256
+
+    @nn.compact
+    def __call__(self, pixels: Array, agent_pos: Array) -> Array:
+        x = pixels.astype(jnp.float32) / 255.0
+        for channels, kernel, stride in zip(self.channels, (8, 4, 3), (4, 2, 1)):
+            x = nn.relu(nn.Conv(channels, (kernel, kernel), (stride, stride), padding="VALID")(x))
+        x = jnp.concatenate([x.reshape(*x.shape[:-3], -1), agent_pos.astype(jnp.float32)], axis=-1)
+        x = nn.Dense(4)(nn.relu(nn.Dense(self.hidden)(x)))
+        return jnp.concatenate([jnp.tanh(x[..., :3]), jax.nn.sigmoid(x[..., 3:])], axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillConfig:
+    """DAgger sizes: ``iterations`` rounds of ``episodes`` worlds for ``steps`` control steps each,
+    then ``epochs`` passes of minibatch Adam over the aggregated dataset."""
+
+    iterations: int = 8
+    episodes: int = 64
+    steps: int = 40
+    epochs: int = 4
+    batch_size: int = 256
+    learning_rate: float = 3e-4
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "episodes", "steps", "epochs", "batch_size"):
+            checks.integer(name, getattr(self, name), ge=1)
+        checks.real("learning_rate", self.learning_rate, gt=0)
+        checks.integer("seed", self.seed, ge=0)
+
+
+def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelStudent, steps: int):
+    """Jitted ``collect(params, keys (B, 2), teacher_drives) -> per-step arrays (B, T, ...)``: the
+    frames and agent_pos before each step, the teacher's label, and done / success after it."""
+
+    def one(params, key, teacher_drives):
+        def body(state, _):
+            label = teacher(state.obs["state"])
+            own = student.apply(params, state.obs[PIXELS], state.obs["agent_pos"])
+            after = env.step(state, jnp.where(teacher_drives, label, own.astype(label.dtype)))
+            out = {PIXELS: state.obs[PIXELS], "agent_pos": state.obs["agent_pos"], "label": label,
+                   "done": after.done > 0, "success": after.info.succeed}
+            return after, out
+
+        return jax.lax.scan(body, env.reset(key), None, length=steps)[1]
+
+    return jax.jit(jax.vmap(one, in_axes=(None, 0, None)))
+
+
+def visited(out: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(mask (B, T) of the steps up to and including each episode's first done, success (B,))``."""
+    done = out["done"]
+    before = np.cumsum(done, axis=1) - done  # dones strictly before t
+    first = np.where(done.any(1), done.argmax(1), done.shape[1] - 1)
+    return before == 0, out["success"][np.arange(len(done)), first] & done.any(1)
+
+
+def fit(student: PixelStudent, params, data: dict[str, np.ndarray], config: DistillConfig, key: Array):
+    """``epochs`` passes of minibatch Adam on the mean squared error to the labels; (params, last epoch's mean loss)."""
+    optimizer = optax.adam(config.learning_rate)
+    opt_state = optimizer.init(params)
+
+    @jax.jit
+    def update(params, opt_state, pixels, agent_pos, label):
+        def loss_fn(p):
+            return jnp.mean(jnp.sum((student.apply(p, pixels, agent_pos) - label) ** 2, axis=-1))
+
+        loss, grads = jax.value_and_grad(loss_fn)(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    n = len(data["label"])
+    batch = min(config.batch_size, n)
+    losses = []
+    for epoch in range(config.epochs):
+        order = np.asarray(jax.random.permutation(jax.random.fold_in(key, epoch), n))
+        losses = []
+        for start in range(0, n - batch + 1, batch):
+            idx = order[start : start + batch]
+            params, opt_state, loss = update(params, opt_state, data[PIXELS][idx], data["agent_pos"][idx], data["label"][idx])
+            losses.append(float(loss))
+    return params, float(np.mean(losses))
+
+
+def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillConfig = DistillConfig(),  # noqa: B008
+            student: PixelStudent | None = None, log: Callable[[dict[str, Any]], None] = lambda row: None):
+    """DAgger; returns ``(student, params, rows)``, one row per iteration: ``driver``, ``success``
+    (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds``."""
+    if env.camera is None:
+        raise ValueError("distill needs an env made with image_obs=True (backend c)")
+    student = student or PixelStudent()
+    key = jax.random.PRNGKey(config.seed)
+    size = env.config.image_size
+    params = student.init(jax.random.fold_in(key, 1), jnp.zeros((1, size, size, 3), jnp.uint8), jnp.zeros((1, AGENT_POS_SIZE)))
+    collect = collector(env, teacher, student, config.steps)
+    data: dict[str, list[np.ndarray]] = {PIXELS: [], "agent_pos": [], "label": []}
+    rows = []
+    for it in range(config.iterations):
+        start = time.perf_counter()
+        keys = jax.random.split(jax.random.fold_in(key, 1000 + it), config.episodes)
+        out = jax.device_get(collect(params, keys, it == 0))
+        mask, success = visited(out)
+        for name in data:
+            data[name].append(np.asarray(out[name])[mask])
+        dataset = {name: np.concatenate(parts) for name, parts in data.items()}
+        params, loss = fit(student, params, dataset, config, jax.random.fold_in(key, 2000 + it))
+        row = {"iteration": it, "driver": "teacher" if it == 0 else "student", "success": float(success.mean()),
+               "frames": int(mask.sum()), "dataset": len(dataset["label"]), "loss": loss, "seconds": time.perf_counter() - start}
+        rows.append(row)
+        log(row)
+    return student, params, rows
+
+
+def save(out: Path, params, meta: dict[str, Any]) -> Path:
+    """``out/student.npz`` (params flattened by '/'-joined path) and ``out/distill.json``."""
+    out.mkdir(parents=True, exist_ok=True)
+    flat = {"/".join(k): np.asarray(v) for k, v in traverse_util.flatten_dict(params).items()}
+    np.savez(out / "student.npz", **flat)
+    (out / "distill.json").write_text(json.dumps(meta, indent=1, default=str))
+    return out / "student.npz"
+
+
+def load_params(path: str | Path):
+    """The student's params from a ``student.npz``."""
+    with np.load(path) as z:
+        return traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(z[k]) for k in z.files})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("teacher", help="the state policy: a checkpoint or an exported .onnx / .npz")
+    parser.add_argument("--out", type=cliargs.output_dir, required=True, help="directory for student.npz and distill.json")
+    parser.add_argument("--image-size", type=cliargs.positive_int, default=64)
+    parser.add_argument("--image-quality", choices=("fast", "full"), default="fast")
+    for field in dataclasses.fields(DistillConfig):
+        kind = cliargs.positive_float if field.type == "float" else (cliargs.seed if field.name == "seed" else cliargs.positive_int)
+        parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=field.default)
+
+
+def run(args: argparse.Namespace) -> int:
+    from so101_mjx.training import evaluate
+
+    teacher, meta = evaluate.load(args.teacher)
+    config = DistillConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DistillConfig)})
+    env_config = {**meta["env_config"], "image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality}
+    env = make(meta["env"], backend="c", **env_config)
+    print(f"distill {args.teacher} ({meta['env']}) into a pixel student: {config}", flush=True)
+    log = lambda r: print(f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "  # noqa: E731
+                          f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
+    _, params, rows = distill(env, teacher, config, log=log)
+    path = save(Path(args.out), params, {"teacher": str(args.teacher), "env": meta["env"], "env_config": env_config,
+                                         "config": dataclasses.asdict(config), "iterations": rows})
+    print(f"student: {path}")
+    return 0

@@ -1,0 +1,57 @@
+"""DAgger distillation of a state teacher into a pixel student (so101_mjx.training.distill)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from so101_mjx import cli
+from so101_mjx.envs import make
+from so101_mjx.training import distill
+
+
+def test_visited_keeps_steps_through_the_first_done():
+    done = np.asarray([[0, 1, 0, 1], [0, 0, 0, 0], [1, 0, 0, 0]], bool)
+    success = np.asarray([[0, 1, 0, 0], [0, 0, 0, 1], [0, 0, 0, 0]], bool)
+    mask, ok = distill.visited({"done": done, "success": success})
+    np.testing.assert_array_equal(mask, [[1, 1, 0, 0], [1, 1, 1, 1], [1, 0, 0, 0]])
+    np.testing.assert_array_equal(ok, [True, False, False])  # success counts at the first done only
+
+
+def teacher(obs):
+    """A state teacher the student can learn from agent_pos alone (the first entries of the state)."""
+    return jnp.concatenate([jnp.tanh(3.0 * obs[:3]), jax.nn.sigmoid(obs[3:4])])
+
+
+def test_dagger_fits_the_teacher_and_reports_each_iteration():
+    env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=36, episode_length=6)
+    config = distill.DistillConfig(iterations=3, episodes=4, steps=6, epochs=30, batch_size=24, learning_rate=1e-3)
+    rows = []
+    student, params, out = distill.distill(env, teacher, config, log=rows.append)
+    assert out == rows and [r["driver"] for r in rows] == ["teacher", "student", "student"]
+    assert [r["dataset"] for r in rows] == list(np.cumsum([r["frames"] for r in rows]))
+    assert all(0 < r["frames"] <= 24 and 0.0 <= r["success"] <= 1.0 for r in rows)
+    # the fitted student is much closer to the teacher than a fresh one, on frames it drove into
+    collect = distill.collector(env, teacher, student, config.steps)
+    fresh = student.init(jax.random.PRNGKey(7), jnp.zeros((1, 36, 36, 3), jnp.uint8), jnp.zeros((1, 14)))
+    data = jax.device_get(collect(params, jax.random.split(jax.random.PRNGKey(9), 4), False))
+    error = lambda p: float(np.mean(np.sum((np.asarray(student.apply(p, data["pixels/front"], data["agent_pos"])) - data["label"]) ** 2, -1)))  # noqa: E731
+    assert error(params) < 0.25 * error(fresh)
+
+
+def test_save_and_load_round_trip(tmp_path):
+    student = distill.PixelStudent(channels=(4, 4, 4), hidden=8)
+    params = student.init(jax.random.PRNGKey(0), jnp.zeros((1, 36, 36, 3), jnp.uint8), jnp.zeros((1, 14)))
+    path = distill.save(tmp_path, params, {"env": "x"})
+    jax.tree.map(np.testing.assert_array_equal, distill.load_params(path), params)
+
+
+def test_distill_needs_an_image_env():
+    with pytest.raises(ValueError, match="image_obs=True"):
+        distill.distill(make("SO101PickCube-v0", backend="c"), teacher, distill.DistillConfig(iterations=1))
+
+
+@pytest.mark.parametrize(("argv", "argument"), [(["--iterations", "0"], "--iterations"), (["--learning-rate", "-1"], "--learning-rate")])
+def test_bad_cli_sizes_are_one_line(argv, argument, capsys, tmp_path):
+    assert cli.main(["distill", "teacher.onnx", "--out", str(tmp_path / "s"), *argv]) == 2
+    assert f"argument {argument}" in capsys.readouterr().err
