@@ -25,7 +25,7 @@ def teacher(obs):
 
 def test_dagger_fits_the_teacher_and_reports_each_iteration():
     env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=36, episode_length=6)
-    config = distill.DistillConfig(iterations=3, episodes=4, steps=6, epochs=30, batch_size=24, learning_rate=1e-3)
+    config = distill.DistillConfig(iterations=3, episodes=4, steps=6, updates=60, batch_size=24, learning_rate=1e-3)
     rows = []
     student, params, out = distill.distill(env, teacher, config, log=rows.append)
     assert out == rows and [r["driver"] for r in rows] == ["teacher", "student", "student"]

@@ -57,18 +57,18 @@ class PixelStudent(nn.Module):
 @dataclasses.dataclass(frozen=True)
 class DistillConfig:
     """DAgger sizes: ``iterations`` rounds of ``episodes`` worlds for ``steps`` control steps each,
-    then ``epochs`` passes of minibatch Adam over the aggregated dataset."""
+    then ``updates`` Adam steps on minibatches of ``batch_size`` frames drawn from the aggregated dataset."""
 
     iterations: int = 8
     episodes: int = 64
     steps: int = 40
-    epochs: int = 4
-    batch_size: int = 256
+    updates: int = 300
+    batch_size: int = 128
     learning_rate: float = 3e-4
     seed: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "episodes", "steps", "epochs", "batch_size"):
+        for name in ("iterations", "episodes", "steps", "updates", "batch_size"):
             checks.integer(name, getattr(self, name), ge=1)
         checks.real("learning_rate", self.learning_rate, gt=0)
         checks.integer("seed", self.seed, ge=0)
@@ -101,7 +101,8 @@ def visited(out: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit(student: PixelStudent, params, data: dict[str, np.ndarray], config: DistillConfig, key: Array):
-    """``epochs`` passes of minibatch Adam on the mean squared error to the labels; (params, last epoch's mean loss)."""
+    """``updates`` Adam steps on the mean squared error to the labels, minibatches drawn uniformly
+    with replacement; (params, mean loss of the last tenth of the updates)."""
     optimizer = optax.adam(config.learning_rate)
     opt_state = optimizer.init(params)
 
@@ -115,16 +116,12 @@ def fit(student: PixelStudent, params, data: dict[str, np.ndarray], config: Dist
         return optax.apply_updates(params, updates), opt_state, loss
 
     n = len(data["label"])
-    batch = min(config.batch_size, n)
     losses = []
-    for epoch in range(config.epochs):
-        order = np.asarray(jax.random.permutation(jax.random.fold_in(key, epoch), n))
-        losses = []
-        for start in range(0, n - batch + 1, batch):
-            idx = order[start : start + batch]
-            params, opt_state, loss = update(params, opt_state, data[PIXELS][idx], data["agent_pos"][idx], data["label"][idx])
-            losses.append(float(loss))
-    return params, float(np.mean(losses))
+    for k in range(config.updates):
+        idx = np.asarray(jax.random.randint(jax.random.fold_in(key, k), (min(config.batch_size, n),), 0, n))
+        params, opt_state, loss = update(params, opt_state, data[PIXELS][idx], data["agent_pos"][idx], data["label"][idx])
+        losses.append(loss)
+    return params, float(np.mean(jax.device_get(losses[-max(config.updates // 10, 1):])))
 
 
 def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillConfig = DistillConfig(),  # noqa: B008
