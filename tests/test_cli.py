@@ -39,6 +39,8 @@ BAD_ARGUMENTS = [
     (["train", "--num-timesteps", "-5"], "--num-timesteps", "integer >= 1"),
     (["train", "--num-timesteps", "0"], "--num-timesteps", "integer >= 1"),
     (["train", "--num-evals", "0"], "--num-evals", "integer >= 1"),
+    (["train", "--demo-start-prob", "1.5"], "--demo-start-prob", "a number in [0, 1]"),
+    (["record", "--episodes", "1", "--out", "x", "--image-quality", "hd"], "--image-quality", "invalid choice"),
     (["train", "--replay-episodes", "-1"], "--replay-episodes", "integer >= 0"),
     (["train", "--seed", "-2"], "--seed", "[0, 2**32)"),
     (["train", "--out", "{file}"], "--out", "is a file, not a directory"),
