@@ -28,9 +28,10 @@ def test_dagger_fits_the_teacher_and_reports_each_iteration():
     config = distill.DistillConfig(iterations=3, episodes=4, steps=6, updates=60, batch_size=24, learning_rate=1e-3)
     rows = []
     student, params, out = distill.distill(env, teacher, config, log=rows.append)
-    assert out == rows and [r["driver"] for r in rows] == ["teacher", "student", "student"]
+    assert out == rows and [r["driver"] for r in rows] == ["teacher", "student", "student", "final student"]
     assert [r["dataset"] for r in rows] == list(np.cumsum([r["frames"] for r in rows]))
-    assert all(0 < r["frames"] <= 24 and 0.0 <= r["success"] <= 1.0 for r in rows)
+    assert all(0 < r["frames"] <= 24 for r in rows[:-1]) and rows[-1]["frames"] == 0
+    assert all(0.0 <= r["success"] <= 1.0 for r in rows)
     # the fitted student is much closer to the teacher than a fresh one, on frames it drove into
     collect = distill.collector(env, teacher, student, config.steps)
     fresh = student.init(jax.random.PRNGKey(7), jnp.zeros((1, 36, 36, 3), jnp.uint8), jnp.zeros((1, 14)))

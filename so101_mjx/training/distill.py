@@ -127,7 +127,8 @@ def fit(student: PixelStudent, params, data: dict[str, np.ndarray], config: Dist
 def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillConfig = DistillConfig(),  # noqa: B008
             student: PixelStudent | None = None, log: Callable[[dict[str, Any]], None] = lambda row: None):
     """DAgger; returns ``(student, params, rows)``, one row per iteration: ``driver``, ``success``
-    (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds``."""
+    (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds``; then a last
+    row (``driver`` "final student") for the final student on ``episodes`` fresh episodes, nothing added."""
     if env.camera is None:
         raise ValueError("distill needs an env made with image_obs=True (backend c)")
     student = student or PixelStudent()
@@ -150,6 +151,11 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
                "frames": int(mask.sum()), "dataset": len(dataset["label"]), "loss": loss, "seconds": time.perf_counter() - start}
         rows.append(row)
         log(row)
+    start = time.perf_counter()
+    _, success = visited(jax.device_get(collect(params, jax.random.split(jax.random.fold_in(key, 3000), config.episodes), False)))
+    rows.append({"iteration": config.iterations, "driver": "final student", "success": float(success.mean()), "frames": 0,
+                 "dataset": rows[-1]["dataset"], "loss": rows[-1]["loss"], "seconds": time.perf_counter() - start})
+    log(rows[-1])
     return student, params, rows
 
 
