@@ -32,7 +32,7 @@ from so101_mjx import checks
 from so101_mjx.render import mujoco_gl
 from so101_mjx.scenes import scene_path
 
-QUALITIES = ("fast", "full")
+QUALITIES = ("fast", "full")  # render models: light meshes for cameras, or the scene as shipped
 CLUSTER_CELL = 0.002  # m: the fast meshes' vertex-clustering grid
 _STL_TRIANGLE = np.dtype([("normal", "<f4", 3), ("vertices", "<f4", (3, 3)), ("attribute", "<u2")])
 

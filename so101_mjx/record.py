@@ -32,8 +32,9 @@ import numpy as np
 
 from so101_mjx import cliargs, scripted
 from so101_mjx.envs import make
-from so101_mjx.envs.base import IMAGE_QUALITIES, SO101Env
+from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, task
+from so101_mjx.pixels import QUALITIES
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.rollout import CHUNK_STEPS, policy_fns, task_config
 from so101_mjx.scenes import ARM_JOINTS
@@ -271,7 +272,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=cliargs.output_dir, required=True, help="dataset directory (new and empty, or with --resume)")
     parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="default: c on CPU, mjx on accelerators")
     parser.add_argument("--image-size", type=cliargs.positive_int, default=128, help="frame height and width, pixels (even)")
-    parser.add_argument("--image-quality", choices=IMAGE_QUALITIES, default="fast",
+    parser.add_argument("--image-quality", choices=QUALITIES, default="fast",
                         help="camera render model: fast (light meshes, no shadows) or full (the scene as shipped)")
     parser.add_argument("--cameras", default="front", help="comma-separated camera names of the scene")
     parser.add_argument("--only-success", action="store_true", help="keep successful episodes only")

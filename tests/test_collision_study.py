@@ -14,11 +14,17 @@ def _box_frame(model: mujoco.MjModel, data: mujoco.MjData, name: str):
     return model.geom_size[g].copy(), data.geom_xpos[g].copy(), data.geom_xmat[g].reshape(3, 3).copy()
 
 
+def _forwarded(variant: str):
+    """Today's boxes and ``variant``, each with an MjData after mj_forward at qpos0."""
+    models = load_model(cs.SCENE, jaw_pads=True), cs.variant_model(variant)
+    datas = tuple(mujoco.MjData(m) for m in models)
+    for m, d in zip(models, datas):
+        mujoco.mj_forward(m, d)
+    return (*models, *datas)
+
+
 def test_capsule_pads_are_inscribed_in_todays_pad_boxes():
-    boxes, capsules = load_model(cs.SCENE, jaw_pads=True), cs.variant_model("capsule pads")
-    d_box, d_cap = mujoco.MjData(boxes), mujoco.MjData(capsules)
-    mujoco.mj_forward(boxes, d_box)
-    mujoco.mj_forward(capsules, d_cap)
+    boxes, capsules, d_box, d_cap = _forwarded("capsule pads")
     for name in JAW_PADS:
         size, centre, rot = _box_frame(boxes, d_box, name)
         g = capsules.geom(name).id
@@ -34,10 +40,7 @@ def test_capsule_pads_are_inscribed_in_todays_pad_boxes():
 
 
 def test_sphere_pads_line_the_pad_axis_and_collide():
-    boxes, spheres = load_model(cs.SCENE, jaw_pads=True), cs.variant_model("3-sphere pads")
-    d_box, d_sph = mujoco.MjData(boxes), mujoco.MjData(spheres)
-    mujoco.mj_forward(boxes, d_box)
-    mujoco.mj_forward(spheres, d_sph)
+    boxes, spheres, d_box, d_sph = _forwarded("3-sphere pads")
     for name in JAW_PADS:
         size, centre, rot = _box_frame(boxes, d_box, name)
         ids = [spheres.geom(n).id for n in (name, f"{name}_1", f"{name}_2")]

@@ -31,7 +31,6 @@ MAX_ACTION_SCALE = 1.0  # m of IK-target motion per unit action
 MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
 MAX_EPISODE_LENGTH = 2**31 - 1  # control steps; step counters are int32
 MAX_IMAGE_SIZE = 1024  # px, the scenes' offscreen buffer
-IMAGE_QUALITIES = ("fast", "full")  # so101_mjx.pixels.QUALITIES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +78,10 @@ class ArmConfig:
         set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))
         set_(self, "randomization", randomization.parse(self.randomization))
         set_(self, "image_size", checks.integer("image_size", self.image_size, ge=1, le=MAX_IMAGE_SIZE))
-        if self.image_quality not in IMAGE_QUALITIES:
-            raise ValueError(f"image_quality must be one of {IMAGE_QUALITIES}, got {self.image_quality!r}")
+        from so101_mjx.pixels import QUALITIES
+
+        if self.image_quality not in QUALITIES:
+            raise ValueError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
 
 
 class SO101Env(abc.ABC):
@@ -234,7 +235,7 @@ class SO101Env(abc.ABC):
         flat = jnp.concatenate([self.arm.agent_pos(physics), *(entries[name] for name, _ in self.observation_layout)])
         if self.camera is None:
             return flat
-        markers = jnp.stack([info.task[entry] for entry in self.markers.values()]) if self.markers else None
+        markers = jnp.stack(list(self.marker_positions(info).values())) if self.markers else None
         params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")}
         pixels = self.camera.jax_render(physics.qpos, markers, params)
         return {"agent_pos": flat[:AGENT_POS_SIZE], "pixels/front": pixels, "state": flat}

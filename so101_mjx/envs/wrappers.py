@@ -89,13 +89,8 @@ class TrainingEnv:
         # the wrapper's own entries (steps, truncation) belong to the finished episode's step
         fresh = self._seeded(fresh.replace(info=fresh.info.replace(steps=state.info.steps, truncation=state.info.truncation)), keys[:, 0])
         done = state.done > 0
-
-        def pick(new, old):
-            return jnp.where(done.reshape(done.shape + (1,) * (old.ndim - done.ndim)), new, old)
-
-        info = jax.tree.map(pick, fresh.info, state.info)
-        info = info.replace(rng=jnp.where(done[:, None], fresh.info.rng, keys[:, 1]))
-        return state.replace(physics=jax.tree.map(pick, fresh.physics, state.physics), obs=pick(fresh.obs, state.obs), info=info)
+        state = select_worlds(done, fresh, state)
+        return state.replace(info=state.info.replace(rng=jnp.where(done[:, None], fresh.info.rng, keys[:, 1])))
 
     def _seeded(self, fresh: State, rng: Array) -> State:
         """``fresh`` reset states (B,) where, with probability ``start_prob`` each (drawn from keys
@@ -107,14 +102,20 @@ class TrainingEnv:
         keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 0x5EED)))(rng)
         use = jax.vmap(lambda k: jax.random.bernoulli(k, self.start_prob))(keys[:, 0])
         drawn = jax.tree.map(lambda x: x[jax.vmap(lambda k: jax.random.randint(k, (), 0, bank.obs.shape[0]))(keys[:, 1])], bank)
-
-        def pick(new, old):
-            return jnp.where(use.reshape(use.shape + (1,) * (old.ndim - use.ndim)), new.astype(old.dtype), old)
-
         own = {"rng": fresh.info.rng, "steps": fresh.info.steps, "truncation": fresh.info.truncation,
                "nonfinite_actions": fresh.info.nonfinite_actions}
-        info = jax.tree.map(pick, drawn.info.replace(**own), fresh.info)
-        return fresh.replace(physics=jax.tree.map(pick, drawn.physics, fresh.physics), obs=pick(drawn.obs, fresh.obs), info=info)
+        return select_worlds(use, drawn.replace(info=drawn.info.replace(**own)), fresh)
+
+
+def select_worlds(mask: Array, new: State, old: State) -> State:
+    """``old`` (B,) with physics, obs and info taken from ``new`` where ``mask`` (B,) bool (in ``old``'s
+    dtypes); reward, done and metrics stay ``old``'s."""
+
+    def pick(a, b):
+        return jnp.where(mask.reshape(mask.shape + (1,) * (b.ndim - mask.ndim)), a.astype(b.dtype), b)
+
+    return old.replace(physics=jax.tree.map(pick, new.physics, old.physics), obs=jax.tree.map(pick, new.obs, old.obs),
+                       info=jax.tree.map(pick, new.info, old.info))
 
 
 def wrap_for_brax(env: SO101Env, episode_length: int, action_repeat: int = 1, randomization_fn=None,
