@@ -43,9 +43,15 @@ def reference_class(name: str) -> type:
     return getattr(ref, tasks[name])
 
 
-def make_reference_env(name: str, env_config: dict[str, Any]):
+def make_reference_env(name: str, env_config: dict[str, Any], image_size: int | None = None):
     """lerobot_env_so101's env for ``name`` given the fields of ``env_config`` its constructor takes
-    (rendering and image options excluded); see :func:`reference_class`."""
+    (rendering and image options excluded); see :func:`reference_class`. ``image_size``: with
+    ``image_obs=True`` and (image_size, image_size) frames (its ``pixels.front``)."""
     cls = reference_class(name)
     accepted = set(inspect.signature(cls).parameters) - {"image_obs", "render_mode", "render_spec", "seed"}
-    return cls(**{k: v for k, v in env_config.items() if k in accepted})
+    kwargs = {k: v for k, v in env_config.items() if k in accepted}
+    if image_size is not None:
+        from lerobot_env_so101.mujoco_env import GymRenderingSpec
+
+        kwargs.update(image_obs=True, render_spec=GymRenderingSpec(height=image_size, width=image_size))
+    return cls(**kwargs)

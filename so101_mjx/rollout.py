@@ -24,15 +24,15 @@ from so101_mjx.envs import SO101Env, State, default_config, make
 from so101_mjx.physics import BACKENDS
 from so101_mjx.render import check_video_path, render_trajectory
 
-POLICIES = ("scripted", "random", "zero")
+POLICIES = ("scripted", "demonstrator", "random", "zero")
 
 
 def policy_fns(env: SO101Env, policy: str | Callable[[Array], Array]) -> tuple[Callable, Callable]:
     """``(init(state) -> cs, act(cs, state, key) -> (cs, action))`` for a named policy or an obs->action fn."""
     if callable(policy):
         return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, policy(s.obs)))
-    if policy == "scripted":
-        init, act = scripted.controller_for(env)
+    if policy in ("scripted", "demonstrator"):
+        init, act = scripted.controller_for(env, demonstrator=policy == "demonstrator")
         return init, lambda cs, s, key: act(cs, s)
     if policy == "random":
         lo, hi = jnp.asarray([-1.0, -1.0, -1.0, 0.0]), jnp.asarray([1.0, 1.0, 1.0, 1.0])

@@ -65,9 +65,9 @@ def pick_place_init(block_pos: Array) -> PickPlaceState:
     return PickPlaceState(jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32), block_pos[2])
 
 
-def _phase_targets(grasp: Array, block: Array, goal: Array, table_z: Array) -> Array:
+def _phase_targets(grasp: Array, block: Array, goal: Array, table_z: Array, lift_height: float) -> Array:
     """Grasp-point targets (9, 3) of every phase (hold phases: unused)."""
-    lift_z = table_z + GRASP_HEIGHT + LIFT_HEIGHT
+    lift_z = table_z + GRASP_HEIGHT + lift_height
     at = lambda xy, z: jnp.concatenate([xy, jnp.reshape(z, (1,))])  # noqa: E731
     carried = grasp + goal - block
     return jnp.stack([
@@ -84,13 +84,15 @@ def _phase_targets(grasp: Array, block: Array, goal: Array, table_z: Array) -> A
 
 
 def pick_place_act(
-    cs: PickPlaceState, grasp_pos: Array, block_pos: Array, goal_pos: Array, action_scale: float = DEFAULT_ACTION_SCALE
+    cs: PickPlaceState, grasp_pos: Array, block_pos: Array, goal_pos: Array, action_scale: float = DEFAULT_ACTION_SCALE,
+    lift_height: float = LIFT_HEIGHT,
 ) -> tuple[PickPlaceState, Array]:
     """Advance the phase while its goal is met, then return the next action (4,).
 
-    ``grasp_pos`` is the point the action moves (the env's IK point), all positions (3,) metres.
+    ``grasp_pos`` is the point the action moves (the env's IK point), all positions (3,) metres;
+    ``lift_height`` (metres) is how far above the grasp height the block is carried.
     """
-    targets = _phase_targets(grasp_pos, block_pos, goal_pos, cs.table_z)
+    targets = _phase_targets(grasp_pos, block_pos, goal_pos, cs.table_z, lift_height)
 
     def settle(_, carry):
         phase, steps, settled, delta = carry
@@ -121,10 +123,12 @@ def reach(target: Array, ee_pos: Array, action_scale: float) -> Array:
     return jnp.concatenate([delta, jnp.asarray([GRIPPER_OPEN], delta.dtype)])
 
 
-def controller_for(env) -> tuple[Callable, Callable]:
+def controller_for(env, demonstrator: bool = False) -> tuple[Callable, Callable]:
     """``(init(state) -> cs, act(cs, state) -> (cs, action))`` of an env's scripted controller
-    (:meth:`~so101_mjx.envs.base.SO101Env.scripted_controller`, single world); ValueError if it has none."""
-    fns = env.scripted_controller()
+    (:meth:`~so101_mjx.envs.base.SO101Env.scripted_controller`, single world), or with
+    ``demonstrator`` of the one that aims at its success (:meth:`~so101_mjx.envs.base.SO101Env.demonstrator`);
+    ValueError if it has none."""
+    fns = env.demonstrator() if demonstrator else env.scripted_controller()
     if fns is None:
-        raise ValueError(f"{env.name} has no scripted controller")
+        raise ValueError(f"{env.name} has no {'demonstrator' if demonstrator else 'scripted controller'}")
     return fns

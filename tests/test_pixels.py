@@ -47,6 +47,20 @@ def test_fast_render_model_is_the_physics_model_with_light_meshes(fast_model):
         pixels.render_model("pick_place", "ugly")
 
 
+def test_shadowed_model_renders_nearly_the_full_scene(fast_model):
+    """The light meshes with shadows look like the scene as shipped (at the 64x64 training size); without shadows they do not."""
+    q = np.tile(fast_model.qpos0, (2, 1))
+    q[1, 0] = 0.4
+    frames = {}
+    for quality in pixels.QUALITIES:
+        renderer = pixels.BatchRenderer(pixels.render_model("pick_place", quality), 64, 64, nthread=1)
+        frames[quality] = renderer.render(q).astype(int)
+        assert renderer.shadows == (quality != "fast")
+        renderer.close()
+    shadowed, fast = (np.abs(frames[k] - frames["full"]).mean() for k in ("shadowed", "fast"))
+    assert shadowed < 3.0 and fast > 5 * shadowed
+
+
 def test_batch_renderer_threads_jit_and_vmap_agree(fast_model):
     q = np.tile(fast_model.qpos0, (6, 1))
     q[:, 0] = np.linspace(-0.6, 0.6, 6)  # pan the arm: every world looks different

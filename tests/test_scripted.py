@@ -59,3 +59,19 @@ def test_stop_when_done_gives_the_same_outcomes():
     assert bool(np.all(full["success"]))  # all end early, so the early path really stops early
     for k in full:
         np.testing.assert_array_equal(np.asarray(early[k]), np.asarray(full[k]), err_msg=k)
+
+
+def test_pick_cube_demonstrator_lifts_where_the_reference_controller_only_closes():
+    """PickCube's reference controller closes on the block; its demonstrator (pick and lift) succeeds."""
+    env = make("SO101PickCube-v0", "c", top_down_ik=True, jaw_pads=True, random_block_position=True, action_scale=0.04)
+    keys = jax.random.PRNGKey(3)
+    lifted = run_episodes(env, "demonstrator", keys, 8, stop_when_done=True)
+    closed = run_episodes(env, "scripted", keys, 8, stop_when_done=True)
+    assert float(np.mean(lifted["success"])) >= 0.5 and not np.any(closed["success"])
+
+
+@pytest.mark.parametrize("name", ["SO101PickPlace-v0", "SO101StackCube-v0", "SO101PushCube-v0", "SO101Reach-v0"])
+def test_demonstrator_is_the_scripted_controller_where_that_aims_at_success(name):
+    env = make(name, "c")
+    out = {p: run_episodes(env, p, jax.random.PRNGKey(0), 2, 30) for p in ("scripted", "demonstrator")}
+    np.testing.assert_array_equal(np.asarray(out["scripted"]["final_obs"]), np.asarray(out["demonstrator"]["final_obs"]))

@@ -45,7 +45,7 @@ class ArmConfig:
     jaw_pads: bool = False
     image_obs: bool = False
     image_size: int = 64  # px, height = width of pixels/front when image_obs (backend c)
-    image_quality: str = "fast"  # the camera's render model: "fast" or "full" (so101_mjx.pixels.render_model)
+    image_quality: str = "fast"  # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.pixels.render_model)
     episode_length: int = 100
     randomization: randomization.Randomization | None = None  # per-episode domain randomization
 
@@ -180,6 +180,12 @@ class SO101Env(abc.ABC):
         """``(init(state) -> cs, act(cs, state) -> (cs, action (4,)))`` of the task's scripted
         controller (single world), or None when it has none."""
         return None
+
+    def demonstrator(self) -> tuple[Callable, Callable] | None:
+        """``(init, act)`` like :meth:`scripted_controller`, of a controller that aims at the task's
+        own success (demonstration-seeded starts draw from its episodes): the scripted controller,
+        unless a task's reference controller stops short of success (PickCube's)."""
+        return self.scripted_controller()
 
     def reference_initial(self, np_random: np.random.Generator) -> dict[str, Any] | None:
         """The :meth:`reset_to` arguments the reference env draws from its ``np_random`` at reset,

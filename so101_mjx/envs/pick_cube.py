@@ -30,6 +30,7 @@ FIXED_BLOCK_XY = (0.3, 0.0)
 BLOCK_OUT_OF_BOUNDS_MARGIN = 0.05
 LIFT_SUCCESS_HEIGHT = 0.1
 SUCCESS_DISTANCE = 0.05
+DEMO_LIFT_HEIGHT = 0.13  # metres above the grasp height the demonstrator lifts to (> LIFT_SUCCESS_HEIGHT)
 DENSE_CLOSE_WEIGHT, DENSE_LIFT_WEIGHT, DENSE_CLOSE_SHARPNESS = 0.3, 0.7, 20.0
 REWARD_TYPES = ("sparse", "dense")
 GRASP_COMMAND_CLOSED = 0.1  # jaw command (0 closed, 1 open) below which the jaw is told to close
@@ -171,6 +172,17 @@ class PickCube(SO101Env):
         scale, at = self.config.action_scale, self.observation_slices()
         act = lambda cs, s: (cs, scripted.reach_close(s.obs[at["ee_pos"]], s.obs[at["block_pos"]], scale))  # noqa: E731
         return (lambda s: jnp.zeros(()), act)
+
+    def demonstrator(self):
+        """Pick and lift: the pick-and-place controller with its goal at the block, lifting
+        ``DEMO_LIFT_HEIGHT`` above the grasp height (past the 10 cm success height)."""
+        scale = self.config.action_scale
+        return (
+            lambda s: scripted.pick_place_init(self.block_pos(s.physics)),
+            lambda cs, s: scripted.pick_place_act(
+                cs, self.arm.ik_point(s.physics), self.block_pos(s.physics), self.block_pos(s.physics), scale, DEMO_LIFT_HEIGHT
+            ),
+        )
 
     def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
         at = self.observation_slices()

@@ -24,7 +24,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import scripted
-from so101_mjx.envs.base import block_dof_adr, fixed_array
+from so101_mjx.envs.base import SO101Env, block_dof_adr, fixed_array
 from so101_mjx.envs.pick_cube import PickCube, PickCubeConfig
 from so101_mjx.state import State
 
@@ -158,6 +158,8 @@ class PickPlace(PickCube):
         xy = self.block_pos(physics)[:2]
         lo, hi = (jnp.asarray(b, xy.dtype) for b in WORKSPACE_XY)
         return jnp.any(xy < lo) | jnp.any(xy > hi)
+
+    demonstrator = SO101Env.demonstrator  # its scripted controller aims at the task's success
 
     def scripted_controller(self):
         """The reference's ``PickPlaceController``: hover, descend, close, lift, traverse, lower, open, retreat."""

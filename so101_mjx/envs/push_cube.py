@@ -37,7 +37,7 @@ import numpy as np
 from flax import struct
 from jax import Array
 
-from so101_mjx.envs.base import block_dof_adr, fixed_array
+from so101_mjx.envs.base import SO101Env, block_dof_adr, fixed_array
 from so101_mjx.envs.pick_cube import BlockConfig, PickCube
 from so101_mjx.envs.pick_place import sample_goal_xy
 from so101_mjx.scenes import EE_SITE, GRIPPER_JOINT
@@ -183,6 +183,8 @@ class PushCube(PickCube):
         }
 
     # -- scripted controller --------------------------------------------------------------------------
+    demonstrator = SO101Env.demonstrator  # its scripted controller aims at the task's success
+
     def scripted_controller(self):
         """:func:`push_act` on the pusher, block and goal (assumes the default top-down IK)."""
         scale = self.config.action_scale

@@ -3,7 +3,8 @@
 Sparse-to-staged tasks (PickPlace, StackCube) make PPO explore a long chain (reach, grasp, lift,
 carry, lower, release) before it sees the later rewards. With ``demo_start_prob`` p > 0, a training
 reset starts, with probability p, from a state drawn uniformly from a *bank*: every non-terminal
-state along the task's scripted controller's **successful** episodes (from the task's normal
+state along the task's demonstrator's **successful** episodes (``SO101Env.demonstrator``: the
+scripted controller, or for PickCube a pick-and-lift one; from the task's normal
 reset, under the run's env config). The rest start from the normal reset. Opt-in
 (``Preset.demo_start_prob``; 0 by default) and training only: evaluation, export and replay
 always reset normally.
@@ -29,7 +30,7 @@ MAX_BANK = 4096  # states kept (subsampled uniformly): the bank is a constant of
 
 
 def scripted_bank(env, rng: Array, episodes: int = 256, max_states: int = MAX_BANK) -> State:
-    """States (M,) along the successful episodes of ``env``'s scripted controller.
+    """States (M,) along the successful episodes of ``env``'s demonstrator.
 
     Runs ``episodes`` worlds for one episode each from ``env.reset``; keeps the states after each
     step before the episode's last (the last one is terminal), then at most ``max_states`` of them,
@@ -39,12 +40,12 @@ def scripted_bank(env, rng: Array, episodes: int = 256, max_states: int = MAX_BA
     checks.integer("episodes", episodes, ge=1)
     checks.integer("max_states", max_states, ge=1)
     run_key, pick_key = jax.random.split(rng)
-    out = run_episodes(env, "scripted", run_key, episodes, trajectory=True)
+    out = run_episodes(env, "demonstrator", run_key, episodes, trajectory=True)
     success, length = np.asarray(out["success"]), np.asarray(out["length"])
     steps = np.arange(out["actions"].shape[1])
     keep = success[:, None] & (steps[None, :] < length[:, None] - 1)  # (B, T)
     if not keep.any():
-        raise ValueError(f"demo starts: the scripted controller of {env.name} solved none of {episodes} episodes "
+        raise ValueError(f"demo starts: the demonstrator of {env.name} solved none of {episodes} episodes "
                          "under this env config, so there is no demonstration to start from")
     index = np.flatnonzero(keep.reshape(-1))
     if len(index) > max_states:

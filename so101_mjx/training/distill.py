@@ -10,7 +10,8 @@ student-driven episodes of iteration k measure the student fitted after iteratio
 rate from the task's normal reset), so the learning curve costs no extra rollouts.
 
 Runs on backend ``c`` (the camera is MuJoCo C, :mod:`so101_mjx.pixels`). Writes ``student.npz``
-(the flax params, flattened by path) and ``distill.json`` (config and per-iteration figures).
+(the flax params, flattened by path), ``distill.json`` (config and per-iteration figures) and,
+with onnx installed, ``student.onnx`` (:mod:`so101_mjx.training.pixel_policy`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from so101_mjx.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env, make
 
 PIXELS = "pixels/front"
+CONV_KERNELS, CONV_STRIDES = (8, 4, 3), (4, 2, 1)  # PixelStudent's convolutions (also its ONNX graph's)
 
 
 class PixelStudent(nn.Module):
@@ -48,7 +50,7 @@ class PixelStudent(nn.Module):
     @nn.compact
     def __call__(self, pixels: Array, agent_pos: Array) -> Array:
         x = pixels.astype(jnp.float32) / 255.0
-        for channels, kernel, stride in zip(self.channels, (8, 4, 3), (4, 2, 1)):
+        for channels, kernel, stride in zip(self.channels, CONV_KERNELS, CONV_STRIDES, strict=True):
             x = nn.relu(nn.Conv(channels, (kernel, kernel), (stride, stride), padding="VALID")(x))
         x = jnp.concatenate([x.reshape(*x.shape[:-3], -1), agent_pos.astype(jnp.float32)], axis=-1)
         x = nn.Dense(4)(nn.relu(nn.Dense(self.hidden)(x)))
@@ -199,4 +201,12 @@ def run(args: argparse.Namespace) -> int:
     path = save(Path(args.out), params, {"teacher": str(args.teacher), "env": meta["env"], "env_config": env_config,
                                          "config": dataclasses.asdict(config), "iterations": rows})
     print(f"student: {path}")
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        print("onnx is not installed (pip install so101-mjx[export]): no student.onnx")
+    else:
+        from so101_mjx.training import pixel_policy
+
+        pixel_policy.export(args.out)
     return 0

