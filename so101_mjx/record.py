@@ -68,18 +68,22 @@ def _dataset_module():
     return lerobot_dataset
 
 
+SCRIPTED = ("scripted", "demonstrator")  # --policy names of the tasks' own controllers
+
+
 def load_policy(policy: str, env_name: str | None, backend: str | None, config: dict[str, Any]):
-    """``(env name, env, policy for rollout.policy_fns, its description)``: ``"scripted"`` in the
+    """``(env name, env, policy for rollout.policy_fns, its description)``: ``"scripted"`` or
+    ``"demonstrator"`` (:meth:`~so101_mjx.envs.base.SO101Env.demonstrator`: PickCube's lifts) in the
     scripted controllers' config (``env_name`` required), or an exported .onnx / .npz in its own
     env and config (ValueError when ``env_name`` names another env)."""
-    if policy == "scripted":
+    if policy in SCRIPTED:
         if env_name is None:
-            raise ValueError(f"--env is required with --policy scripted (one of {task_names()})")
+            raise ValueError(f"--env is required with --policy {policy} (one of {task_names()})")
         name = canonical(env_name)
         env = make(name, backend=backend, **{**task_config(name, scripted.DEFAULT_ACTION_SCALE, True), **config})
-        return name, env, "scripted", "scripted"
+        return name, env, policy, policy
     if Path(policy).suffix not in (".onnx", ".npz"):
-        raise ValueError(f"--policy must be 'scripted' or an exported .onnx / .npz file, got {policy!r}")
+        raise ValueError(f"--policy must be one of {SCRIPTED} or an exported .onnx / .npz file, got {policy!r}")
     from so101_mjx.training.evaluate import load
     from so101_mjx.training.replay import policy_env
 
@@ -267,7 +271,7 @@ def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float)
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default=None, help="env name (required with --policy scripted; default: the policy's env)")
-    parser.add_argument("--policy", default="scripted", help="'scripted' or an exported .onnx / .npz policy")
+    parser.add_argument("--policy", default="scripted", help="'scripted', 'demonstrator' (a controller that solves the task: PickCube's lifts) or an exported .onnx / .npz policy")
     parser.add_argument("--episodes", type=cliargs.positive_int, required=True, help="episodes to record (kept, with --only-success)")
     parser.add_argument("--out", type=cliargs.output_dir, required=True, help="dataset directory (new and empty, or with --resume)")
     parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="default: c on CPU, mjx on accelerators")

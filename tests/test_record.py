@@ -288,3 +288,12 @@ def test_exported_policy_drives_the_episodes(tmp_path):
     assert np.ptp(d["action"], axis=0).min() > 0  # the actions depend on the observations
     with pytest.raises(ValueError, match="SO101Reach-v0"):  # another env than the policy's
         record("SO101PickCube-v0", str(tmp_path / "policy.npz"), 1, tmp_path / "other", image_size=None)
+
+
+def test_pick_cube_demonstrations_lift_the_block(tmp_path):
+    """``--policy demonstrator`` records PickCube episodes that succeed (the reference's controller never lifts)."""
+    out = record("SO101PickCube-v0", "demonstrator", 2, tmp_path / "ds", image_size=None, only_success=True,
+                 config={"random_block_position": True, "top_down_ik": True})
+    d = columns(read_parquets(tmp_path / "ds", "data"))
+    assert out["kept"] == 2 and np.all(d["next.success"][d["next.done"]])
+    assert json.loads((tmp_path / "ds/meta/so101_mjx.json").read_text())["runs"][0]["policy"] == "demonstrator"
