@@ -188,6 +188,12 @@ class SO101MjxGymEnv(gymnasium.Env):
 
     # -- reference properties -------------------------------------------------------------------
     @property
+    def task_description(self) -> str:
+        """The task's instruction (what ``so101-mjx record`` writes as the dataset's task; lerobot-eval
+        passes it to language-conditioned policies)."""
+        return self.env.instruction
+
+    @property
     def state(self) -> State:
         """The functional env's current state."""
         return self._state

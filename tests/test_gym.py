@@ -253,3 +253,13 @@ def test_step_info_has_the_reference_and_lerobot_success_keys():
     _, _, _, _, info = env.step(np.zeros(4, np.float32))
     assert set(info) == {"succeed", "is_success"} and info["succeed"] is info["is_success"] is False
     env.close()
+
+
+@pytest.mark.parametrize("name", ["SO101PickCube-v0", "SO101PickPlace-v0"])
+def test_task_description_is_the_recorded_task(name):
+    """lerobot-eval reads ``task_description``; it is the instruction ``so101-mjx record`` writes."""
+    from so101_mjx.envs.registry import task
+
+    env = gym.make(f"so101_mjx/{name}")
+    assert env.unwrapped.task_description == task(name).instruction and env.unwrapped.task_description
+    env.close()

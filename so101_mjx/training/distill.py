@@ -181,7 +181,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("teacher", help="the state policy: a checkpoint or an exported .onnx / .npz")
     parser.add_argument("--out", type=cliargs.output_dir, required=True, help="directory for student.npz and distill.json")
     parser.add_argument("--image-size", type=cliargs.positive_int, default=64)
-    parser.add_argument("--image-quality", choices=QUALITIES, default="fast")
+    parser.add_argument("--image-quality", choices=QUALITIES, default="shadowed",
+                        help="render model of the training frames (shadowed: what the gym envs' full renders look like)")
     for field in dataclasses.fields(DistillConfig):
         kind = cliargs.positive_float if field.type == "float" else (cliargs.seed if field.name == "seed" else cliargs.positive_int)
         parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=field.default)

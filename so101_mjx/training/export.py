@@ -52,7 +52,6 @@ def metadata(run: dict[str, Any]) -> dict[str, Any]:
 
 def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.ndarray, action_offset: np.ndarray):
     """The policy as an ``onnx.ModelProto`` (checked)."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     inits, nodes = [], []
@@ -92,8 +91,17 @@ def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.nd
         [helper.make_tensor_value_info("actions", TensorProto.FLOAT, ["batch", weights.action_size])],
         inits,
     )
+    return graph_model(graph, meta)
+
+
+def graph_model(graph, meta: dict[str, Any]):
+    """``graph`` (an ``onnx.GraphProto``) as a checked model: opset :data:`OPSET`, IR version ≤ 9
+    (readable by onnxruntime ≥ 1.18), ``meta`` as JSON under :data:`METADATA_KEY`."""
+    import onnx
+    from onnx import helper
+
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="so101_mjx")
-    model.ir_version = min(model.ir_version, 9)  # readable by onnxruntime >= 1.18
+    model.ir_version = min(model.ir_version, 9)
     helper.set_model_props(model, {METADATA_KEY: json.dumps(meta), "env": meta["env"], "version": meta["version"]})
     onnx.checker.check_model(model)
     return model

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from so101_mjx.arm import AGENT_POS_SIZE
-from so101_mjx.training.export import METADATA_KEY, OPSET
+from so101_mjx.training.export import METADATA_KEY, graph_model
 
 KIND = "pixel"
 STUDENT_FILE, META_FILE, ONNX_FILE = "student.npz", "distill.json", "student.onnx"
@@ -73,7 +73,6 @@ def _dense(params: dict[str, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray]
 
 def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
     """The student as an ``onnx.ModelProto`` (checked)."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     from so101_mjx.training.distill import CONV_STRIDES
@@ -120,11 +119,7 @@ def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
         [helper.make_tensor_value_info("actions", TensorProto.FLOAT, ["batch", 4])],
         inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="so101_mjx")
-    model.ir_version = min(model.ir_version, 9)  # readable by onnxruntime >= 1.18
-    helper.set_model_props(model, {METADATA_KEY: json.dumps(meta), "env": meta["env"], "version": meta["version"]})
-    onnx.checker.check_model(model)
-    return model
+    return graph_model(graph, meta)
 
 
 def export(run_dir: str | Path, out: str | Path | None = None) -> Path:
