@@ -84,7 +84,7 @@ def test_batch_renderer_threads_jit_and_vmap_agree(fast_model):
 
 def test_batch_renderer_bad_arguments(fast_model):
     with pytest.raises(ValueError, match="camera must be one of"):
-        pixels.BatchRenderer(fast_model, SIZE, SIZE, camera="wrist")
+        pixels.BatchRenderer(fast_model, SIZE, SIZE, camera="top")
     with pytest.raises(ValueError, match="marker 'nowhere'"):
         pixels.BatchRenderer(fast_model, SIZE, SIZE, markers=("nowhere",))
     with pytest.raises(ValueError, match="height"):
@@ -120,12 +120,27 @@ def test_image_obs_rollout_reports_final_observations(image_env):
     assert out["final_obs"]["pixels/front"].shape == (2, SIZE, SIZE, 3)
 
 
+def test_wrist_camera_rides_on_the_gripper():
+    """``image_cameras=("front", "wrist")``: one pixels entry each; the wrist view moves with the arm
+    (a pan of the base changes it), the front one shows the arm from outside."""
+    env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=SIZE, image_cameras=("front", "wrist"))
+    state = jax.jit(env.reset)(jax.random.PRNGKey(0))
+    assert env.observation_size == {"agent_pos": (14,), "pixels/front": (SIZE, SIZE, 3), "pixels/wrist": (SIZE, SIZE, 3), "state": (17,)}
+    front, wrist = (np.asarray(state.obs[f"pixels/{c}"], int) for c in ("front", "wrist"))
+    assert np.abs(front - wrist).mean() > 10 and wrist.std() > 5
+    moved = jax.jit(env.step)(state, jnp.asarray([0.0, 1.0, 0.0, 1.0], state.obs["state"].dtype))
+    assert np.abs(np.asarray(moved.obs["pixels/wrist"], int) - wrist).mean() > 2
+    with pytest.raises(ValueError, match=r"image_cameras must be cameras of the pick_cube scene \['front', 'wrist'\]"):
+        make("SO101PickCube-v0", backend="c", image_obs=True, image_cameras=("top",))
+
+
 def test_image_obs_on_mjx_is_a_value_error():
     with pytest.raises(ValueError, match="image_obs=True needs backend 'c'"):
         make("SO101PickCube-v0", backend="mjx", image_obs=True)
 
 
-@pytest.mark.parametrize(("field", "value", "match"), [("image_size", 0, "image_size"), ("image_quality", "hd", "image_quality")])
+@pytest.mark.parametrize(("field", "value", "match"), [("image_size", 0, "image_size"), ("image_quality", "hd", "image_quality"),
+                                                       ("image_cameras", (), "image_cameras"), ("image_cameras", ("front", "front"), "distinct")])
 def test_bad_image_config_is_a_value_error(field, value, match):
     with pytest.raises(ValueError, match=match):
         make("SO101PickCube-v0", backend="c", image_obs=True, **{field: value})

@@ -219,7 +219,7 @@ def test_file_rollover_at_the_limits(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--cameras", "wrist"], "cameras ['front']"),
+    (["--cameras", "top"], "cameras ['front', 'wrist']"),
     (["--episodes", "0"], "--episodes"),
     (["--image-size", "33"], "--image-size"),
     (["--fps", "7"], "--fps"),

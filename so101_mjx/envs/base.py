@@ -46,6 +46,7 @@ class ArmConfig:
     image_obs: bool = False
     image_size: int = 64  # px, height = width of pixels/front when image_obs (backend c)
     image_quality: str = "fast"  # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.pixels.render_model)
+    image_cameras: tuple[str, ...] = ("front",)  # with image_obs, one pixels/<camera> entry each: "front", "wrist"
     episode_length: int = 100
     randomization: randomization.Randomization | None = None  # per-episode domain randomization
 
@@ -82,6 +83,11 @@ class ArmConfig:
 
         if self.image_quality not in QUALITIES:
             raise ValueError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
+        cameras = self.image_cameras
+        if (not isinstance(cameras, (tuple, list)) or not cameras or len(set(cameras)) != len(cameras)
+                or not all(isinstance(c, str) and c for c in cameras)):
+            raise ValueError(f"image_cameras must be a non-empty tuple of distinct camera names, got {cameras!r}")
+        set_(self, "image_cameras", tuple(cameras))
 
 
 class SO101Env(abc.ABC):
@@ -121,18 +127,22 @@ class SO101Env(abc.ABC):
         self.arm = SO101Arm(self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
                             n_substeps=int(config.control_dt // config.physics_dt), ik_solver=config.ik_solver)
         self.reward_scales = {k: float(v) for k, v in self.reward_weights().items() if v}
-        self.camera = self._camera() if config.image_obs else None
+        self.cameras = self._cameras() if config.image_obs else None
 
-    def _camera(self):
-        """The batch renderer of ``pixels/front`` (backend c only)."""
+    def _cameras(self) -> dict:
+        """A batch renderer per ``pixels/<camera>`` entry (backend c only)."""
         if self.physics.name != "c":
             raise ValueError(f"image_obs=True needs backend 'c' (MuJoCo C renders the camera on the CPU threads), "
                              f"got {self.physics.name!r}: MJX has no batch renderer wired in yet")
         from so101_mjx.pixels import BatchRenderer, render_model
 
-        size = self.config.image_size
-        return BatchRenderer(render_model(self.scene, self.config.image_quality), size, size, "front",
-                             markers=tuple(self.markers), nthread=self.physics.nthread)
+        model, size = render_model(self.scene, self.config.image_quality), self.config.image_size
+        names = [model.camera(i).name for i in range(model.ncam)]
+        unknown = [c for c in self.config.image_cameras if c not in names]
+        if unknown:
+            raise ValueError(f"image_cameras must be cameras of the {self.scene} scene {names}, got {unknown}")
+        return {c: BatchRenderer(model, size, size, c, markers=tuple(self.markers), nthread=self.physics.nthread)
+                for c in self.config.image_cameras}
 
     @classmethod
     def default_config(cls) -> ArmConfig:
@@ -233,18 +243,19 @@ class SO101Env(abc.ABC):
     def observation(self, physics: PhysicsState, info: Info) -> Array | dict[str, Array]:
         """Flat observation (obs_size,): agent_pos (14) then the task's entries in layout order.
 
-        With ``image_obs``: ``{"agent_pos": (14,), "pixels/front": (H, W, 3) uint8, "state": (obs_size,)}``,
+        With ``image_obs``: ``{"agent_pos": (14,), "pixels/<camera>": (H, W, 3) uint8 for each of
+        ``config.image_cameras``, "state": (obs_size,)}``,
         ``state`` being the flat observation (privileged: for teachers and critics; the reference's
         pixel envs expose only the other two).
         """
         entries = self.task_observation(physics, info)
         flat = jnp.concatenate([self.arm.agent_pos(physics), *(entries[name] for name, _ in self.observation_layout)])
-        if self.camera is None:
+        if self.cameras is None:
             return flat
         markers = jnp.stack(list(self.marker_positions(info).values())) if self.markers else None
         params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")}
-        pixels = self.camera.jax_render(physics.qpos, markers, params)
-        return {"agent_pos": flat[:AGENT_POS_SIZE], "pixels/front": pixels, "state": flat}
+        pixels = {f"pixels/{c}": r.jax_render(physics.qpos, markers, params) for c, r in self.cameras.items()}
+        return {"agent_pos": flat[:AGENT_POS_SIZE], **pixels, "state": flat}
 
     @staticmethod
     def _metrics(info: Info, success: Array, terms: dict[str, Array]) -> dict[str, Array]:
@@ -285,10 +296,11 @@ class SO101Env(abc.ABC):
     @property
     def observation_size(self) -> int | dict[str, tuple[int, ...]]:
         """Flat observation size; with ``image_obs`` the shape of each entry (Brax's convention)."""
-        if self.camera is None:
+        if self.cameras is None:
             return self.obs_size()
         size = self.config.image_size
-        return {"agent_pos": (AGENT_POS_SIZE,), "pixels/front": (size, size, 3), "state": (self.obs_size(),)}
+        pixels = {f"pixels/{c}": (size, size, 3) for c in self.cameras}
+        return {"agent_pos": (AGENT_POS_SIZE,), **pixels, "state": (self.obs_size(),)}
 
     @property
     def backend(self) -> str:

@@ -132,8 +132,8 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     """DAgger; returns ``(student, params, rows)``, one row per iteration: ``driver``, ``success``
     (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds``; then a last
     row (``driver`` "final student") for the final student on ``episodes`` fresh episodes, nothing added."""
-    if env.camera is None:
-        raise ValueError("distill needs an env made with image_obs=True (backend c)")
+    if env.cameras is None or PIXELS not in env.observation_size:
+        raise ValueError("distill needs an env made with image_obs=True (backend c) and the front camera")
     student = student or PixelStudent()
     key = jax.random.PRNGKey(config.seed)
     size = env.config.image_size
