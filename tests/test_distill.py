@@ -7,7 +7,7 @@ import pytest
 
 from so101_mjx import cli
 from so101_mjx.envs import make
-from so101_mjx.training import distill
+from so101_mjx.training import distill, pixel_policy
 
 
 def test_visited_keeps_steps_through_the_first_done():
@@ -41,7 +41,7 @@ def test_dagger_fits_the_teacher_and_reports_each_iteration():
 
 
 def test_save_and_load_round_trip(tmp_path):
-    student = distill.PixelStudent(channels=(4, 4, 4), hidden=8)
+    student = pixel_policy.PixelStudent(channels=(4, 4, 4), hidden=8)
     params = student.init(jax.random.PRNGKey(0), jnp.zeros((1, 36, 36, 3), jnp.uint8), jnp.zeros((1, 14)))
     path = distill.save(tmp_path, params, {"env": "x"})
     jax.tree.map(np.testing.assert_array_equal, distill.load_params(path), params)

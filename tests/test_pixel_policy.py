@@ -19,7 +19,7 @@ SIZE = 36
 def student_dir(tmp_path_factory):
     """A small random student of PickCube at 36x36, saved as ``so101-mjx distill`` saves one."""
     out = tmp_path_factory.mktemp("distill")
-    student = distill.PixelStudent(channels=(4, 6, 5), hidden=16)
+    student = pixel_policy.PixelStudent(channels=(4, 6, 5), hidden=16)
     params = student.init(jax.random.PRNGKey(0), jnp.zeros((1, SIZE, SIZE, 3), jnp.uint8), jnp.zeros((1, 14)))
     params = jax.tree.map(lambda x: 3.0 * x, params)  # saturating weights would hide layout mistakes less well
     env_config = {"image_obs": True, "image_size": SIZE, "image_quality": "fast", "episode_length": 3}

@@ -11,7 +11,8 @@ rate from the task's normal reset), so the learning curve costs no extra rollout
 
 Runs on backend ``c`` (the camera is MuJoCo C, :mod:`so101_mjx.pixels`). Writes ``student.npz``
 (the flax params, flattened by path), ``distill.json`` (config and per-iteration figures) and,
-with onnx installed, ``student.onnx`` (:mod:`so101_mjx.training.pixel_policy`).
+with onnx installed, ``student.onnx``; the student network and its ONNX graph are in
+:mod:`so101_mjx.training.pixel_policy`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,25 +36,9 @@ from so101_mjx import checks, cliargs
 from so101_mjx.pixels import QUALITIES
 from so101_mjx.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env, make
+from so101_mjx.training.pixel_policy import PixelStudent
 
 PIXELS = "pixels/front"
-CONV_KERNELS, CONV_STRIDES = (8, 4, 3), (4, 2, 1)  # PixelStudent's convolutions (also its ONNX graph's)
-
-
-class PixelStudent(nn.Module):
-    """Conv net on ``pixels`` (..., H, W, 3) uint8 plus ``agent_pos`` (..., 14) -> env action (..., 4)."""
-
-    channels: tuple[int, ...] = (32, 64, 64)
-    hidden: int = 256
-
-    @nn.compact
-    def __call__(self, pixels: Array, agent_pos: Array) -> Array:
-        x = pixels.astype(jnp.float32) / 255.0
-        for channels, kernel, stride in zip(self.channels, CONV_KERNELS, CONV_STRIDES, strict=True):
-            x = nn.relu(nn.Conv(channels, (kernel, kernel), (stride, stride), padding="VALID")(x))
-        x = jnp.concatenate([x.reshape(*x.shape[:-3], -1), agent_pos.astype(jnp.float32)], axis=-1)
-        x = nn.Dense(4)(nn.relu(nn.Dense(self.hidden)(x)))
-        return jnp.concatenate([jnp.tanh(x[..., :3]), jax.nn.sigmoid(x[..., 3:])], axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,10 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx.training.onnx_graph import METADATA_KEY, OPSET, graph_model
 from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights, check_metadata
 
-OPSET = 17
-METADATA_KEY = "so101_mjx"
 AGENT_POS_LAYOUT = "agent_pos[0:14] = arm qpos (5), arm qvel (5), gripper_pose (1, -1 closed), ee_pos (3)"
 
 
@@ -92,19 +91,6 @@ def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.nd
         inits,
     )
     return graph_model(graph, meta)
-
-
-def graph_model(graph, meta: dict[str, Any]):
-    """``graph`` (an ``onnx.GraphProto``) as a checked model: opset :data:`OPSET`, IR version ≤ 9
-    (readable by onnxruntime ≥ 1.18), ``meta`` as JSON under :data:`METADATA_KEY`."""
-    import onnx
-    from onnx import helper
-
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="so101_mjx")
-    model.ir_version = min(model.ir_version, 9)
-    helper.set_model_props(model, {METADATA_KEY: json.dumps(meta), "env": meta["env"], "version": meta["version"]})
-    onnx.checker.check_model(model)
-    return model
 
 
 def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:

@@ -4,7 +4,7 @@
 by ``so101-mjx distill``) writes ``student.onnx`` beside them: opset 17, built node by node with
 ``onnx.helper`` (no torch), inputs ``pixels`` (batch, H, W, 3) uint8 and ``agent_pos`` (batch, 14)
 float32, output ``actions`` (batch, 4) float32 in the env's action space (``[dx, dy, dz]`` in
-[-1, 1], grasp in [0, 1]): the :class:`~so101_mjx.training.distill.PixelStudent` forward pass, its
+[-1, 1], grasp in [0, 1]): :class:`PixelStudent`'s forward pass, its
 convolutions in ONNX's NCHW layout inside the graph. Metadata ``so101_mjx``: ``kind`` "pixel",
 the env id and env config (``image_size``, ``image_quality``), the teacher and the library version.
 
@@ -19,14 +19,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import Array
 
 from so101_mjx.arm import AGENT_POS_SIZE
-from so101_mjx.training.export import METADATA_KEY, graph_model
+from so101_mjx.training.onnx_graph import METADATA_KEY, graph_model
 
 KIND = "pixel"
 STUDENT_FILE, META_FILE, ONNX_FILE = "student.npz", "distill.json", "student.onnx"
 PixelPolicy = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (pixels (B, H, W, 3) uint8, agent_pos (B, 14)) -> (B, 4)
+CONV_KERNELS, CONV_STRIDES = (8, 4, 3), (4, 2, 1)  # PixelStudent's convolutions (also its ONNX graph's)
+
+
+class PixelStudent(nn.Module):
+    """Conv net on ``pixels`` (..., H, W, 3) uint8 plus ``agent_pos`` (..., 14) -> env action (..., 4)."""
+
+    channels: tuple[int, ...] = (32, 64, 64)
+    hidden: int = 256
+
+    @nn.compact
+    def __call__(self, pixels: Array, agent_pos: Array) -> Array:
+        x = pixels.astype(jnp.float32) / 255.0
+        for channels, kernel, stride in zip(self.channels, CONV_KERNELS, CONV_STRIDES, strict=True):
+            x = nn.relu(nn.Conv(channels, (kernel, kernel), (stride, stride), padding="VALID")(x))
+        x = jnp.concatenate([x.reshape(*x.shape[:-3], -1), agent_pos.astype(jnp.float32)], axis=-1)
+        x = nn.Dense(4)(nn.relu(nn.Dense(self.hidden)(x)))
+        return jnp.concatenate([jnp.tanh(x[..., :3]), jax.nn.sigmoid(x[..., 3:])], axis=-1)
+
+
 
 
 def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -74,8 +97,6 @@ def _dense(params: dict[str, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray]
 def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
     """The student as an ``onnx.ModelProto`` (checked)."""
     from onnx import TensorProto, helper, numpy_helper
-
-    from so101_mjx.training.distill import CONV_STRIDES
 
     inits, nodes = [], []
 
@@ -170,11 +191,7 @@ def load(path: str | Path) -> tuple[PixelPolicy, dict[str, Any]]:
                 ["actions"], {"pixels": np.asarray(pixels, np.uint8), "agent_pos": np.asarray(agent_pos, np.float32)})[0]
             return run, meta
     params, meta = read_run(path.parent)
-    import jax
-    import jax.numpy as jnp
     from flax import traverse_util
-
-    from so101_mjx.training.distill import PixelStudent
 
     channels = tuple(int(kernel.shape[-1]) for kernel, _ in _layers(params, "Conv"))
     student = PixelStudent(channels=channels, hidden=int(_dense(params)[1][0].shape[1]))

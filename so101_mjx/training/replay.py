@@ -134,6 +134,8 @@ def replay(
         raise ValueError(f"--episodes must be >= 1, got {episodes}")
     if video:
         check_video_path(video)
+    if reference and env is not None:
+        reference_envs.reference_class(env)  # before loading the policy: the env the user named must exist there
     act, name, env_config, image_size = gym_policy(path, env, force)
     if reference:
         reference_envs.reference_class(name)
