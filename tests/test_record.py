@@ -290,6 +290,7 @@ def test_exported_policy_drives_the_episodes(tmp_path):
         record("SO101PickCube-v0", str(tmp_path / "policy.npz"), 1, tmp_path / "other", image_size=None)
 
 
+@pytest.mark.slow
 def test_pick_cube_demonstrations_lift_the_block(tmp_path):
     """``--policy demonstrator`` records PickCube episodes that succeed (the reference's controller never lifts)."""
     out = record("SO101PickCube-v0", "demonstrator", 2, tmp_path / "ds", image_size=None, only_success=True,
