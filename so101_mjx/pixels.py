@@ -68,6 +68,11 @@ def _fast_mesh(path: str, cell: float) -> tuple[np.ndarray, np.ndarray]:
     return cluster_mesh(read_stl(path), cell)
 
 
+def camera_names(model: mujoco.MjModel) -> list[str]:
+    """The model's camera names, in id order."""
+    return [model.camera(i).name for i in range(model.ncam)]
+
+
 def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUSTER_CELL) -> mujoco.MjModel:
     """The MjModel a camera renders ``scene`` with (same bodies, joints and qpos as the physics model)."""
     if quality not in QUALITIES:
@@ -101,8 +106,7 @@ class BatchRenderer:
         self.height = checks.integer("height", height, ge=1, le=model.vis.global_.offheight)
         self.width = checks.integer("width", width, ge=1, le=model.vis.global_.offwidth)
         if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
-            cameras = [model.camera(i).name for i in range(model.ncam)]
-            raise ValueError(f"camera must be one of the model's cameras {cameras}, got {camera!r}")
+            raise ValueError(f"camera must be one of the model's cameras {camera_names(model)}, got {camera!r}")
         for name in markers:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name) < 0:
                 raise ValueError(f"marker {name!r} is not a site of the model")

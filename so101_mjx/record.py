@@ -34,7 +34,7 @@ from so101_mjx import cliargs, scripted
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, task
-from so101_mjx.pixels import QUALITIES
+from so101_mjx.pixels import QUALITIES, camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.rollout import CHUNK_STEPS, policy_fns, task_config
 from so101_mjx.scenes import ARM_JOINTS
@@ -93,8 +93,7 @@ def load_policy(policy: str, env_name: str | None, backend: str | None, config: 
 
 
 def _check_cameras(env: SO101Env, cameras: list[str]) -> None:
-    model = env.mj_model
-    names = [model.camera(i).name for i in range(model.ncam)]
+    names = camera_names(env.mj_model)
     unknown = [c for c in cameras if c not in names]
     if unknown or not cameras or len(set(cameras)) != len(cameras):
         raise ValueError(f"--cameras must be distinct names of {type(env).__name__}'s cameras {names}, got {cameras}")

@@ -134,10 +134,10 @@ class SO101Env(abc.ABC):
         if self.physics.name != "c":
             raise ValueError(f"image_obs=True needs backend 'c' (MuJoCo C renders the camera on the CPU threads), "
                              f"got {self.physics.name!r}: MJX has no batch renderer wired in yet")
-        from so101_mjx.pixels import BatchRenderer, render_model
+        from so101_mjx.pixels import BatchRenderer, camera_names, render_model
 
         model, size = render_model(self.scene, self.config.image_quality), self.config.image_size
-        names = [model.camera(i).name for i in range(model.ncam)]
+        names = camera_names(model)
         unknown = [c for c in self.config.image_cameras if c not in names]
         if unknown:
             raise ValueError(f"image_cameras must be cameras of the {self.scene} scene {names}, got {unknown}")
