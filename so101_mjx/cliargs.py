@@ -73,3 +73,13 @@ def output_dir(text: str) -> str:
     """A directory to write into: an existing directory or one that can be created."""
     _creatable(Path(text), text)
     return text
+
+
+def visual_randomization(text: str):
+    """``'standard'`` or a JSON object of :class:`~so101_mjx.visual_randomization.VisualRandomization`'s fields."""
+    from so101_mjx import visual_randomization as vr
+
+    try:
+        return vr.parse(text)
+    except (ValueError, TypeError) as err:
+        raise ArgumentValueError(str(err)) from None

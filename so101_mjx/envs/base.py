@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx import checks, randomization
+from so101_mjx import checks, randomization, visual_randomization
 from so101_mjx.arm import AGENT_POS_LAYOUT, AGENT_POS_SIZE, IK_SOLVERS, SO101Arm
 from so101_mjx.physics import Physics, PhysicsState, make_physics
 from so101_mjx.state import Info, State
@@ -49,6 +49,7 @@ class ArmConfig:
     image_cameras: tuple[str, ...] = ("front",)  # with image_obs, one pixels/<camera> entry each: "front", "wrist"
     episode_length: int = 100
     randomization: randomization.Randomization | None = None  # per-episode domain randomization
+    visual_randomization: visual_randomization.VisualRandomization | None = None  # per-episode lighting, colours, camera poses (image_obs)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -88,6 +89,9 @@ class ArmConfig:
                 or not all(isinstance(c, str) and c for c in cameras)):
             raise ValueError(f"image_cameras must be a non-empty tuple of distinct camera names, got {cameras!r}")
         set_(self, "image_cameras", tuple(cameras))
+        set_(self, "visual_randomization", visual_randomization.parse(self.visual_randomization))
+        if self.visual_randomization is not None and not self.image_obs:
+            raise ValueError("visual_randomization changes only rendered frames: it needs image_obs=True")
 
 
 class SO101Env(abc.ABC):
@@ -218,8 +222,13 @@ class SO101Env(abc.ABC):
     def start(self, rng: Array, qpos: Array, params: dict[str, Array] | None, task: Callable[[PhysicsState], dict]) -> State:
         """Initial :class:`State` from the scene ``qpos`` (nq,) (arm set home by the arm), this
         episode's model ``params`` and ``task(physics) -> task entries``; zero reward and metrics."""
+        if self.config.visual_randomization is not None:
+            rng, key = jax.random.split(rng)
         physics, info = self.arm.init(rng, qpos, params)
         info = info.replace(task=task(physics))
+        if self.config.visual_randomization is not None:
+            render_model = next(iter(self.cameras.values())).model
+            info = info.replace(render_params=visual_randomization.sample(render_model, self.config.visual_randomization, key, qpos.dtype))
         zero = jnp.zeros((), jnp.float32)
         metrics = {**self._metrics(info, info.succeed, dict.fromkeys(self.reward_scales, zero)), **self.task_metrics(physics, info)}
         dtype = qpos.dtype
@@ -253,7 +262,7 @@ class SO101Env(abc.ABC):
         if self.cameras is None:
             return flat
         markers = jnp.stack(list(self.marker_positions(info).values())) if self.markers else None
-        params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")}
+        params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")} | (info.render_params or {})
         pixels = {f"pixels/{c}": r.jax_render(physics.qpos, markers, params) for c, r in self.cameras.items()}
         return {"agent_pos": flat[:AGENT_POS_SIZE], **pixels, "state": flat}
 

@@ -167,6 +167,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image-size", type=cliargs.positive_int, default=64)
     parser.add_argument("--image-quality", choices=QUALITIES, default="shadowed",
                         help="render model of the training frames (shadowed: what the gym envs' full renders look like)")
+    parser.add_argument("--visual-randomization", type=cliargs.visual_randomization, default=None, metavar="standard|JSON",
+                        help="randomize lighting, colours and camera pose per episode of the training frames: 'standard' "
+                             "or a JSON object of so101_mjx.visual_randomization.VisualRandomization's fields")
     for field in dataclasses.fields(DistillConfig):
         kind = cliargs.positive_float if field.type == "float" else (cliargs.seed if field.name == "seed" else cliargs.positive_int)
         parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=field.default)
@@ -177,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
 
     teacher, meta = evaluate.load(args.teacher)
     config = DistillConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DistillConfig)})
-    env_config = {**meta["env_config"], "image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality}
+    env_config = {**meta["env_config"], "image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
+                  "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization)}
     env = make(meta["env"], backend="c", **env_config)
     print(f"distill {args.teacher} ({meta['env']}) into a pixel student: {config}", flush=True)
     log = lambda r: print(f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "  # noqa: E731

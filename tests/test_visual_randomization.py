@@ -1,0 +1,89 @@
+"""Visual domain randomization: config checks, the drawn arrays, and what the jitted envs render."""
+
+import dataclasses
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from so101_mjx import cliargs
+from so101_mjx import visual_randomization as vr
+from so101_mjx.envs import make
+from so101_mjx.pixels import render_model
+
+NAME = "SO101PickCube-v0"
+
+
+def test_parse_forms_and_errors():
+    assert vr.parse(None) is None and vr.parse("standard") == vr.STANDARD
+    assert vr.parse(json.dumps(dataclasses.asdict(vr.STANDARD))) == vr.STANDARD
+    assert vr.parse({"camera_tilt": 0.1}) == vr.VisualRandomization(camera_tilt=0.1)
+    with pytest.raises(ValueError, match=r"unknown visual_randomization field\(s\) \['tilt'\]"):
+        vr.parse({"tilt": 0.1})
+    with pytest.raises(ValueError, match="visual_randomization.light_intensity must be 0 <= low <= high"):
+        vr.VisualRandomization(light_intensity=(1.5, 1.0))
+    with pytest.raises(ValueError, match="visual_randomization.camera_tilt must be"):
+        vr.VisualRandomization(camera_tilt=2.0)
+    with pytest.raises(ValueError, match="visual_randomization.colour_shift must be"):
+        vr.VisualRandomization(colour_shift=float("nan"))
+    with pytest.raises(ValueError, match="'standard' or a JSON object"):
+        vr.parse("strong")
+    with pytest.raises(cliargs.ArgumentValueError, match="unknown visual_randomization"):
+        cliargs.visual_randomization('{"hue": 1}')
+
+
+def test_env_config_needs_image_obs():
+    with pytest.raises(ValueError, match="visual_randomization changes only rendered frames: it needs image_obs=True"):
+        make(NAME, "c", visual_randomization="standard")
+
+
+def test_sample_defaults_are_the_model_and_ranges_hold():
+    model = render_model("pick_cube", "fast")
+    nominal = vr.sample(model, vr.VisualRandomization(), jax.random.PRNGKey(0), jnp.float32)
+    assert set(nominal) == set(vr.FIELDS)
+    for name, value in nominal.items():
+        np.testing.assert_allclose(value, getattr(model, name), atol=1e-6, err_msg=name)
+    config = vr.STANDARD
+    draws = jax.vmap(lambda k: vr.sample(model, config, k, jnp.float32))(jax.random.split(jax.random.PRNGKey(1), 64))
+    assert all(bool(jnp.all(jnp.isfinite(v))) for v in draws.values())
+    scale = draws["light_diffuse"] / np.maximum(model.light_diffuse, 1e-9)
+    lo, hi = config.light_intensity
+    assert lo - 1e-6 <= float(scale.min()) and float(scale.max()) <= hi + 1e-6 and float(scale.std()) > 0.1
+    assert float(jnp.abs(draws["light_pos"] - model.light_pos).max()) <= config.light_shift + 1e-6
+    assert float(jnp.abs(draws["cam_pos"] - model.cam_pos).max()) <= config.camera_shift + 1e-6
+    np.testing.assert_allclose(jnp.linalg.norm(draws["cam_quat"], axis=-1), 1.0, atol=1e-6)
+    cos = jnp.abs(jnp.sum(draws["cam_quat"] * model.cam_quat, axis=-1))  # cos(angle / 2) between the orientations
+    angle = 2 * jnp.arccos(jnp.clip(cos, 0.0, 1.0))
+    assert float(angle.max()) <= config.camera_tilt + 1e-4 and float(angle.max()) > 0.5 * config.camera_tilt
+    rgb = draws["mat_rgba"][..., :3]
+    assert float(rgb.min()) >= 0 and float(rgb.max()) <= 1
+    assert float(jnp.abs(rgb - model.mat_rgba[:, :3]).max()) <= config.colour_shift + 1e-6
+    np.testing.assert_array_equal(draws["mat_rgba"][..., 3], np.broadcast_to(model.mat_rgba[:, 3], (64, model.nmat)))
+    by_material = (model.geom_matid >= 0) & np.all(model.geom_rgba == vr.DEFAULT_GEOM_RGBA, axis=-1)
+    assert by_material.any() and (~by_material).any()
+    np.testing.assert_array_equal(draws["geom_rgba"][:, by_material], np.broadcast_to(model.geom_rgba[by_material], (64, by_material.sum(), 4)))
+    assert float(jnp.abs(draws["geom_rgba"][:, ~by_material, :3] - model.geom_rgba[~by_material, :3]).max()) > 0.5 * config.colour_shift
+
+
+def _frames(**config):
+    env = make(NAME, "c", image_obs=True, image_size=32, **config)  # fixed block position: the same physics in every world
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(2), 4))
+    return env, states, np.asarray(states.obs["pixels/front"])
+
+
+def test_randomized_worlds_look_different_and_match_the_renderer():
+    _, plain_states, plain = _frames()
+    assert plain_states.info.render_params is None
+    assert all(np.array_equal(plain[0], f) for f in plain[1:])  # same state, same picture
+    env, states, frames = _frames(visual_randomization="standard")
+    np.testing.assert_array_equal(states.physics.qpos, plain_states.physics.qpos)  # the physics is untouched
+    diffs = [np.abs(frames[0].astype(int) - f).mean() for f in frames[1:]]
+    assert min(diffs) > 1.0, diffs
+    assert np.abs(frames.astype(int) - plain).mean() > 1.0
+    renderer = env.cameras["front"]
+    again = renderer.render(np.asarray(states.physics.qpos), None, jax.tree.map(np.asarray, states.info.render_params))
+    np.testing.assert_array_equal(again, frames)
+    stepped = jax.jit(jax.vmap(env.step))(states, jnp.zeros((4, 4)))  # the episode keeps its draw
+    jax.tree.map(np.testing.assert_array_equal, stepped.info.render_params, states.info.render_params)
