@@ -16,7 +16,7 @@ staged reward of terms in [0, 1] (:data:`DENSE_SCALES`), each stage gated by the
 - ``grasp``: :meth:`~so101_mjx.envs.pick_cube.PickCube.grasped` (contact-free proxy), or placed,
 - ``lift``: while grasped, the top block's rise over its reset height / (2 half-heights + 1 cm);
   1 once lifted that high or over the bottom block ("lifted"),
-- ``align``: lifted · (1 − tanh(10·xy)), xy = top to stacked centre distance in the plane,
+- ``align``: lifted · (1 − tanh(20·xy)), xy = top to stacked centre distance in the plane,
 - ``lower``: lifted and over the bottom block (xy < half a block) · (1 − tanh(50·|z − stacked z|)),
 - ``release``: placed (over and within 5 mm of the stacked height) · jaw opening in [0, 1],
 - ``retreat``: placed with the jaw more than half open · min(d / 5 cm, 1).
@@ -46,13 +46,12 @@ from so101_mjx.state import Info, State
 BOTTOM = "bottom_block"  # the bottom block's joint, geom and body (the top block is PickCube's "block")
 STACK_Z_TOLERANCE = 0.005  # metres between the top block centre and the stacked height
 LIFT_CLEARANCE = 0.01  # metres the top block's underside must clear the bottom block's top by
-REACH_SHARPNESS, ALIGN_SHARPNESS, LOWER_SHARPNESS = 10.0, 10.0, 50.0  # 1/m (align as PickPlace's carry)
+REACH_SHARPNESS, ALIGN_SHARPNESS, LOWER_SHARPNESS = 10.0, 20.0, 50.0  # 1/m
 RETREAT_DISTANCE = 0.05  # metres from the grasp point to the top block at which retreat is complete
-# Lifting pays five times holding: with grasp worth as much as lift (0.2 / 0.3), policies learned to
-# press a grasped block into the table (the grasp proxy holds there) and never lifted it. The stages
-# a placed block earns with the jaw still closed (reach .. lower) sum to 1.7 per step, so stalling
-# there is worth less than finishing at discount 0.97 (1.7 / 0.03 ≈ 57 < the cpu preset's bonus of 80).
-DENSE_SCALES = {"reach": 0.1, "grasp": 0.1, "lift": 0.5, "align": 0.5, "lower": 0.5, "release": 0.6, "retreat": 0.6}
+# Later stages weigh more, as PickPlace's STAGED_WEIGHTS; the stages a placed block earns with the
+# jaw still closed (reach .. lower) sum to 1.2 per step, so stalling there is worth less than
+# finishing at discount 0.97 (1.2 / 0.03 = 40 < the training presets' success bonus of 50).
+DENSE_SCALES = {"reach": 0.1, "grasp": 0.2, "lift": 0.3, "align": 0.3, "lower": 0.3, "release": 0.4, "retreat": 0.4}
 STALL_STAGES = ("reach", "grasp", "lift", "align", "lower")  # what a placed block pays before the jaw opens
 
 
