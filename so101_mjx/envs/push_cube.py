@@ -98,6 +98,7 @@ class PushCube(PickCube):
     """Push the block into the goal disc; see the module docstring."""
 
     name = "SO101PushCube-v0"
+    action_layout = "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp ignored (the jaw is held closed)"
     instruction = "Push the block into the goal region."
     config_class = PushCubeConfig
     scene = "push_cube"

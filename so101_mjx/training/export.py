@@ -42,10 +42,12 @@ def obs_layout(env: str, obs_size: int) -> str:
 
 def metadata(run: dict[str, Any]) -> dict[str, Any]:
     """The run metadata plus the observation and action layouts."""
+    from so101_mjx.envs.registry import task
+
     return {
         **run,
         "obs_layout": obs_layout(run["env"], run["obs_size"]),
-        "action_layout": "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp in [0, 1] (0 closed)",
+        "action_layout": task(run["env"]).action_layout,
     }
 
 

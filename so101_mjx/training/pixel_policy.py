@@ -69,10 +69,11 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
     if not all(np.all(np.isfinite(v)) for v in params.values()):
         raise ValueError(f"{run_dir / STUDENT_FILE}: the student's weights are not all finite")
     from so101_mjx import __version__
+    from so101_mjx.envs.registry import task
 
     meta = {"kind": KIND, "env": env, "env_config": env_config, "teacher": run.get("teacher"), "version": __version__,
             "inputs": f"pixels (batch, {env_config['image_size']}, {env_config['image_size']}, 3) uint8 from the front camera; agent_pos (batch, {AGENT_POS_SIZE}) float32",
-            "action_layout": "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp in [0, 1] (0 closed)"}
+            "action_layout": task(env).action_layout}
     return params, meta
 
 
