@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx import cliargs, scripted
+from so101_mjx import cliargs, scripted, visual_randomization
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, task
@@ -38,8 +38,10 @@ from so101_mjx.pixels import QUALITIES, camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.rollout import CHUNK_STEPS, policy_fns, task_config
 from so101_mjx.scenes import ARM_JOINTS
+from so101_mjx.visual_randomization import VisualRandomization
 
 ROBOT_TYPE = "so101"
+VISUAL_STREAM = 0x715A  # folded into the seed's key: the visual draws' own stream
 MAX_IMAGE_SIZE = 8192
 STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x", "ee.y", "ee.z"]
 AGENT_POS_SIZE = len(STATE_NAMES)  # observation.state = agent_pos = obs[..., :14]
@@ -165,23 +167,29 @@ def _episode(out: dict[str, np.ndarray], world: int) -> dict[str, np.ndarray]:
 
 class _Frames:
     """One :class:`~so101_mjx.pixels.BatchRenderer` per camera (``quality``'s render model); an
-    episode's frames are rendered as one batch on the CPU threads."""
+    episode's frames are rendered as one batch on the CPU threads, with one draw of ``visual``
+    (:mod:`so101_mjx.visual_randomization`) per episode when given."""
 
-    def __init__(self, env: SO101Env, size: int, cameras: list[str], quality: str = "fast"):
+    def __init__(self, env: SO101Env, size: int, cameras: list[str], quality: str = "fast",
+                 visual: VisualRandomization | None = None):
         from so101_mjx.pixels import BatchRenderer, render_model
 
         model = render_model(env.scene, quality)
         model.vis.global_.offwidth = max(model.vis.global_.offwidth, size)
         model.vis.global_.offheight = max(model.vis.global_.offheight, size)
-        self.markers = tuple(env.markers)
+        self.model, self.visual, self.markers = model, visual, tuple(env.markers)
         self.renderers = {c: BatchRenderer(model, size, size, c, markers=self.markers) for c in cameras}
 
-    def episode(self, out: dict[str, np.ndarray], world: int) -> dict[str, np.ndarray]:
-        """(T, size, size, 3) uint8 frames per camera of world ``world``'s episode."""
+    def episode(self, out: dict[str, np.ndarray], world: int, key: jax.Array | None = None) -> dict[str, np.ndarray]:
+        """(T, size, size, 3) uint8 frames per camera of world ``world``'s episode; ``key``: its visual draw."""
         t = out["length"][world]
         qpos = out["qpos"][world, :t]
         markers = np.stack([out["markers"][site][world, :t] for site in self.markers], axis=1) if self.markers else None
-        return {f"observation.images.{c}": r.render(qpos, markers) for c, r in self.renderers.items()}
+        params = None
+        if self.visual is not None:
+            draw = jax.device_get(visual_randomization.sample(self.model, self.visual, key, jnp.float32))
+            params = {k: np.broadcast_to(v, (t, *v.shape)) for k, v in draw.items()}
+        return {f"observation.images.{c}": r.render(qpos, markers, params) for c, r in self.renderers.items()}
 
     def close(self) -> None:
         for renderer in self.renderers.values():
@@ -192,18 +200,21 @@ def record(
     env: str | None, policy: str, episodes: int, out: str | Path, backend: str | None = None, image_size: int | None = 128,
     cameras: tuple[str, ...] = ("front",), only_success: bool = False, fps: int | None = None, seed: int = 0,
     resume: bool = False, num_envs: int = 64, max_tries: int | None = None, config: dict[str, Any] | None = None,
-    image_quality: str = "shadowed",
+    image_quality: str = "shadowed", visual: VisualRandomization | dict | str | None = None,
 ) -> dict[str, Any]:
     """Record ``episodes`` episodes into the dataset at ``out`` (appended with ``resume``).
 
     ``image_size`` None records no video; ``only_success`` keeps successful episodes only, trying
     at most ``max_tries`` (default 10 x ``episodes``); ``fps`` must be the env's control rate;
     ``config`` overrides env config fields; ``image_quality`` picks the camera's render model
-    (:func:`so101_mjx.pixels.render_model`: ``fast`` or ``full``, the reference's look). Returns ``tried``, ``kept``, ``successes``, ``frames``,
+    (:func:`so101_mjx.pixels.render_model`: ``fast`` or ``full``, the reference's look); ``visual``
+    randomizes each episode's lighting, colours and camera pose (:mod:`so101_mjx.visual_randomization`;
+    the draw follows from ``seed`` and the episode's attempt number). Returns ``tried``, ``kept``, ``successes``, ``frames``,
     ``seconds`` and the dataset's ``total_episodes``. ValueError names a bad argument.
     """
     dataset = _dataset_module()
     cameras = list(cameras)
+    visual = visual_randomization.parse(visual)
     for flag, value in (("--episodes", episodes), ("--num-envs", num_envs), ("--max-tries", 1 if max_tries is None else max_tries)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{flag} must be an integer >= 1, got {value!r}")
@@ -225,7 +236,8 @@ def record(
     max_tries = max_tries or 10 * episodes
     worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
     tried = kept = successes = frames = 0
-    renderer = _Frames(jax_env, image_size, cameras, image_quality) if image_size else None  # a GL failure: before anything is written
+    renderer = _Frames(jax_env, image_size, cameras, image_quality, visual) if image_size else None  # a GL failure: before anything is written
+    visual_base = jax.random.fold_in(base, VISUAL_STREAM)
     start = time.perf_counter()
     try:
         writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
@@ -241,7 +253,8 @@ def record(
                     successes += success
                     if only_success and not success:
                         continue
-                    writer.add_episode(_episode(traj, w), task(name).instruction, renderer.episode(traj, w) if renderer else None)
+                    images = renderer.episode(traj, w, jax.random.fold_in(visual_base, int(ids[w]))) if renderer else None
+                    writer.add_episode(_episode(traj, w), task(name).instruction, images)
                     kept, frames = kept + 1, frames + int(traj["length"][w])
                     _progress(kept, episodes, tried, frames, time.perf_counter() - start)
         finally:  # an interrupted recording still leaves a complete dataset of the episodes so far
@@ -249,6 +262,7 @@ def record(
             if writer.added:
                 runs.append({"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend,
                              "policy": source, "seed": seed, "tried": tried, "kept": kept, "only_success": only_success,
+                             "visual_randomization": visual and dataclasses.asdict(visual),
                              "first_episode": writer.total_episodes - writer.added})
                 provenance.write_text(json.dumps({"runs": runs}, indent=1, default=str))
     finally:
@@ -279,6 +293,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="camera render model: shadowed (light meshes with shadows: looks like the gym and lerobot "
                         "envs' camera), fast (no shadows, ~6x faster) or full (the scene as shipped)")
     parser.add_argument("--cameras", default="front", help="comma-separated camera names of the scene")
+    parser.add_argument("--visual-randomization", type=cliargs.visual_randomization, default=None, metavar="standard|JSON",
+                        help="randomize each episode's lighting, colours and camera pose: 'standard' or a JSON object "
+                             "of so101_mjx.visual_randomization.VisualRandomization's fields")
     parser.add_argument("--only-success", action="store_true", help="keep successful episodes only")
     parser.add_argument("--max-tries", type=cliargs.positive_int, default=None, help="with --only-success: give up after this many episodes (default 10 x --episodes)")
     parser.add_argument("--fps", type=cliargs.positive_int, default=None, help="frames per second: the env's control rate (the default)")
@@ -291,7 +308,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     r = record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
                tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
-               args.num_envs, args.max_tries, image_quality=args.image_quality)
+               args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization)
     print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
     print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
           f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")

@@ -12,7 +12,7 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from so101_mjx import cli  # noqa: E402
+from so101_mjx import cli, visual_randomization  # noqa: E402
 from so101_mjx.record import record  # noqa: E402
 
 REACH = "SO101Reach-v0"
@@ -224,6 +224,7 @@ def test_file_rollover_at_the_limits(tmp_path):
     (["--image-size", "33"], "--image-size"),
     (["--fps", "7"], "--fps"),
     (["--resume"], "no dataset to resume"),
+    (["--visual-randomization", '{"hue": 1}'], "unknown visual_randomization field(s) ['hue']"),
 ])
 def test_bad_arguments_are_one_line_errors(tmp_path, capsys, args, message):
     argv = ["record", "--env", REACH, "--episodes", "1", "--out", str(tmp_path / "out"), *args]
@@ -298,3 +299,26 @@ def test_pick_cube_demonstrations_lift_the_block(tmp_path):
     d = columns(read_parquets(tmp_path / "ds", "data"))
     assert out["kept"] == 2 and np.all(d["next.success"][d["next.done"]])
     assert json.loads((tmp_path / "ds/meta/so101_mjx.json").read_text())["runs"][0]["policy"] == "demonstrator"
+
+
+def test_visual_randomization_draws_per_episode():
+    """With visual randomization the same state looks different in two episodes' draws, the physics
+    data are untouched, and a key gives the same frames again."""
+    if not gl_available():
+        pytest.skip("no offscreen GL context (MUJOCO_GL=egl or osmesa)")
+    import jax
+
+    from so101_mjx.record import _episode_fns, _Frames, load_policy, run_worlds
+
+    _, env, policy, _ = load_policy("scripted", REACH, "c", SHORT)
+    traj = run_worlds(env, _episode_fns(env, policy), jax.random.PRNGKey(3)[None])
+    plain, randomized = _Frames(env, 32, ["front"], "fast"), _Frames(env, 32, ["front"], "fast", visual_randomization.STANDARD)
+    try:
+        base = plain.episode(traj, 0)["observation.images.front"]
+        a, b, again = (randomized.episode(traj, 0, jax.random.PRNGKey(k))["observation.images.front"] for k in (0, 1, 0))
+    finally:
+        plain.close()
+        randomized.close()
+    assert a.shape == base.shape and a.dtype == np.uint8
+    assert np.abs(a.astype(int) - b).mean() > 1.0 and np.abs(a.astype(int) - base).mean() > 1.0
+    np.testing.assert_array_equal(a, again)
