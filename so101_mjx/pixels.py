@@ -22,7 +22,8 @@ import copy
 import functools
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -115,6 +116,10 @@ class BatchRenderer:
         self.nthread = checks.integer("nthread", nthread, ge=1) if nthread is not None else os.cpu_count() or 1
         self._local = threading.local()
         self._pool = ThreadPoolExecutor(self.nthread, thread_name_prefix="so101_mjx_render")
+        # Contexts must be freed on the threads that made them, also when the renderer is garbage
+        # collected without close() (from whatever thread runs the collection: freeing them there crashes Mesa).
+        self._release = weakref.finalize(self, _release_contexts, self._pool, self._local, self.nthread)
+        self._release.atexit = False  # at interpreter exit the pool takes no tasks; the process frees the contexts
 
     def _thread_state(self) -> tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]:
         local = self._local
@@ -172,15 +177,23 @@ class BatchRenderer:
         return jax.pure_callback(host, out, qpos, marker_pos, *(params[k] for k in names), vmap_method="broadcast_all")
 
     def close(self) -> None:
-        """Release every thread's GL context, each on the thread that made it."""
-        barrier = threading.Barrier(self.nthread)  # one task per pool thread
+        """Release every thread's GL context, each on the thread that made it (waits for it)."""
+        for done in self._release() or ():
+            done.result()
 
-        def release(_: int) -> None:
-            barrier.wait()
-            renderer = getattr(self._local, "renderer", None)
-            if renderer is not None:
-                renderer.close()
-                del self._local.renderer
 
-        list(self._pool.map(release, range(self.nthread)))
-        self._pool.shutdown()
+def _release_contexts(pool: ThreadPoolExecutor, local: threading.local, nthread: int) -> list[Future]:
+    """Free each pool thread's renderer on that thread (one task per thread, held at a barrier so
+    that every thread takes one) and shut the pool down; returns the tasks without waiting for them."""
+    barrier = threading.Barrier(nthread)
+
+    def release() -> None:
+        barrier.wait()
+        renderer = getattr(local, "renderer", None)
+        if renderer is not None:
+            renderer.close()
+            del local.renderer
+
+    tasks = [pool.submit(release) for _ in range(nthread)]
+    pool.shutdown(wait=False)
+    return tasks

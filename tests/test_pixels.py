@@ -82,6 +82,32 @@ def test_batch_renderer_threads_jit_and_vmap_agree(fast_model):
         two.close()
 
 
+def test_renderers_dropped_without_close_free_their_contexts_on_their_threads(fast_model):
+    """Envs made again and again (notebooks) drop renderers without close(): dropping one (here on the
+    main thread, then a collection on another thread) must free its GL contexts on its pool's threads
+    (freeing a software-GL context elsewhere crashed Mesa: a segfault in swrast_dri.so)."""
+    import gc
+    import threading
+
+    q = np.tile(fast_model.qpos0, (4, 1))
+    for _ in range(3):
+        dropped = pixels.BatchRenderer(fast_model, SIZE, SIZE, nthread=2)
+        dropped.render(q)
+        pool_threads = {t.ident for t in dropped._pool._threads}
+        released = dropped._release
+        del dropped
+        collector = threading.Thread(target=gc.collect)
+        collector.start()
+        collector.join()
+        assert not released.alive and pool_threads
+    kept = pixels.BatchRenderer(fast_model, SIZE, SIZE, nthread=2)
+    try:
+        assert kept.render(q).std() > 0
+    finally:
+        kept.close()
+    kept.close()  # twice is harmless
+
+
 def test_batch_renderer_bad_arguments(fast_model):
     with pytest.raises(ValueError, match="camera must be one of"):
         pixels.BatchRenderer(fast_model, SIZE, SIZE, camera="top")
