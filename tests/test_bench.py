@@ -66,6 +66,7 @@ def test_env_cost_rows_report_per_world_buffers():
     assert int(row8[10].replace(",", "")) * per_world_kib * 1024 <= 16e9  # worlds that fit 16 GB
 
 
+@pytest.mark.slow  # ~2 min on a 2-core CPU (MJX compiles)
 def test_device_smoke_writes_every_section(tmp_path, capsys):
     """The whole accelerator check at tiny sizes on this machine's backend: every section ok."""
     out = tmp_path / "device"

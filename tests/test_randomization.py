@@ -50,6 +50,7 @@ def test_c_backend_applies_block_size_and_gain():
     assert sag(_settle("c", Randomization(actuator_gain=(0.5, 0.5)))) > 1.5 * sag(nominal_s) > 0
 
 
+@pytest.mark.slow  # ~2 min of MJX compiles on a 2-core CPU; the c backend's twin runs by default
 def test_mjx_backend_applies_block_size_and_gain():
     s = _settle("mjx", Randomization(block_size=(1.5, 1.5), actuator_gain=(0.5, 0.5)))
     c = _settle("c", Randomization(block_size=(1.5, 1.5), actuator_gain=(0.5, 0.5)))
