@@ -74,12 +74,28 @@ def camera_names(model: mujoco.MjModel) -> list[str]:
     return [model.camera(i).name for i in range(model.ncam)]
 
 
-def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUSTER_CELL) -> mujoco.MjModel:
-    """The MjModel a camera renders ``scene`` with (same bodies, joints and qpos as the physics model)."""
+def marker_body(site: str) -> str:
+    """The mocap body that carries a copy of marker ``site`` as a geom (``render_model(marker_geoms=...)``)."""
+    return f"{site}_marker"
+
+
+def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUSTER_CELL,
+                 marker_geoms: tuple[str, ...] = ()) -> mujoco.MjModel:
+    """The MjModel a camera renders ``scene`` with (same bodies, joints and qpos as the physics model).
+
+    ``marker_geoms``: sites to copy as collision-free geoms on mocap bodies (:func:`marker_body`),
+    appended after every other body and geom, for renderers that draw geoms but not sites (MuJoCo Warp).
+    """
     if quality not in QUALITIES:
         raise ValueError(f"quality must be one of {QUALITIES}, got {quality!r}")
     path = scene_path(str(scene))
     spec = mujoco.MjSpec.from_file(str(path))
+    for name in marker_geoms:
+        site = spec.site(name)
+        if site is None:
+            raise ValueError(f"marker {name!r} is not a site of the {scene} scene")
+        body = spec.worldbody.add_body(name=marker_body(name), mocap=True, pos=site.pos)
+        body.add_geom(type=site.type, size=site.size, rgba=site.rgba, group=site.group, contype=0, conaffinity=0)
     if quality != "full":
         meshdir = Path(spec.modelfiledir) / spec.meshdir
         for mesh in spec.meshes:

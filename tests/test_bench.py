@@ -80,6 +80,8 @@ def test_device_smoke_writes_every_section(tmp_path, capsys):
             assert r[policy]["env_steps_per_s"] > 0
             assert r[policy]["physics_steps_per_s"] == pytest.approx(50 * r[policy]["env_steps_per_s"])
         assert r["first_jit_s"] > 0
+    pix = result["sections"]["pixels"]["rows"]
+    assert [r["status"] for r in pix] == ["ok"] and all(pix[0][p]["env_steps_per_s"] > 0 for p in device.POLICIES)
     assert result["sections"]["ik"]["rows"][0]["solves_per_s"] > 0
     assert set(result["sections"]["dynamics"]["evals_per_s"]) == set(device.SMOKE.dynamics_quantities)
     for run in ("reach_ppo", "pickcube_ppo"):

@@ -160,8 +160,11 @@ def test_wrist_camera_rides_on_the_gripper():
         make("SO101PickCube-v0", backend="c", image_obs=True, image_cameras=("top",))
 
 
-def test_image_obs_on_mjx_is_a_value_error():
-    with pytest.raises(ValueError, match="image_obs=True needs backend 'c'"):
+def test_image_obs_on_mjx_without_mujoco_warp_names_what_to_install(monkeypatch):
+    from so101_mjx import pixels_warp
+
+    monkeypatch.setattr(pixels_warp, "warp_available", lambda: False)
+    with pytest.raises(ValueError, match=r"backend 'mjx' renders with MuJoCo Warp.*so101-mjx\[warp\]"):
         make("SO101PickCube-v0", backend="mjx", image_obs=True)
 
 

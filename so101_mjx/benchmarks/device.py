@@ -9,6 +9,9 @@ and the next one runs:
   One compiled program per (env, impl, worlds) resets and runs ``--steps`` control steps; it
   computes both policies every step and a traced flag picks one, so both share one compile. Per
   program: first-jit seconds (lower + compile), XLA's buffer sizes, peak device memory so far.
+- ``pixels``: env-steps/s of PickCube with ``image_obs=True`` (64×64 ``shadowed`` front camera;
+  MuJoCo Warp's batch renderer on backend ``mjx``) at ``--pixel-worlds``, random and scripted actions;
+  skipped on ``mjx`` without mujoco_warp.
 - ``ik``: LM IK solves/s (:mod:`so101_mjx.benchmarks.ik`) at 65,536 and 1,048,576 targets.
 - ``dynamics``: M, C, g, ID, FD, regressor evaluations/s (:mod:`so101_mjx.benchmarks.dynamics`) at 65,536.
 - ``reach_ppo``: PPO on SO101Reach-v0 for 5M env steps (the ``gpu`` preset): success, wall time.
@@ -23,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import multiprocessing
 import os
@@ -44,11 +46,12 @@ from so101_mjx.benchmarks import ik as ik_bench
 from so101_mjx.cliargs import output_dir, positive_float, positive_int
 from so101_mjx.envs import make
 from so101_mjx.physics import default_backend
+from so101_mjx.pixels_warp import warp_available
 
 ENVS = ("SO101PickCube-v0", "SO101PickPlace-v0")
 POLICIES = ("random", "scripted")
 # Cumulative deadlines as shares of the budget; what a section leaves unused goes to the next one.
-DEADLINES = {"env": 0.35, "ik": 0.40, "dynamics": 0.45, "reach_ppo": 0.72, "pickcube_ppo": 0.97}
+DEADLINES = {"env": 0.30, "pixels": 0.38, "ik": 0.42, "dynamics": 0.47, "reach_ppo": 0.72, "pickcube_ppo": 0.97}
 ANCHORS = (
     "MuJoCo Playground PandaPickCube: trains in ~3 min on an RTX 4090 (20M steps, 2048 envs); "
     "~64k env-steps/s state-only at 1024 envs",
@@ -61,6 +64,7 @@ class Sizes:
     """What one run measures."""
 
     worlds: tuple[int, ...]
+    pixel_worlds: tuple[int, ...]
     steps: int  # control steps per env program
     ik_targets: tuple[int, ...]
     dynamics_batch: int
@@ -70,8 +74,8 @@ class Sizes:
     repeats: int
 
 
-FULL = Sizes((1024, 4096, 16384), 25, (65_536, 1_048_576), 65_536, dynamics_bench.QUANTITIES, 5_000_000, "gpu", 3)
-SMOKE = Sizes((2,), 2, (64,), 16, ("M", "FD"), None, "tiny", 1)
+FULL = Sizes((1024, 4096, 16384), (1024, 4096), 25, (65_536, 1_048_576), 65_536, dynamics_bench.QUANTITIES, 5_000_000, "gpu", 3)
+SMOKE = Sizes((2,), (2,), 2, (64,), 16, ("M", "FD"), None, "tiny", 1)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,11 +84,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget-s", type=positive_float, default=480.0, help="wall seconds for the whole check")
     parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="env backend (default: mjx; --smoke: c on CPU)")
     parser.add_argument("--worlds", type=positive_int, nargs="+", default=None, help="env batch sizes (default 1024 4096 16384)")
+    parser.add_argument("--pixel-worlds", type=positive_int, nargs="+", default=None,
+                        help="env batch sizes of the pixels section (default 1024 4096)")
     parser.add_argument("--steps", type=positive_int, default=None, help="control steps per env program (default 25)")
-
-
-def warp_installed() -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in ("warp", "mujoco_warp"))
 
 
 def env_program(env, steps: int) -> Callable:
@@ -127,7 +129,7 @@ def measure_env(env, worlds: int, steps: int) -> dict[str, Any]:
 
 
 def env_section(sizes: Sizes, backend: str, deadline: float) -> dict[str, Any]:
-    impls = (("jax", "warp") if warp_installed() else ("jax",)) if backend == "mjx" else ("-",)
+    impls = (("jax", "warp") if warp_available() else ("jax",)) if backend == "mjx" else ("-",)
     bases: dict[str, Any] = {}  # one env per task (its default impl), rebuilt for the other impl
     envs: dict[tuple[str, str], Any] = {}
     rows, last = [], None  # (worlds, first-jit s, run s) of the last program measured: the time estimate
@@ -155,6 +157,27 @@ def env_section(sizes: Sizes, backend: str, deadline: float) -> dict[str, Any]:
                     row["traceback"] = traceback.format_exc(limit=6)
     n_substeps = {name: env.n_substeps for (name, _), env in envs.items()}
     return {"backend": backend, "steps": sizes.steps, "n_substeps": n_substeps, "rows": rows}
+
+
+def pixels_section(sizes: Sizes, backend: str, deadline: float) -> dict[str, Any]:
+    """PickCube env-steps/s with 64×64 camera frames in the observation."""
+    if backend == "mjx" and not warp_available():
+        return {"status": "skipped: image_obs on mjx needs mujoco_warp (pip install 'so101-mjx[warp]')"}
+    config = rollout.task_config("SO101PickCube-v0", scripted.DEFAULT_ACTION_SCALE, True)
+    env = make("SO101PickCube-v0", backend=backend, image_obs=True, image_size=64, image_quality="shadowed", **config)
+    rows = []
+    for worlds in sizes.pixel_worlds:
+        row = {"env": env.name, "worlds": worlds, "image": "64x64 shadowed front"}
+        rows.append(row)
+        if time.perf_counter() > deadline:
+            row["status"] = "skipped (time budget)"
+            continue
+        try:
+            row |= measure_env(env, worlds, sizes.steps) | {"status": "ok"}
+        except Exception as err:  # recorded, the next size runs
+            row["status"] = f"failed: {type(err).__name__}: {err}"
+            row["traceback"] = traceback.format_exc(limit=6)
+    return {"backend": backend, "steps": sizes.steps, "rows": rows}
 
 
 def ik_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
@@ -235,7 +258,8 @@ def ppo_presets(sizes: Sizes) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     sizes = SMOKE if args.smoke else FULL
-    sizes = dataclasses.replace(sizes, worlds=tuple(args.worlds or sizes.worlds), steps=args.steps or sizes.steps)
+    sizes = dataclasses.replace(sizes, worlds=tuple(args.worlds or sizes.worlds),
+                                pixel_worlds=tuple(args.pixel_worlds or sizes.pixel_worlds), steps=args.steps or sizes.steps)
     backend = args.backend or (default_backend() if args.smoke else "mjx")
     out = Path(args.out)
     for run_dir in (out / "reach_ppo", out / "pickcube_ppo"):
@@ -247,12 +271,13 @@ def run(args: argparse.Namespace) -> int:
     device = jax.devices()[0]
     result: dict[str, Any] = {
         "device": str(device), "device_kind": device.device_kind, "platform": device.platform, "smoke": args.smoke,
-        "budget_s": args.budget_s, "jax": jax.__version__, "warp_installed": warp_installed(),
+        "budget_s": args.budget_s, "jax": jax.__version__, "warp_installed": warp_available(),
         "sizes": dataclasses.asdict(sizes), "anchors": list(ANCHORS), "sections": {},
     }
     presets = ppo_presets(sizes)
     sections = {
         "env": lambda: env_section(sizes, backend, deadline["env"]),
+        "pixels": lambda: pixels_section(sizes, backend, deadline["pixels"]),
         "ik": lambda: ik_section(sizes, deadline["ik"]),
         "dynamics": lambda: dynamics_section(sizes, deadline["dynamics"]),
         "reach_ppo": lambda: ppo_run("SO101Reach-v0", sizes.preset, presets["SO101Reach-v0"], out / "reach_ppo", backend,
@@ -310,6 +335,15 @@ def markdown(result: dict[str, Any]) -> str:
                          f"{_gib(r.get('peak_device_bytes'))} | {r['status'].splitlines()[0][:80]} |")
     if "rows" not in env:
         lines.append(f"| env section: {env.get('status', 'not run')} |||||||||")
+    pix = s.get("pixels", {})
+    lines += ["", f"Pixel observations (PickCube, backend {pix.get('backend', '?')}, 64×64 shadowed front camera): "
+              + (pix.get("status", "not run") if "rows" not in pix else ""), ""]
+    if "rows" in pix:
+        lines += ["| worlds | policy | env-steps/s | first jit s | peak device GiB | status |", "|---|---|---|---|---|---|"]
+        for r in pix["rows"]:
+            for policy in POLICIES:
+                lines.append(f"| {r['worlds']:,} | {policy} | {_num(r.get(policy, {}).get('env_steps_per_s'))} | "
+                             f"{_num(r.get('first_jit_s'))} | {_gib(r.get('peak_device_bytes'))} | {r['status'].splitlines()[0][:80]} |")
     lines += ["", "| IK targets | solves/s | success < 1 mm |", "|---|---|---|"]
     for r in s.get("ik", {}).get("rows", []):
         lines.append(f"| {r['batch']:,} | {_num(r.get('solves_per_s'))} | {_num(r.get('success'))} |")

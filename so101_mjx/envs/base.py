@@ -44,7 +44,7 @@ class ArmConfig:
     ik_solver: str = "lm"  # extension: "analytic" (top-down only) for the closed-form IK instead of the reference's LM
     jaw_pads: bool = False
     image_obs: bool = False
-    image_size: int = 64  # px, height = width of pixels/front when image_obs (backend c)
+    image_size: int = 64  # px, height = width of pixels/front when image_obs
     image_quality: str = "fast"  # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.pixels.render_model)
     image_cameras: tuple[str, ...] = ("front",)  # with image_obs, one pixels/<camera> entry each: "front", "wrist"
     episode_length: int = 100
@@ -135,19 +135,27 @@ class SO101Env(abc.ABC):
         self.cameras = self._cameras() if config.image_obs else None
 
     def _cameras(self) -> dict:
-        """A batch renderer per ``pixels/<camera>`` entry (backend c only)."""
-        if self.physics.name != "c":
-            raise ValueError(f"image_obs=True needs backend 'c' (MuJoCo C renders the camera on the CPU threads), "
-                             f"got {self.physics.name!r}: MJX has no batch renderer wired in yet")
+        """A batch renderer per ``pixels/<camera>`` entry: MuJoCo C on the host threads (backend c),
+        MuJoCo Warp on the JAX device (backend mjx)."""
         from so101_mjx.pixels import BatchRenderer, camera_names, render_model
 
-        model, size = render_model(self.scene, self.config.image_quality), self.config.image_size
+        markers, size = tuple(self.markers), self.config.image_size
+        if self.physics.name == "mjx":
+            from so101_mjx.pixels_warp import WARP_INSTALL, WarpBatchRenderer, warp_available
+
+            if not warp_available():
+                raise ValueError(f"image_obs=True on backend 'mjx' renders with MuJoCo Warp, which is not installed: "
+                                 f"{WARP_INSTALL}; or use backend 'c' (MuJoCo C renders on the CPU threads)")
+            model = render_model(self.scene, self.config.image_quality, marker_geoms=markers)
+            make = lambda c: WarpBatchRenderer(model, size, size, c, markers=markers)  # noqa: E731
+        else:
+            model = render_model(self.scene, self.config.image_quality)
+            make = lambda c: BatchRenderer(model, size, size, c, markers=markers, nthread=self.physics.nthread)  # noqa: E731
         names = camera_names(model)
         unknown = [c for c in self.config.image_cameras if c not in names]
         if unknown:
             raise ValueError(f"image_cameras must be cameras of the {self.scene} scene {names}, got {unknown}")
-        return {c: BatchRenderer(model, size, size, c, markers=tuple(self.markers), nthread=self.physics.nthread)
-                for c in self.config.image_cameras}
+        return {c: make(c) for c in self.config.image_cameras}
 
     @classmethod
     def default_config(cls) -> ArmConfig:

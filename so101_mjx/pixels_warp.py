@@ -1,0 +1,146 @@
+"""Camera images of batched worlds with MuJoCo Warp's ray-traced batch renderer (backend ``mjx``).
+
+:class:`WarpBatchRenderer` is :class:`so101_mjx.pixels.BatchRenderer`'s counterpart for the jitted
+MJX envs: the frames are computed on the JAX device (a GPU; Warp's CPU device works too, slowly)
+by ``mujoco.mjx.render`` — no host callback. It needs ``mujoco_warp`` and ``warp-lang``
+(``pip install "so101-mjx[warp]"``). Only the render model's kinematics are evaluated (MuJoCo Warp's
+forward pass with contacts and constraints disabled), at float32, whatever the physics backend's impl.
+
+Differences to the C renderer (OpenGL rasterization), stated in ``docs/pixels.md``: a ray tracer
+with its own lighting model (no headlight haze, no fog, a black background), marker sites drawn
+as opaque geoms (copies on mocap bodies, :func:`so101_mjx.pixels.render_model`), optional shadows.
+
+MuJoCo Warp's render context holds buffers for a fixed number of worlds, so a renderer keeps one
+context per batch size it meets (made when a call is traced). It serves one level of ``vmap`` (the
+env's batch) or an explicit leading batch axis; nested ``vmap`` over it is not supported.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from so101_mjx import checks
+from so101_mjx.pixels import camera_names, marker_body
+
+WARP_INSTALL = 'pip install "so101-mjx[warp]"  (mujoco-warp and warp-lang)'
+
+
+def warp_available() -> bool:
+    """Whether MuJoCo Warp and warp-lang can be imported."""
+    return all(importlib.util.find_spec(m) is not None for m in ("mujoco_warp", "warp"))
+
+
+class WarpBatchRenderer:
+    """(B, H, W, 3) uint8 images of B worlds from one camera, rendered by MuJoCo Warp.
+
+    ``model``: a render model (:func:`so101_mjx.pixels.render_model`) that carries each of
+    ``markers`` (site names) as a mocap geom (``marker_geoms=markers``). ``shadows``: ray-traced
+    shadows (default: the model's shadow-map setting, i.e. render quality "shadowed"/"full").
+    """
+
+    def __init__(self, model: mujoco.MjModel, height: int = 64, width: int = 64, camera: str = "front",
+                 markers: tuple[str, ...] = (), shadows: bool | None = None):
+        if not warp_available():
+            raise ImportError(f"the MJX batch renderer needs MuJoCo Warp: {WARP_INSTALL}")
+        from mujoco import mjx
+
+        self.height = checks.integer("height", height, ge=1, le=4096)
+        self.width = checks.integer("width", width, ge=1, le=4096)
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
+            raise ValueError(f"camera must be one of the model's cameras {camera_names(model)}, got {camera!r}")
+        mocap = []
+        for name in markers:
+            body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, marker_body(name))
+            if body < 0 or model.body_mocapid[body] < 0:
+                raise ValueError(f"marker {name!r} has no mocap body {marker_body(name)!r}: "
+                                 f"build the model with render_model(..., marker_geoms={tuple(markers)!r})")
+            mocap.append(int(model.body_mocapid[body]))
+        self.model, self.camera, self.markers = model, camera, tuple(markers)
+        self.shadows = model.vis.quality.shadowsize > 0 if shadows is None else bool(shadows)
+        kinematic = copy.copy(model)
+        kinematic.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        self._mjx = mjx
+        self._mjx_model = mjx.put_model(kinematic, impl="warp")
+        self._data = mjx.make_data(kinematic, impl="warp")
+        self._mocap = np.asarray(mocap, np.int32)
+        self._contexts: dict[int, object] = {}
+        self._render = jax.custom_batching.custom_vmap(self._unbatched)
+        self._render.def_vmap(self._vmap_rule)
+
+    def _context(self, nworld: int):
+        """The render context for ``nworld`` worlds (made on first use; Warp fixes its world count)."""
+        if nworld not in self._contexts:
+            self._contexts[nworld] = self._mjx.create_render_context(
+                self.model, nworld=nworld, cam_res=(self.width, self.height), cam_active=[self.camera],
+                render_rgb=True, render_depth=False, use_textures=True, use_shadows=self.shadows)
+        return self._contexts[nworld]
+
+    def _frames(self, qpos: jax.Array, marker_pos: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
+        """Frames (N, H, W, 3) uint8 of N worlds: ``qpos`` (N, nq), ``marker_pos`` (N, M, 3), params (N, ...)."""
+        mjx, rc = self._mjx, self._context(qpos.shape[0]).pytree()
+
+        def one(q, markers, p):
+            model = self._mjx_model.replace(**p) if p else self._mjx_model
+            data = self._data.replace(qpos=q)
+            if len(self._mocap):
+                data = data.replace(mocap_pos=data.mocap_pos.at[self._mocap].set(markers))
+            data = mjx.refit_bvh(model, mjx.forward(model, data), rc)
+            rgb, _, _ = mjx.render(model, data, rc)
+            return mjx.get_rgb(rc, 0, rgb)
+
+        rgb = jax.vmap(one)(qpos.astype(jnp.float32), marker_pos.astype(jnp.float32),
+                            {k: v.astype(jnp.float32) for k, v in params.items()})
+        return jnp.round(rgb * 255.0).astype(jnp.uint8)
+
+    def _unbatched(self, qpos, marker_pos, params):
+        return self._frames(qpos[None], marker_pos[None], jax.tree.map(lambda x: x[None], params))[0]
+
+    def _vmap_rule(self, axis_size, in_batched, qpos, marker_pos, params):
+        spread = lambda x, batched: x if batched else jnp.broadcast_to(x, (axis_size, *x.shape))  # noqa: E731
+        args = jax.tree.map(spread, (qpos, marker_pos, params), tuple(in_batched))
+        return self._frames(*args), True
+
+    def _arguments(self, qpos, marker_pos, params):
+        """Checked and padded arguments: per-world geom arrays of the physics model get the marker geoms' rows."""
+        batch = qpos.shape[:-1]
+        marker_pos = jnp.zeros((*batch, 0, 3), qpos.dtype) if marker_pos is None or not self.markers else marker_pos
+        padded = {}
+        for k, v in (params or {}).items():
+            full = np.asarray(getattr(self.model, k))
+            rows = full.shape[0] - v.shape[len(batch)]
+            if rows < 0:
+                raise ValueError(f"params[{k!r}] has {v.shape[len(batch)]} rows, the render model {full.shape[0]}")
+            if rows:  # a physics-model geom array: the marker geoms keep the render model's values
+                v = jnp.concatenate([v, jnp.broadcast_to(jnp.asarray(full[-rows:], v.dtype), (*batch, *full[-rows:].shape))], axis=len(batch))
+            padded[k] = v
+        return marker_pos, padded
+
+    def jax_render(self, qpos: jax.Array, marker_pos: jax.Array | None = None,
+                   params: dict[str, jax.Array] | None = None) -> jax.Array:
+        """Frames (..., H, W, 3) uint8: ``qpos`` (..., nq), ``marker_pos`` (..., len(markers), 3) m,
+        ``params`` (..., *shape) per-world model arrays by field name; jit-safe, one level of vmap."""
+        marker_pos, params = self._arguments(qpos, marker_pos, params)
+        batch = qpos.shape[:-1]
+        if not batch:
+            return self._render(qpos, marker_pos, params)
+        flat = lambda x: x.reshape(-1, *x.shape[len(batch):])  # noqa: E731
+        frames = self._frames(flat(qpos), flat(marker_pos), jax.tree.map(flat, params))
+        return frames.reshape(*batch, *frames.shape[1:])
+
+    def render(self, qpos: np.ndarray, marker_pos: np.ndarray | None = None,
+               params: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        """:meth:`jax_render` of a host batch: ``qpos`` (B, nq) -> (B, H, W, 3) uint8 numpy."""
+        qpos = jnp.asarray(np.asarray(qpos, np.float32).reshape(-1, self.model.nq))
+        params = {k: jnp.asarray(v) for k, v in (params or {}).items()}
+        marker_pos = None if marker_pos is None else jnp.asarray(marker_pos, jnp.float32)
+        return np.asarray(self.jax_render(qpos, marker_pos, params))
+
+    def close(self) -> None:
+        """Drop the render contexts (their device buffers go with them)."""
+        self._contexts.clear()
