@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import math
 
 import jax
 import jax.numpy as jnp
@@ -129,7 +130,7 @@ class WarpBatchRenderer:
         batch = qpos.shape[:-1]
         if not batch:
             return self._render(qpos, marker_pos, params)
-        flat = lambda x: x.reshape(-1, *x.shape[len(batch):])  # noqa: E731
+        flat = lambda x: x.reshape(math.prod(batch), *x.shape[len(batch):])  # noqa: E731 (-1 fails on 0 markers)
         frames = self._frames(flat(qpos), flat(marker_pos), jax.tree.map(flat, params))
         return frames.reshape(*batch, *frames.shape[1:])
 

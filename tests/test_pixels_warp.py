@@ -100,3 +100,21 @@ def test_image_obs_on_mjx_renders_the_state_as_backend_c_does():
     assert np.abs(mjx[0].astype(int) - mjx[1]).mean() > 0.5  # block and goal differ per key
     diff = np.abs(mjx.astype(int) - c)
     assert diff.mean() < 12 and np.median(diff) <= 2
+
+
+def test_visual_randomization_reaches_the_warp_frames():
+    """Each randomized render array (lights, colours, camera pose) changes Warp's frame on its own;
+    the env's draw is kept per key (equal keys, equal frames)."""
+    from so101_mjx import visual_randomization
+
+    env = make("SO101PickCube-v0", backend="mjx", image_obs=True, image_size=32, image_quality="shadowed",
+               visual_randomization="standard")
+    state = jax.jit(jax.vmap(env.reset))(jnp.tile(jax.random.PRNGKey(3)[None], (2, 1)))
+    frames = np.asarray(state.obs["pixels/front"]).astype(int)
+    np.testing.assert_array_equal(frames[0], frames[1])
+    renderer = env.cameras["front"]
+    qpos = state.physics.qpos[:1]
+    plain = renderer.jax_render(qpos).astype(int)
+    for field in visual_randomization.FIELDS:
+        drawn = renderer.jax_render(qpos, None, {field: state.info.render_params[field][:1]}).astype(int)
+        assert np.abs(np.asarray(drawn - plain)).mean() > 0.05, field
