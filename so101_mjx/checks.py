@@ -8,6 +8,7 @@ treats it as an ``int``), and numbers are rejected where a flag is expected.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -60,3 +61,23 @@ def integer(name: str, value: Any, *, ge: int | None = None, le: int | None = No
 def flag(name: str, value: Any) -> bool:
     """``True`` or ``False`` (numpy bools too); anything else, ``"no"`` and ``0`` included, raises."""
     return bool(_scalar(name, value, "b", "True or False"))
+
+
+def range_pair(name: str, value: Any, *, lowest: float, highest: float, strict: bool = False, what: str = "") -> tuple[float, float]:
+    """A range ``(low, high)`` of two finite numbers (tuple, list or array) with
+    ``lowest <= low <= high <= highest`` (``lowest < low`` when ``strict``), as a float tuple."""
+    if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
+        raise ValueError(f"{name} must be a range (low, high) of two numbers, got {value!r}")
+    lo, hi = (real(name, v) for v in value)
+    if not ((lowest < lo) if strict else (lowest <= lo)) or not lo <= hi <= highest:
+        raise ValueError(f"{name} must be a range {lowest} {'<' if strict else '<='} low <= high <= {highest}{what}, got {(lo, hi)}")
+    return lo, hi
+
+
+def dataclass_from_dict(cls: type, name: str, value: dict) -> Any:
+    """``cls(**value)``, naming the unknown keys (and the known fields) when there are any."""
+    fields = [f.name for f in dataclasses.fields(cls)]
+    unknown = sorted(set(value) - set(fields), key=str)
+    if unknown:
+        raise ValueError(f"unknown {name} field(s) {unknown}; expected some of {fields}")
+    return cls(**value)

@@ -41,13 +41,9 @@ class Randomization:
     def __post_init__(self) -> None:
         """Check every range and store it as a ``(float, float)`` tuple (lists from JSON accepted)."""
         for f in dataclasses.fields(self):
-            name, value = f"randomization.{f.name}", getattr(self, f.name)
-            if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
-                raise ValueError(f"{name} must be a range (low, high) of two numbers, got {value!r}")
-            lo, hi = (checks.real(name, v) for v in value)
-            if not 0 < lo <= hi <= MAX_SCALE:
-                raise ValueError(f"{name} must be a range 0 < low <= high <= {MAX_SCALE} (scale factors), got {(lo, hi)}")
-            object.__setattr__(self, f.name, (lo, hi))
+            pair = checks.range_pair(f"randomization.{f.name}", getattr(self, f.name), lowest=0, highest=MAX_SCALE,
+                                     strict=True, what=" (scale factors)")
+            object.__setattr__(self, f.name, pair)
 
 
 def parse(value: Randomization | dict | None) -> Randomization | None:
@@ -55,11 +51,7 @@ def parse(value: Randomization | dict | None) -> Randomization | None:
     if value is None or isinstance(value, Randomization):
         return value
     if isinstance(value, dict):
-        fields = [f.name for f in dataclasses.fields(Randomization)]
-        unknown = sorted(set(value) - set(fields), key=str)
-        if unknown:
-            raise ValueError(f"unknown randomization field(s) {unknown}; expected some of {fields}")
-        return Randomization(**value)
+        return checks.dataclass_from_dict(Randomization, "randomization", value)
     raise ValueError(f"randomization must be None, a Randomization or its dict form, got {value!r}")
 
 

@@ -51,13 +51,8 @@ class VisualRandomization:
 
     def __post_init__(self) -> None:
         """Check every field (naming it) and store plain floats (lists from JSON accepted)."""
-        value = self.light_intensity
-        if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
-            raise ValueError(f"visual_randomization.light_intensity must be a range (low, high), got {value!r}")
-        lo, hi = (checks.real("visual_randomization.light_intensity", v) for v in value)
-        if not 0 <= lo <= hi <= MAX_INTENSITY:
-            raise ValueError(f"visual_randomization.light_intensity must be 0 <= low <= high <= {MAX_INTENSITY}, got {(lo, hi)}")
-        object.__setattr__(self, "light_intensity", (lo, hi))
+        pair = checks.range_pair("visual_randomization.light_intensity", self.light_intensity, lowest=0, highest=MAX_INTENSITY)
+        object.__setattr__(self, "light_intensity", pair)
         for name, top in (("light_shift", MAX_SHIFT), ("colour_shift", 1.0), ("camera_shift", MAX_SHIFT), ("camera_tilt", MAX_TILT)):
             object.__setattr__(self, name, checks.real(f"visual_randomization.{name}", getattr(self, name), ge=0, le=top))
 
@@ -78,10 +73,7 @@ def parse(value: VisualRandomization | dict | str | None) -> VisualRandomization
         except json.JSONDecodeError as err:
             raise ValueError(f"visual_randomization must be 'standard' or a JSON object of {_names()}, got {value!r}") from err
     if isinstance(value, dict):
-        unknown = sorted(set(value) - set(_names()), key=str)
-        if unknown:
-            raise ValueError(f"unknown visual_randomization field(s) {unknown}; expected some of {_names()}")
-        return VisualRandomization(**value)
+        return checks.dataclass_from_dict(VisualRandomization, "visual_randomization", value)
     raise ValueError(f"visual_randomization must be None, a VisualRandomization, its dict form or 'standard', got {value!r}")
 
 

@@ -22,7 +22,7 @@ def test_parse_forms_and_errors():
     assert vr.parse({"camera_tilt": 0.1}) == vr.VisualRandomization(camera_tilt=0.1)
     with pytest.raises(ValueError, match=r"unknown visual_randomization field\(s\) \['tilt'\]"):
         vr.parse({"tilt": 0.1})
-    with pytest.raises(ValueError, match="visual_randomization.light_intensity must be 0 <= low <= high"):
+    with pytest.raises(ValueError, match="visual_randomization.light_intensity must be a range 0 <= low <= high"):
         vr.VisualRandomization(light_intensity=(1.5, 1.0))
     with pytest.raises(ValueError, match="visual_randomization.camera_tilt must be"):
         vr.VisualRandomization(camera_tilt=2.0)
