@@ -48,8 +48,8 @@ def reach_close(ee_pos: Array, block_pos: Array, action_scale: float = DEFAULT_A
 
 
 def is_reach_close_success(ee_pos: Array, block_pos: Array, gripper_pose: Array) -> Array:
-    """Gripper closed (``gripper_pose`` < -0.5) within 5 cm of the block, from the observed entries."""
-    near = jnp.linalg.norm(ee_pos - block_pos) < REACH_CLOSE_SUCCESS_DISTANCE
+    """Gripper closed (``gripper_pose`` (..., 1) < -0.5) within 5 cm of the block (``ee_pos``, ``block_pos`` (..., 3)), per world (...)."""
+    near = jnp.linalg.norm(ee_pos - block_pos, axis=-1) < REACH_CLOSE_SUCCESS_DISTANCE
     return near & (jnp.squeeze(gripper_pose, -1) < -GRIPPER_CLOSED_THRESHOLD)
 
 

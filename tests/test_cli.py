@@ -110,7 +110,8 @@ def test_help_returns_0(capsys):
 def test_rollout_runs_the_requested_steps(capsys):
     argv = ["rollout", "--env", "SO101Reach-v0", "--policy", "zero", "--num-envs", "2", "--steps", "3", "--backend", "c"]
     assert cli.main(argv) == 0
-    assert "worlds=2 steps=3" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "worlds=2 steps=3" in out and "compile " in out and "; run " in out and "env-steps/s" in out
 
 
 @pytest.mark.parametrize(

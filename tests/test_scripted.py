@@ -43,6 +43,16 @@ def test_reach_close_matches_reference(rng):
         assert bool(scripted.is_reach_close_success(o[11:14], o[14:17], o[10:11])) == ref.is_reach_close_success(obs)
 
 
+def test_reach_close_success_is_judged_per_world():
+    """A batch (B, ...) gives B verdicts, each the single world's (the distance is per world, not over the batch)."""
+    ee = jnp.asarray([[0.3, 0.0, 0.05], [0.3, 0.0, 0.05], [0.3, 0.0, 0.2]])
+    block = jnp.asarray([[0.3, 0.0, 0.02]] * 3)
+    grip = jnp.asarray([[-1.0], [1.0], [-1.0]])
+    batched = np.asarray(scripted.is_reach_close_success(ee, block, grip))
+    assert batched.tolist() == [True, False, False]
+    assert [bool(scripted.is_reach_close_success(e, b, g)) for e, b, g in zip(ee, block, grip)] == batched.tolist()
+
+
 @pytest.mark.parametrize("name, expected", [("SO101PickPlace-v0", 1.0), ("SO101Reach-v0", 0.9)])
 def test_batched_scripted_success(name, expected):
     """A small batched closed-loop check (the 256-seed figures are in the README)."""
