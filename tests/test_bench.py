@@ -170,5 +170,6 @@ def test_render_bench_reports_frames_and_env_rates(capsys):
     frames = [line.split() for line in lines[3:5]]
     assert [(int(r[0]), int(r[1])) for r in frames] == [(16, 1), (16, 3)]
     assert all(float(r[2]) > 0 and float(r[3]) > 0 and float(r[4]) == pytest.approx(float(r[2]) / float(r[3]), rel=3e-3) for r in frames)
+    assert all(float(r[5]) > 0 and float(r[6]) == pytest.approx(float(r[2]) / float(r[5]), rel=3e-3) for r in frames)
     size, worlds, pix, plain, ratio = lines[-1].split()
     assert (int(size), int(worlds)) == (16, 2) and float(pix) > 0 and float(ratio) == pytest.approx(float(pix) / float(plain), rel=3e-3)

