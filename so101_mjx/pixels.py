@@ -74,6 +74,12 @@ def camera_names(model: mujoco.MjModel) -> list[str]:
     return [model.camera(i).name for i in range(model.ncam)]
 
 
+def check_camera(model: mujoco.MjModel, camera: str) -> None:
+    """ValueError naming the model's cameras unless ``camera`` is one of them."""
+    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
+        raise ValueError(f"camera must be one of the model's cameras {camera_names(model)}, got {camera!r}")
+
+
 def marker_body(site: str) -> str:
     """The mocap body that carries a copy of marker ``site`` as a geom (``render_model(marker_geoms=...)``)."""
     return f"{site}_marker"
@@ -122,8 +128,7 @@ class BatchRenderer:
                  markers: tuple[str, ...] = (), nthread: int | None = None, shadows: bool | None = None):
         self.height = checks.integer("height", height, ge=1, le=model.vis.global_.offheight)
         self.width = checks.integer("width", width, ge=1, le=model.vis.global_.offwidth)
-        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
-            raise ValueError(f"camera must be one of the model's cameras {camera_names(model)}, got {camera!r}")
+        check_camera(model, camera)
         for name in markers:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name) < 0:
                 raise ValueError(f"marker {name!r} is not a site of the model")

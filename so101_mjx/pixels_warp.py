@@ -6,7 +6,7 @@ by ``mujoco.mjx.render`` — no host callback. It needs ``mujoco_warp`` and ``wa
 (``pip install "so101-mjx[warp]"``). Only the render model's kinematics are evaluated (MuJoCo Warp's
 forward pass with contacts and constraints disabled), at float32, whatever the physics backend's impl.
 
-Differences to the C renderer (OpenGL rasterization), stated in ``docs/pixels.md``: a ray tracer
+Differences to the C renderer (OpenGL rasterization), measured in ``docs/DESIGN.md`` (State): a ray tracer
 with its own lighting model (no headlight haze, no fog, a black background), marker sites drawn
 as opaque geoms (copies on mocap bodies, :func:`so101_mjx.pixels.render_model`), optional shadows.
 
@@ -27,7 +27,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx import checks
-from so101_mjx.pixels import camera_names, marker_body
+from so101_mjx.pixels import check_camera, marker_body
 
 WARP_INSTALL = 'pip install "so101-mjx[warp]"  (mujoco-warp and warp-lang)'
 
@@ -53,8 +53,7 @@ class WarpBatchRenderer:
 
         self.height = checks.integer("height", height, ge=1, le=4096)
         self.width = checks.integer("width", width, ge=1, le=4096)
-        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
-            raise ValueError(f"camera must be one of the model's cameras {camera_names(model)}, got {camera!r}")
+        check_camera(model, camera)
         mocap = []
         for name in markers:
             body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, marker_body(name))
