@@ -13,7 +13,8 @@ from so101_mjx.arm import open_fraction_to_ctrl
 from so101_mjx.envs import make
 from so101_mjx.envs.base import block_dof_adr, block_qpos_adr
 from so101_mjx.envs.pick_place import FIXED_BLOCK_XY, FIXED_GOAL_XY, MIN_GOAL_DISTANCE, SAMPLING_BOUNDS
-from so101_mjx.envs.stack_cube import BOTTOM, DENSE_SCALES, STALL_STAGES
+from so101_mjx.envs.pick_place import STAGED_WEIGHTS
+from so101_mjx.envs.stack_cube import BOTTOM, STALL_STAGES
 from so101_mjx.training.presets.stack_cube import PRESETS
 from so101_mjx.rollout import run_episodes
 
@@ -98,19 +99,21 @@ def test_a_block_left_on_the_stack_settles_into_success(env):
 
 def test_dense_reward_is_bounded_gated_and_complete_on_a_released_stack(env):
     s = env.reset_to(jax.random.PRNGKey(0), block_xy=BLOCK_XY, bottom_xy=BOTTOM_XY)
-    # a block floating over the stack but not held earns nothing past reach
+    # a block floating over the stack, never lifted by the arm nor held, earns nothing past reach
     physics, info = arranged(env, (0.0, 0.0, 0.02))
     terms = env.reward_terms(physics, info, env.success(physics, info))
-    assert set(terms) == set(DENSE_SCALES) and all(0 <= float(v) <= 1 for v in terms.values())
-    assert all(float(terms[k]) == 0 for k in ("grasp", "lift", "align", "lower", "release", "retreat")), terms
-    # the released stack with the arm away completes every stage
+    assert set(terms) == set(STAGED_WEIGHTS) and all(0 <= float(v) <= 1 for v in terms.values())
+    assert all(float(terms[k]) == 0 for k in ("grasp", "lift", "carry", "place", "release", "success")), terms
+    # once lifted (the latch), the released stack completes carry, place, release and success
     physics, info = arranged(env)
+    info = info.replace(task={**info.task, "was_lifted": jnp.asarray(True)})
     terms = env.reward_terms(physics, info, env.success(physics, info))
-    np.testing.assert_allclose([float(terms[k]) for k in DENSE_SCALES], 1.0, atol=1e-6)
+    np.testing.assert_allclose([float(terms[k]) for k in ("carry", "place", "release", "success")], 1.0, atol=1e-6)
+    assert float(terms["grasp"]) == float(terms["lift"]) == 0
     # stalling on a placed block with the jaw closed pays less than finishing (discounted, with the bonus)
     cpu = PRESETS["cpu"]
-    assert sum(DENSE_SCALES[k] for k in STALL_STAGES) / (1 - cpu.discounting) < cpu.success_bonus
-    assert make(NAME, "c").reward_scales == {"success": 1.0} and s.metrics.keys() >= {f"reward/{k}" for k in DENSE_SCALES}
+    assert sum(STAGED_WEIGHTS[k] for k in STALL_STAGES) / (1 - cpu.discounting) < cpu.success_bonus
+    assert make(NAME, "c").reward_scales == {"success": 1.0} and s.metrics.keys() >= {f"reward/{k}" for k in STAGED_WEIGHTS}
 
 
 def test_dense_reward_climbs_with_the_scripted_stages(env):
@@ -119,13 +122,14 @@ def test_dense_reward_climbs_with_the_scripted_stages(env):
     init, act = env.scripted_controller()
     step, act = jax.jit(env.step), jax.jit(act)
     s = env.reset_to(jax.random.PRNGKey(0), block_xy=BLOCK_XY, bottom_xy=BOTTOM_XY)
-    cs, by_phase = init(s), {}
+    cs, by_phase, lifted = init(s), {}, []
     for _ in range(env.episode_length):
         cs, a = act(cs, s)
         s = step(s, a)
         by_phase.setdefault(int(cs.phase), []).append(float(s.reward))
-        for k, scale in DENSE_SCALES.items():
+        for k, scale in STAGED_WEIGHTS.items():
             assert 0 <= s.metrics[f"reward/{k}"] <= np.float32(scale)  # metrics are float32
+        lifted.append(bool(s.info.task["was_lifted"]))
         if s.done:
             break
     assert bool(s.info.succeed)
@@ -134,6 +138,9 @@ def test_dense_reward_climbs_with_the_scripted_stages(env):
     means = [np.mean(by_phase[p]) for p in phases]
     assert all(b > a for a, b in zip(means, means[1:])), means
     assert float(s.reward) == max(r for rs in by_phase.values() for r in rs)
+    # the lift latch turns on once during the episode and stays on
+    first = lifted.index(True)
+    assert 0 < first and all(lifted[first:]), lifted
 
 
 def test_a_block_leaving_the_workspace_terminates(env):

@@ -58,6 +58,28 @@ def sample_goal_xy(rng: Array, block_xy: Array, bounds, fixed_xy, random: bool, 
     return candidates[jnp.argmax(jnp.linalg.norm(candidates - block_xy, axis=-1) >= min_distance)]
 
 
+def staged_terms(*, reach: Array, grasped: Array, rise: Array, carried: Array, target_xy: Array, at_target: Array,
+                 above: Array, placed: Array, opening: Array, success: Array, lift_height: float | Array) -> dict[str, Array]:
+    """The staged pick-and-place terms of :data:`STAGED_WEIGHTS`, each () in [0, 1].
+
+    ``reach``: grasp point to block (m); ``grasped``, ``carried`` (the block was lifted, a latch),
+    ``at_target`` (over the target in the plane), ``placed`` (there and lowered), ``success``: 0/1
+    floats; ``rise``: block height over its reset height (m); ``target_xy``: block to target in the
+    plane (m); ``above``: block height over its resting height at the target (m); ``opening``: jaw
+    open fraction; ``lift_height``: the rise (m) at which ``lift`` saturates and ``place`` starts.
+    """
+    closeness = lambda d: 1.0 - jnp.tanh(STAGE_SHARPNESS * d)  # noqa: E731
+    return {
+        "reach": closeness(reach),
+        "grasp": grasped,
+        "lift": grasped * jnp.clip(rise / lift_height, 0.0, 1.0),
+        "carry": carried * closeness(target_xy),
+        "place": carried * at_target * (1.0 - jnp.clip(above / lift_height, 0.0, 1.0)),
+        "release": placed * jnp.clip(opening, 0.0, 1.0),
+        "success": success,
+    }
+
+
 @dataclasses.dataclass(frozen=True)
 class PickPlaceConfig(PickCubeConfig):
     top_down_ik: bool = True
@@ -136,22 +158,16 @@ class PickPlace(PickCube):
             return {"success": success}
         dtype = physics.qpos.dtype
         block, goal, task = self.block_pos(physics), info.task["goal"], info.task
-        closeness = lambda d: 1.0 - jnp.tanh(STAGE_SHARPNESS * d)  # noqa: E731
         grasp_point = self.grasp_point(physics)
-        grasped = self.grasped(physics, grasp_point).astype(dtype)
         height = block[2] - task["z_init"]
         carried = task["was_carried"].astype(dtype)
         at_goal = (jnp.linalg.norm(block[:2] - goal[:2]) < PLACE_SUCCESS_DISTANCE).astype(dtype)
-        placed = carried * at_goal * (height < PLACED_HEIGHT).astype(dtype)
-        return {
-            "reach": closeness(jnp.linalg.norm(grasp_point - block)),
-            "grasp": grasped,
-            "lift": grasped * jnp.clip(height / CARRY_HEIGHT, 0.0, 1.0),
-            "carry": carried * closeness(jnp.linalg.norm(block[:2] - goal[:2])),
-            "place": carried * at_goal * (1.0 - jnp.clip(height / CARRY_HEIGHT, 0.0, 1.0)),
-            "release": placed * jnp.clip(self.arm.jaw_opening(physics), 0.0, 1.0),
-            "success": success,
-        }
+        return staged_terms(
+            reach=jnp.linalg.norm(grasp_point - block), grasped=self.grasped(physics, grasp_point).astype(dtype),
+            rise=height, carried=carried, target_xy=jnp.linalg.norm(block[:2] - goal[:2]), at_target=at_goal,
+            above=height, placed=carried * at_goal * (height < PLACED_HEIGHT).astype(dtype),
+            opening=self.arm.jaw_opening(physics), success=success, lift_height=CARRY_HEIGHT,
+        )
 
     def terminated(self, physics, info) -> Array:
         """The block left :data:`WORKSPACE_XY`."""

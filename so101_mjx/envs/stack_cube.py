@@ -9,17 +9,19 @@ sampling box and at least 8 cm apart (``random_block_position=True``), else at P
 block and goal positions. Success: the top block's centre within half a block size (xy) of the
 bottom block's and within 5 mm (z) of the stacked height (bottom centre z + 2 half-heights), the
 jaw more than half open, both blocks slower than 1 cm/s. Terminated on success or when a block
-leaves PickPlace's workspace. Reward: sparse (= success) by default; ``reward_type="dense"`` is a
-staged reward of terms in [0, 1] (:data:`DENSE_SCALES`), each stage gated by the earlier ones:
+leaves PickPlace's workspace. Reward: sparse (= success) by default; ``reward_type="dense"`` is
+PickPlace's staged reward (:func:`~so101_mjx.envs.pick_place.staged_terms`, weights
+:data:`~so101_mjx.envs.pick_place.STAGED_WEIGHTS`) with the stacked position as its target:
 
-- ``reach``: 1 − tanh(10·d), d = grasp point to top block (m); 1 once placed,
-- ``grasp``: :meth:`~so101_mjx.envs.pick_cube.PickCube.grasped` (contact-free proxy), or placed,
-- ``lift``: while grasped, the top block's rise over its reset height / (2 half-heights + 1 cm);
-  1 once lifted that high or over the bottom block ("lifted"),
-- ``align``: lifted · (1 − tanh(20·xy)), xy = top to stacked centre distance in the plane,
-- ``lower``: lifted and over the bottom block (xy < half a block) · (1 − tanh(50·|z − stacked z|)),
+- ``reach``: 1 − tanh(10·d), d = grasp point to top block (m),
+- ``grasp``: :meth:`~so101_mjx.envs.pick_cube.PickCube.grasped` (contact-free proxy),
+- ``lift``: while grasped, the top block's rise over its reset height / (2 half-heights + 1 cm),
+- ``carry``: once the block has risen that high (``was_lifted``, a latch: its underside cleared
+  the bottom block's top by 1 cm), 1 − tanh(10·xy), xy = top to stacked centre in the plane,
+- ``place``: lifted and over the bottom block (xy < half a block) · (1 − its height over the
+  stacked height / the lift height),
 - ``release``: placed (over and within 5 mm of the stacked height) · jaw opening in [0, 1],
-- ``retreat``: placed with the jaw more than half open · min(d / 5 cm, 1).
+- ``success``.
 
 Domain randomization (``config.randomization``) scales both blocks alike: the bottom block takes
 the top block's sampled friction, mass and size.
@@ -38,7 +40,8 @@ from so101_mjx import scripted
 from so101_mjx.envs.base import as_qpos0, block_dof_adr, block_qpos_adr, fixed_array
 from so101_mjx.envs.pick_cube import BlockConfig
 from so101_mjx.envs.pick_place import (
-    FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, WORKSPACE_XY, PickPlace,
+    FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, STAGED_WEIGHTS, WORKSPACE_XY,
+    PickPlace, staged_terms,
 )
 from so101_mjx.physics import PhysicsState
 from so101_mjx.state import Info, State
@@ -46,13 +49,7 @@ from so101_mjx.state import Info, State
 BOTTOM = "bottom_block"  # the bottom block's joint, geom and body (the top block is PickCube's "block")
 STACK_Z_TOLERANCE = 0.005  # metres between the top block centre and the stacked height
 LIFT_CLEARANCE = 0.01  # metres the top block's underside must clear the bottom block's top by
-REACH_SHARPNESS, ALIGN_SHARPNESS, LOWER_SHARPNESS = 10.0, 20.0, 50.0  # 1/m
-RETREAT_DISTANCE = 0.05  # metres from the grasp point to the top block at which retreat is complete
-# Later stages weigh more, as PickPlace's STAGED_WEIGHTS; the stages a placed block earns with the
-# jaw still closed (reach .. lower) sum to 1.2 per step, so stalling there is worth less than
-# finishing at discount 0.97 (1.2 / 0.03 = 40 < the training presets' success bonus of 50).
-DENSE_SCALES = {"reach": 0.1, "grasp": 0.2, "lift": 0.3, "align": 0.3, "lower": 0.3, "release": 0.4, "retreat": 0.4}
-STALL_STAGES = ("reach", "grasp", "lift", "align", "lower")  # what a placed block pays before the jaw opens
+STALL_STAGES = ("reach", "grasp", "lift", "carry", "place")  # what a placed block pays before the jaw opens
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +91,7 @@ class StackCube(PickPlace):
         qpos = as_qpos0(self.mj_model, dtype)
         for adr, xy in ((self._block_adr, block_xy), (self._bottom_adr, bottom_xy)):
             qpos = qpos.at[adr : adr + 3].set(jnp.concatenate([xy, z]))
-        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2]})
+        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], "was_lifted": jnp.zeros((), bool)})
 
     def sample_params(self, rng: Array, dtype) -> dict[str, Array] | None:
         """PickCube's randomized arrays with the bottom block's rows set to the top block's."""
@@ -129,9 +126,14 @@ class StackCube(PickPlace):
     def task_observation(self, physics, info) -> dict[str, Array]:
         return {"block_pos": self.block_pos(physics), "bottom_block_pos": self.bottom_block_pos(physics)}
 
+    def lift_height(self, info: Info, dtype) -> Array:
+        """The rise (m, ()) at which the top block's underside clears the bottom block by :data:`LIFT_CLEARANCE`."""
+        return 2 * self.block_half_height(info.model_params, dtype) + LIFT_CLEARANCE
+
     def update_task(self, physics, info) -> dict[str, Array]:
-        """Unchanged: the stack is judged from the current state alone."""
-        return info.task
+        """Latches ``was_lifted`` (for the staged reward; success is judged from the current state alone)."""
+        rise = self.block_pos(physics)[2] - info.task["z_init"]
+        return {**info.task, "was_lifted": info.task["was_lifted"] | (rise >= self.lift_height(info, rise.dtype))}
 
     def success(self, physics, info) -> Array:
         speed = lambda dof: jnp.linalg.norm(physics.qvel[dof : dof + 3])  # noqa: E731
@@ -144,33 +146,23 @@ class StackCube(PickPlace):
 
     # -- reward, termination ---------------------------------------------------------------------
     def reward_weights(self) -> dict[str, float]:
-        return {"success": 1.0} if self.config.reward_type == "sparse" else dict(DENSE_SCALES)
+        return {"success": 1.0} if self.config.reward_type == "sparse" else dict(STAGED_WEIGHTS)
 
     def reward_terms(self, physics, info, success: Array) -> dict[str, Array]:
         if self.config.reward_type == "sparse":
             return {"success": success}
         dtype = physics.qpos.dtype
-        top, h = self.block_pos(physics), self.block_half_height(info.model_params, dtype)
-        xy, dz = self.stack_errors(physics, info)
+        top, stacked = self.block_pos(physics), self.stacked_pos(physics, info)
         grasp_point = self.grasp_point(physics)
-        reach = jnp.linalg.norm(grasp_point - top)
-        opening = self.arm.jaw_opening(physics)
-        grasped, placed = self.grasped(physics, grasp_point), self.placed(physics, info)
-        over = xy < h
-        rise = jnp.clip((top[2] - info.task["z_init"]) / (2 * h + LIFT_CLEARANCE), 0.0, 1.0)
-        lifted = (grasped | placed) & ((rise >= 1.0) | over)
-        released = placed & (opening > PLACE_OPEN_FRACTION)
+        xy = jnp.linalg.norm(top[:2] - stacked[:2])
         f = lambda b: b.astype(dtype)  # noqa: E731
-        terms = {
-            "reach": jnp.where(placed, 1.0, 1.0 - jnp.tanh(REACH_SHARPNESS * reach)),
-            "grasp": f(grasped | placed),
-            "lift": jnp.where(lifted, 1.0, f(grasped) * rise),
-            "align": f(lifted) * (1.0 - jnp.tanh(ALIGN_SHARPNESS * xy)),
-            "lower": f(lifted & over) * (1.0 - jnp.tanh(LOWER_SHARPNESS * dz)),
-            "release": f(placed) * jnp.clip(opening, 0.0, 1.0),
-            "retreat": f(released) * jnp.clip(reach / RETREAT_DISTANCE, 0.0, 1.0),
-        }
-        return {k: terms[k] for k in self.reward_scales}
+        return staged_terms(
+            reach=jnp.linalg.norm(grasp_point - top), grasped=f(self.grasped(physics, grasp_point)),
+            rise=top[2] - info.task["z_init"], carried=f(info.task["was_lifted"]), target_xy=xy,
+            at_target=f(xy < self.block_half_height(info.model_params, dtype)), above=top[2] - stacked[2],
+            placed=f(self.placed(physics, info)), opening=self.arm.jaw_opening(physics), success=success,
+            lift_height=self.lift_height(info, dtype),
+        )
 
     def terminated(self, physics, info) -> Array:
         """A block left :data:`~so101_mjx.envs.pick_place.WORKSPACE_XY`."""
