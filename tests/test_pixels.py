@@ -1,5 +1,8 @@
 """Camera images in the jitted envs (so101_mjx.pixels, ``image_obs=True`` on backend c)."""
 
+import copy
+import os
+
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -8,6 +11,7 @@ import pytest
 
 from so101_mjx import pixels
 from so101_mjx.envs import make
+from so101_mjx.render_worker import draw
 from so101_mjx.rollout import run_episodes
 from so101_mjx.scenes import scenes_dir
 
@@ -53,7 +57,7 @@ def test_shadowed_model_renders_nearly_the_full_scene(fast_model):
     q[1, 0] = 0.4
     frames = {}
     for quality in pixels.QUALITIES:
-        renderer = pixels.BatchRenderer(pixels.render_model("pick_place", quality), 64, 64, nthread=1)
+        renderer = pixels.BatchRenderer(pixels.render_model("pick_place", quality), 64, 64, workers=1)
         frames[quality] = renderer.render(q).astype(int)
         assert renderer.shadows == (quality != "fast")
         renderer.close()
@@ -61,12 +65,12 @@ def test_shadowed_model_renders_nearly_the_full_scene(fast_model):
     assert shadowed < 3.0 and fast > 5 * shadowed
 
 
-def test_batch_renderer_threads_jit_and_vmap_agree(fast_model):
+def test_batch_renderer_workers_jit_vmap_and_one_thread_agree(fast_model):
     q = np.tile(fast_model.qpos0, (6, 1))
     q[:, 0] = np.linspace(-0.6, 0.6, 6)  # pan the arm: every world looks different
     goal = np.tile([0.2, 0.08, 0.01], (6, 1, 1))
-    one = pixels.BatchRenderer(fast_model, SIZE, SIZE, markers=("goal",), nthread=1)
-    two = pixels.BatchRenderer(fast_model, SIZE, SIZE, markers=("goal",), nthread=2)
+    one = pixels.BatchRenderer(fast_model, SIZE, SIZE, markers=("goal",), workers=1)
+    two = pixels.BatchRenderer(fast_model, SIZE, SIZE, markers=("goal",), workers=2)
     try:
         images = one.render(q, goal)
         assert images.shape == (6, SIZE, SIZE, 3) and images.dtype == np.uint8
@@ -77,32 +81,42 @@ def test_batch_renderer_threads_jit_and_vmap_agree(fast_model):
         # the marker is drawn where it is put
         moved = one.render(q[:1], np.asarray([[[0.3, -0.1, 0.01]]]))
         assert np.abs(moved.astype(int) - images[:1]).sum() > 0
+        # a plain mujoco.Renderer in this process draws the same frames
+        model = copy.copy(fast_model)
+        renderer = mujoco.Renderer(model, SIZE, SIZE)
+        renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = one.shadows
+        here = np.empty_like(images)
+        draw(model, mujoco.MjData(model), renderer, "front", q, here, goal, [model.site("goal").id])
+        renderer.close()
+        np.testing.assert_array_equal(here, images)
     finally:
         one.close()
         two.close()
 
 
-def test_renderers_dropped_without_close_free_their_contexts_on_their_threads(fast_model):
-    """Envs made again and again (notebooks) drop renderers without close(): dropping one (here on the
-    main thread, then a collection on another thread) must free its GL contexts on its pool's threads
-    (freeing a software-GL context elsewhere crashed Mesa: a segfault in swrast_dri.so)."""
+def test_renderer_workers_stop_when_dropped_and_restart_after_a_crash(fast_model):
+    """Envs made again and again (notebooks) drop renderers without close(): their render processes
+    stop. A worker that dies fails that call with a RuntimeError; the next call starts new workers."""
     import gc
-    import threading
+    import signal
 
     q = np.tile(fast_model.qpos0, (4, 1))
-    for _ in range(3):
-        dropped = pixels.BatchRenderer(fast_model, SIZE, SIZE, nthread=2)
-        dropped.render(q)
-        pool_threads = {t.ident for t in dropped._pool._threads}
-        released = dropped._release
-        del dropped
-        collector = threading.Thread(target=gc.collect)
-        collector.start()
-        collector.join()
-        assert not released.alive and pool_threads
-    kept = pixels.BatchRenderer(fast_model, SIZE, SIZE, nthread=2)
+    dropped = pixels.BatchRenderer(fast_model, SIZE, SIZE, workers=2)
+    dropped.render(q)
+    processes = [w.process for w in dropped._workers]
+    del dropped
+    gc.collect()
+    assert len(processes) == 2 and all(p.poll() is not None for p in processes)
+    kept = pixels.BatchRenderer(fast_model, SIZE, SIZE, workers=2)
     try:
-        assert kept.render(q).std() > 0
+        first = kept.render(q)
+        assert first.std() > 0
+        os.kill(kept._workers[1].process.pid, signal.SIGKILL)
+        kept._workers[1].process.wait()
+        with pytest.raises(RuntimeError, match="render worker .* died"):
+            kept.render(q)
+        assert not kept._workers  # the survivors were stopped with it
+        np.testing.assert_array_equal(kept.render(q), first)
     finally:
         kept.close()
     kept.close()  # twice is harmless
@@ -131,7 +145,7 @@ def test_image_obs_state_is_the_flat_observation_and_pixels_follow_the_scene(ima
     np.testing.assert_array_equal(state.obs["state"], jax.jit(jax.vmap(plain.reset))(keys).obs)
     np.testing.assert_array_equal(state.obs["agent_pos"], state.obs["state"][:, :14])
     # the frame is the render model at the state's qpos and goal
-    renderer = pixels.BatchRenderer(pixels.render_model("pick_place"), SIZE, SIZE, markers=("goal",), nthread=1)
+    renderer = pixels.BatchRenderer(pixels.render_model("pick_place"), SIZE, SIZE, markers=("goal",), workers=1)
     try:
         expected = renderer.render(np.asarray(state.physics.qpos), np.asarray(state.info.task["goal"])[:, None])
     finally:

@@ -42,7 +42,7 @@ def test_warp_frames_match_the_c_renderer_up_to_its_lighting(warp_renderer):
     64×64 (the difference is the sky: Warp's background is black, C's haze is not; and shading)."""
     qpos, goal = _poses(warp_renderer.model)
     frames = warp_renderer.render(qpos, goal)
-    c = pixels.BatchRenderer(pixels.render_model("pick_place", "shadowed"), SIZE, SIZE, markers=("goal",), nthread=1)
+    c = pixels.BatchRenderer(pixels.render_model("pick_place", "shadowed"), SIZE, SIZE, markers=("goal",), workers=1)
     try:
         expected = c.render(qpos, goal)
     finally:

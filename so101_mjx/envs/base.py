@@ -135,7 +135,7 @@ class SO101Env(abc.ABC):
         self.cameras = self._cameras() if config.image_obs else None
 
     def _cameras(self) -> dict:
-        """A batch renderer per ``pixels/<camera>`` entry: MuJoCo C on the host threads (backend c),
+        """A batch renderer per ``pixels/<camera>`` entry: MuJoCo C in host processes (backend c),
         MuJoCo Warp on the JAX device (backend mjx)."""
         from so101_mjx.pixels import BatchRenderer, camera_names, render_model
 
@@ -150,7 +150,7 @@ class SO101Env(abc.ABC):
             make = lambda c: WarpBatchRenderer(model, size, size, c, markers=markers)  # noqa: E731
         else:
             model = render_model(self.scene, self.config.image_quality)
-            make = lambda c: BatchRenderer(model, size, size, c, markers=markers, nthread=self.physics.nthread)  # noqa: E731
+            make = lambda c: BatchRenderer(model, size, size, c, markers=markers, workers=self.physics.nthread)  # noqa: E731
         names = camera_names(model)
         unknown = [c for c in self.config.image_cameras if c not in names]
         if unknown:
