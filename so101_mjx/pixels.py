@@ -123,7 +123,8 @@ class _Worker:
     def __init__(self, setup: tuple):
         parent, child = multiprocessing.Pipe()
         package_root = str(Path(__file__).resolve().parent.parent)  # the worker imports so101_mjx from here too
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+        env = {"LP_NUM_THREADS": "1",  # Mesa's software rasterizer on one thread: a worker is one core's share
+               **os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
         self.process = subprocess.Popen([sys.executable, "-m", "so101_mjx.render_worker", str(child.fileno())],
                                         pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=env)
         child.close()
