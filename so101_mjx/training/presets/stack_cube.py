@@ -6,7 +6,7 @@ from so101_mjx.training.preset import Preset, tiny
 from so101_mjx.training.presets.pick_place import PLACE_CONFIG
 
 ENV = "SO101StackCube-v0"
-DEFAULT = "tiny"
+DEFAULT = "cpu"
 STACK_CONFIG = {**PLACE_CONFIG, "reward_type": "dense"}
 # Holding a placed block with the jaw closed pays at most 1.6 per step (stack_cube.STALL_STAGES of
 # pick_place.STAGED_WEIGHTS): with discounting 0.97 that is worth 53, less than the success bonus of 60,
@@ -16,8 +16,9 @@ _PPO = {"unroll_length": 20, "num_updates_per_batch": 4, "learning_rate": 5e-4, 
         "discounting": 0.97, "success_bonus": 60.0, "env_config": STACK_CONFIG, **_NETWORKS}
 PRESETS = {
     "tiny": tiny(**STACK_CONFIG),
-    # PickPlace's cpu preset: 8 epochs of 1,024,000 env steps, episodes of 200 control steps
-    "cpu": Preset(num_timesteps=8 * 1_024_000, num_envs=256, batch_size=256, num_minibatches=8, num_evals=9,
+    # 16 epochs of 532,480 env steps, episodes of 200 control steps. Measured, seed 0: eval success
+    # 0.906 after epoch 4 (2.13M steps), 1.000 from epoch 6 (3.19M) through 11 (5.86M); see the README.
+    "cpu": Preset(num_timesteps=8 * 1_024_000, num_envs=256, batch_size=256, num_minibatches=8, num_evals=17,
                   episode_length=200, demo_start_prob=0.5, **_PPO),
     "gpu": Preset(num_timesteps=300_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, num_evals=20, **_PPO),
 }
