@@ -15,13 +15,14 @@ MuJoCo and numpy (no JAX), so a worker starts in well under a second.
 
 from __future__ import annotations
 
-import os
 import sys
 import traceback
 from multiprocessing.connection import Connection
 
 import mujoco
 import numpy as np
+
+from so101_mjx.render import mujoco_gl
 
 
 def draw(model: mujoco.MjModel, data: mujoco.MjData, renderer: mujoco.Renderer, camera: str, qpos: np.ndarray,
@@ -43,11 +44,6 @@ def draw(model: mujoco.MjModel, data: mujoco.MjData, renderer: mujoco.Renderer, 
         renderer.render(out=out[i])
 
 
-def gl_error(err: Exception) -> str:
-    """The message of a failed offscreen GL context creation."""
-    return f"cannot create an offscreen GL context (MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}): {err}"
-
-
 def serve(conn: Connection) -> None:
     """Answer the setup, then render requests until ``None`` or end of file (see the module docstring)."""
     try:
@@ -58,7 +54,7 @@ def serve(conn: Connection) -> None:
         data = mujoco.MjData(model)
         renderer = mujoco.Renderer(model, height, width)
     except Exception as err:  # GL failures surface as assorted exception types
-        conn.send(("error", gl_error(err)))
+        conn.send(("error", f"cannot create an offscreen GL context (MUJOCO_GL={mujoco_gl()!r}): {err}"))
         return
     renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = shadows
     sites = [model.site(name).id for name in markers]

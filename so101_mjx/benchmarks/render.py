@@ -58,20 +58,22 @@ def _worlds(model: mujoco.MjModel, batch: int) -> tuple[np.ndarray, np.ndarray]:
     return random_poses(model, batch), np.tile([0.2, 0.08, 0.01], (batch, 1, 1))
 
 
-def single_thread(model: mujoco.MjModel, size: int, batch: int, shadows: bool) -> tuple[Callable[[], None], Callable[[], None]]:
-    """``(draw_all, close)``: one ``mujoco.Renderer`` on ``model`` drawing ``batch`` worlds in this
-    process, one after another, and the call that frees its GL context."""
-    qpos, goal = _worlds(model, batch)
+def single_thread(model: mujoco.MjModel, size: int, qpos: np.ndarray, goal: np.ndarray,
+                  shadows: bool) -> tuple[Callable[[], None], Callable[[], None]]:
+    """``(draw_all, close)``: one ``mujoco.Renderer`` on ``model`` drawing the worlds ``qpos`` (B, nq)
+    with the goal marker at ``goal`` (B, 1, 3) in this process, one after another, and the call that
+    frees its GL context."""
     model = copy.copy(model)  # draw() writes the marker
     data, renderer = mujoco.MjData(model), mujoco.Renderer(model, size, size)
     renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = shadows
-    out, sites = np.empty((batch, size, size, 3), np.uint8), [model.site("goal").id]
+    out, sites = np.empty((len(qpos), size, size, 3), np.uint8), [model.site("goal").id]
     return lambda: draw(model, data, renderer, "front", qpos, out, goal, sites), renderer.close
 
 
 def baseline_rate(size: int, repeats: int, frames: int = 16) -> float:
     """Frames/s of one ``mujoco.Renderer`` on the full scene (shadows on), one frame after another."""
-    run, close = single_thread(pixels.render_model(SCENE, "full"), size, frames, shadows=True)
+    model = pixels.render_model(SCENE, "full")
+    run, close = single_thread(model, size, *_worlds(model, frames), shadows=True)
     try:
         return frames / median_time(run, repeats, 0.0)
     finally:
@@ -82,7 +84,7 @@ def batch_rates(renderer: pixels.BatchRenderer, batch: int, repeats: int) -> tup
     """Frames/s of ``renderer`` and of :func:`single_thread` on the same model and worlds, timed in
     alternation, and the median of the per-round ratios (renderer / single thread)."""
     qpos, goal = _worlds(renderer.model, batch)
-    run_single, close = single_thread(renderer.model, renderer.height, batch, renderer.shadows)
+    run_single, close = single_thread(renderer.model, renderer.height, qpos, goal, renderer.shadows)
     try:
         ours, single = interleaved_times([lambda: renderer.render(qpos, goal), run_single], repeats)
     finally:
