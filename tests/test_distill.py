@@ -35,7 +35,7 @@ def test_dagger_fits_the_teacher_and_reports_each_iteration():
     # the aggregated dataset, teacher- and student-driven frames, is fitted (measured <= 0.002; a fresh student ~1-2)
     assert rows[-2]["loss"] < 0.01
     # and the student imitates the teacher on held-out episodes (new resets) the teacher drives: measured
-    # <= 0.001 of a fresh student's error over seeds 0-3, float32 and float64, jax 0.10 and 0.12. On episodes
+    # <= 0.001 of a fresh student's error over seeds 0-2 (jax 0.10) and 0-3 (jax 0.12), float32 and float64. On episodes
     # the student drives the ratio spread 0.03-1.45 over the same runs: 72 frames do not pin where a six-step
     # student-driven rollout ends, so that is no test of the code
     collect = distill.collector(env, teacher, student, config.steps)
