@@ -32,12 +32,12 @@ def test_dagger_fits_the_teacher_and_reports_each_iteration():
     assert [r["dataset"] for r in rows] == list(np.cumsum([r["frames"] for r in rows]))
     assert all(0 < r["frames"] <= 24 for r in rows[:-1]) and rows[-1]["frames"] == 0
     assert all(0.0 <= r["success"] <= 1.0 for r in rows)
-    # the aggregated dataset, teacher- and student-driven frames, is fitted (measured <= 0.002; a fresh student ~1-2)
+    # the aggregated dataset, teacher- and student-driven frames, is fitted (measured <= 0.002; fresh ~1-2)
     assert rows[-2]["loss"] < 0.01
     # and the student imitates the teacher on held-out episodes (new resets) the teacher drives: measured
-    # <= 0.001 of a fresh student's error over seeds 0-2 (jax 0.10) and 0-3 (jax 0.12), float32 and float64. On episodes
-    # the student drives the ratio spread 0.03-1.45 over the same runs: 72 frames do not pin where a six-step
-    # student-driven rollout ends, so that is no test of the code
+    # <= 0.001 of a fresh student's error over seeds 0-2 (jax 0.10) and 0-3 (jax 0.12), float32 and
+    # float64. On episodes the student drives the ratio spread 0.03-1.45 over the same runs: 72 frames
+    # do not pin where a six-step student-driven rollout ends, so that is no test of the code
     collect = distill.collector(env, teacher, student, config.steps)
     fresh = student.init(jax.random.PRNGKey(7), jnp.zeros((1, 36, 36, 3), jnp.uint8), jnp.zeros((1, 14)))
     data = jax.device_get(collect(params, jax.random.split(jax.random.PRNGKey(9), 4), True))
