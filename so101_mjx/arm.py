@@ -136,6 +136,10 @@ class SO101Arm:
         """Jaw command in [0, 1] (clipped; 0 closed) -> gripper ctrl in radians."""
         return open_fraction_to_ctrl(grasp, self.gripper_range).astype(grasp.dtype)
 
+    def jaw_command(self, physics: PhysicsState) -> Array:
+        """The gripper ctrl as an open fraction in [0, 1] (0 closed): what the jaw is told, not where it is."""
+        return ctrl_to_open_fraction(physics.ctrl[..., self.gripper_actuator], self.gripper_range)
+
     def jaw_opening(self, physics: PhysicsState) -> Array:
         """Gripper joint position mapped to [0, 1] like the command (0 closed), not clipped."""
         return ctrl_to_open_fraction(physics.qpos[..., self.gripper_qpos], self.gripper_range, clip=False)

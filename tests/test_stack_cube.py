@@ -14,7 +14,7 @@ from so101_mjx.envs import make
 from so101_mjx.envs.base import block_dof_adr, block_qpos_adr
 from so101_mjx.envs.pick_place import FIXED_BLOCK_XY, FIXED_GOAL_XY, MIN_GOAL_DISTANCE, SAMPLING_BOUNDS
 from so101_mjx.envs.pick_place import STAGED_WEIGHTS
-from so101_mjx.envs.stack_cube import BOTTOM, STALL_STAGES
+from so101_mjx.envs.stack_cube import BOTTOM, HOLD_STAGES
 from so101_mjx.training.presets.stack_cube import PRESETS
 from so101_mjx.rollout import run_episodes
 
@@ -109,11 +109,25 @@ def test_dense_reward_is_bounded_gated_and_complete_on_a_released_stack(env):
     info = info.replace(task={**info.task, "was_lifted": jnp.asarray(True)})
     terms = env.reward_terms(physics, info, env.success(physics, info))
     np.testing.assert_allclose([float(terms[k]) for k in ("carry", "place", "release", "success")], 1.0, atol=1e-6)
-    assert float(terms["grasp"]) == float(terms["lift"]) == 0
-    # stalling on a placed block with the jaw closed pays less than finishing (discounted, with the bonus)
+    # a placed block pays grasp and lift as if held: letting go does not cost them
+    np.testing.assert_allclose([float(terms["grasp"]), float(terms["lift"])], [1.0, 2 * HALF / (2 * HALF + 0.01)], atol=1e-3)
+    # holding a placed block forever pays less than finishing (discounted, with the bonus)
     cpu = PRESETS["cpu"]
-    assert sum(STAGED_WEIGHTS[k] for k in STALL_STAGES) / (1 - cpu.discounting) < cpu.success_bonus
+    assert sum(STAGED_WEIGHTS[k] for k in HOLD_STAGES) / (1 - cpu.discounting) < cpu.success_bonus
     assert make(NAME, "c").reward_scales == {"success": 1.0} and s.metrics.keys() >= {f"reward/{k}" for k in STAGED_WEIGHTS}
+
+
+def test_opening_on_the_stack_only_adds_from_the_first_commanded_step(env):
+    """The jaw still closed on the placed block: commanding it open adds release and costs nothing."""
+    physics, info = arranged(env, jaw=0.3)
+    info = info.replace(task={**info.task, "was_lifted": jnp.asarray(True)})
+    closed = physics.replace(ctrl=physics.ctrl.at[env.arm.gripper_actuator].set(open_fraction_to_ctrl(0.0, env.arm.gripper_range)))
+    opened = physics.replace(ctrl=physics.ctrl.at[env.arm.gripper_actuator].set(open_fraction_to_ctrl(1.0, env.arm.gripper_range)))
+    held, letting_go = (env.reward_terms(p, info, env.success(p, info)) for p in (closed, opened))
+    assert not bool(env.success(opened, info))  # the jaw has not opened yet: no success
+    assert float(held["release"]) == 0 and float(letting_go["release"]) == 1
+    for k in HOLD_STAGES[:-1]:
+        assert float(letting_go[k]) == float(held[k]) > 0, k
 
 
 def test_dense_reward_climbs_with_the_scripted_stages(env):

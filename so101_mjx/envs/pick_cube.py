@@ -20,7 +20,6 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx import checks, ik, scripted
-from so101_mjx.arm import ctrl_to_open_fraction
 from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_qpos_adr, fixed_array
 from so101_mjx.state import State
 from so101_mjx.scenes import EE_SITE
@@ -137,7 +136,7 @@ class PickCube(SO101Env):
         """Bool (): the jaw is commanded closed but held open by something, with the block centre
         within ``GRASP_MAX_DISTANCE`` of the grasp point (a proxy that needs no contact data).
         ``grasp_point``: :meth:`grasp_point`, when the caller has it already."""
-        command = ctrl_to_open_fraction(physics.ctrl[self.arm.gripper_actuator], self.arm.gripper_range)
+        command = self.arm.jaw_command(physics)
         grasp_point = self.grasp_point(physics) if grasp_point is None else grasp_point
         near = jnp.linalg.norm(grasp_point - self.block_pos(physics)) < GRASP_MAX_DISTANCE
         return (command < GRASP_COMMAND_CLOSED) & (self.arm.jaw_opening(physics) > GRASP_MIN_OPENING) & near

@@ -14,14 +14,20 @@ PickPlace's staged reward (:func:`~so101_mjx.envs.pick_place.staged_terms`, weig
 :data:`~so101_mjx.envs.pick_place.STAGED_WEIGHTS`) with the stacked position as its target:
 
 - ``reach``: 1 − tanh(10·d), d = grasp point to top block (m),
-- ``grasp``: :meth:`~so101_mjx.envs.pick_cube.PickCube.grasped` (contact-free proxy),
-- ``lift``: while grasped, the top block's rise over its reset height / (2 half-heights + 1 cm),
+- ``grasp``: :meth:`~so101_mjx.envs.pick_cube.PickCube.grasped` (contact-free proxy) or placed,
+- ``lift``: while grasped or placed, the top block's rise over its reset height / (2 half-heights + 1 cm),
 - ``carry``: once the block has risen that high (``was_lifted``, a latch: its underside cleared
   the bottom block's top by 1 cm), 1 − tanh(10·xy), xy = top to stacked centre in the plane,
 - ``place``: lifted and over the bottom block (xy < half a block) · (1 − its height over the
   stacked height / the lift height),
-- ``release``: placed (over and within 5 mm of the stacked height) · jaw opening in [0, 1],
+- ``release``: placed (over and within 5 mm of the stacked height) · jaw *command* in [0, 1],
 - ``success``.
+
+Unlike PickPlace, a placed block keeps paying ``grasp`` and ``lift`` and ``release`` reads the
+command rather than the jaw's measured opening: opening the jaw on the stack only ever adds, from
+the first step it is commanded. With PickPlace's terms a policy holding the placed block closed
+lost 0.5 per step the moment it began to open and was paid for the opening only steps later; one
+of two seeds settled there (see the README).
 
 Domain randomization (``config.randomization``) scales both blocks alike: the bottom block takes
 the top block's sampled friction, mass and size.
@@ -49,7 +55,7 @@ from so101_mjx.state import Info, State
 BOTTOM = "bottom_block"  # the bottom block's joint, geom and body (the top block is PickCube's "block")
 STACK_Z_TOLERANCE = 0.005  # metres between the top block centre and the stacked height
 LIFT_CLEARANCE = 0.01  # metres the top block's underside must clear the bottom block's top by
-STALL_STAGES = ("reach", "grasp", "lift", "carry", "place")  # what a placed block pays before the jaw opens
+HOLD_STAGES = ("reach", "grasp", "lift", "carry", "place", "release")  # what a placed block can pay short of success
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,12 +161,13 @@ class StackCube(PickPlace):
         top, stacked = self.block_pos(physics), self.stacked_pos(physics, info)
         grasp_point = self.grasp_point(physics)
         xy = jnp.linalg.norm(top[:2] - stacked[:2])
+        placed = self.placed(physics, info)
         f = lambda b: b.astype(dtype)  # noqa: E731
         return staged_terms(
-            reach=jnp.linalg.norm(grasp_point - top), grasped=f(self.grasped(physics, grasp_point)),
+            reach=jnp.linalg.norm(grasp_point - top), grasped=f(self.grasped(physics, grasp_point) | placed),
             rise=top[2] - info.task["z_init"], carried=f(info.task["was_lifted"]), target_xy=xy,
             at_target=f(xy < self.block_half_height(info.model_params, dtype)), above=top[2] - stacked[2],
-            placed=f(self.placed(physics, info)), opening=self.arm.jaw_opening(physics), success=success,
+            placed=f(placed), opening=self.arm.jaw_command(physics), success=success,
             lift_height=self.lift_height(info, dtype),
         )
 
