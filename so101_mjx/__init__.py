@@ -6,7 +6,7 @@ speed on a CPU, jitted IK, Brax PPO training, and a CPU MuJoCo path kept numeric
 ``import so101_mjx`` imports neither JAX nor MuJoCo: ``so101_mjx.make``, ``Kinematics``,
 ``load_model``, ``scene_path``, ``ARM_JOINTS`` and ``ROBOT_JOINTS`` load their modules on first
 use (so :mod:`so101_mjx.training.policy`'s numpy runner works without JAX). The compatibility
-shims (:mod:`so101_mjx.compat`) are installed by :mod:`so101_mjx.physics`, which every env imports.
+shims (:mod:`so101_mjx._compat`) are installed by :mod:`so101_mjx.sim.physics`, which every env imports.
 """
 
 import os as _os
@@ -21,11 +21,11 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "make": "so101_mjx.envs",
-    "Kinematics": "so101_mjx.kinematics",
-    "load_model": "so101_mjx.scenes",
-    "scene_path": "so101_mjx.scenes",
-    "ARM_JOINTS": "so101_mjx.scenes",
-    "ROBOT_JOINTS": "so101_mjx.scenes",
+    "Kinematics": "so101_mjx.robot.kinematics",
+    "load_model": "so101_mjx.robot.scenes",
+    "scene_path": "so101_mjx.robot.scenes",
+    "ARM_JOINTS": "so101_mjx.robot.scenes",
+    "ROBOT_JOINTS": "so101_mjx.robot.scenes",
 }
 
 __all__ = ["ARM_JOINTS", "ROBOT_JOINTS", "Kinematics", "__version__", "load_model", "make", "scene_path"]

@@ -76,8 +76,8 @@ def output_dir(text: str) -> str:
 
 
 def visual_randomization(text: str):
-    """``'standard'`` or a JSON object of :class:`~so101_mjx.visual_randomization.VisualRandomization`'s fields."""
-    from so101_mjx import visual_randomization as vr
+    """``'standard'`` or a JSON object of :class:`~so101_mjx.render.visual_randomization.VisualRandomization`'s fields."""
+    from so101_mjx.render import visual_randomization as vr
 
     try:
         return vr.parse(text)

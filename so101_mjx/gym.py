@@ -19,7 +19,7 @@ where lerobot_env_so101's ``reset(seed=s)`` does; ``env._model``, ``env._data`` 
 of qpos, qvel, ctrl reach the simulation on the next ``step()``), ``_target_ee_pos`` (settable),
 ``_gripper_ctrl_id``, ``_arm_ctrl_ids``, ``_arm_dof_ids``, ``_ee_site_id``, ``_z_init``,
 ``_goal_pos``, ``_was_carried`` are there. Differences: non-finite actions hold the pose (see
-:mod:`so101_mjx.arm`) instead of reaching MuJoCo; ``render_mode`` is ``"rgb_array"`` only;
+:mod:`so101_mjx.envs.arm`) instead of reaching MuJoCo; ``render_mode`` is ``"rgb_array"`` only;
 mocap and actuator activations are not part of the functional state.
 """
 
@@ -36,14 +36,15 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
-from so101_mjx import arm, checks
-from so101_mjx.arm import AGENT_POS_SIZE
+from so101_mjx.envs import arm
+from so101_mjx import _checks as checks
+from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import registry
 from so101_mjx.envs.base import layout_text
 from so101_mjx.envs.registry import NAMESPACE, make
-from so101_mjx.render import FrameRenderer
-from so101_mjx.scenes import ARM_JOINTS, EE_SITE
-from so101_mjx.state import State
+from so101_mjx.render.frames import FrameRenderer
+from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE
+from so101_mjx.sim.state import State
 MAX_FRAME_SIZE = 8192  # pixels per side of an offscreen frame
 CAMERA = "front"
 

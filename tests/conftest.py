@@ -13,7 +13,7 @@ import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from so101_mjx.scenes import load_model  # noqa: E402
+from so101_mjx.robot.scenes import load_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

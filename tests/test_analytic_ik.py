@@ -6,12 +6,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import analytic_ik
-from so101_mjx.analytic_solver import SO101AnalyticSolver
-from so101_mjx.ik_path import select_continuous_path
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import ARM_JOINTS, EE_SITE, load_model
-from so101_mjx.solvers import SO101Solver
+from so101_mjx.ik import analytic as analytic_ik
+from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
+from so101_mjx.ik.path import select_continuous_path
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
+from so101_mjx.ik.solver import SO101Solver
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx import cli, cliargs, compat
+from so101_mjx import cli
+from so101_mjx import _argtypes as cliargs
+from so101_mjx import _compat as compat
 from so101_mjx.training import config
 
 
@@ -125,13 +127,13 @@ def test_preset_rejects_bad_fields(field, value):
 
 
 def test_imports_print_nothing_on_stdout():
-    code = "import so101_mjx.physics, so101_mjx.envs, so101_mjx.training.ppo"
+    code = "import so101_mjx.sim.physics, so101_mjx.envs, so101_mjx.training.ppo"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout == ""
 
 
 def test_info_starts_with_its_own_output():
-    result = subprocess.run([sys.executable, "-m", "so101_mjx.cli", "info"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "so101_mjx.cli.main", "info"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0
     assert result.stdout.startswith("so101_mjx ")
     assert "MJX Warp implementation:" in result.stdout
@@ -139,7 +141,7 @@ def test_info_starts_with_its_own_output():
 
 @pytest.mark.skipif(not compat.WARP_IMPORT_ERRORS, reason="Warp imported in this environment")
 def test_requesting_warp_shows_its_import_errors(model):
-    from so101_mjx.physics import MjxPhysics
+    from so101_mjx.sim.physics import MjxPhysics
 
     with pytest.raises(RuntimeError) as err:
         MjxPhysics(model, impl="warp")

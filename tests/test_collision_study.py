@@ -1,12 +1,12 @@
-"""The finger collision-primitive study (so101_mjx.collision_study): fitted variants and the MJX vs C contact comparison."""
+"""The finger collision-primitive study (so101_mjx.validation.collision_study): fitted variants and the MJX vs C contact comparison."""
 
 import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx import collision_study as cs
-from so101_mjx.ik import grasp_point_offset
-from so101_mjx.scenes import JAW_PADS, load_model
+from so101_mjx.validation import collision_study as cs
+from so101_mjx.ik.iterative import grasp_point_offset
+from so101_mjx.robot.scenes import JAW_PADS, load_model
 
 
 def _box_frame(model: mujoco.MjModel, data: mujoco.MjData, name: str):

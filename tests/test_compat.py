@@ -1,4 +1,4 @@
-"""so101_mjx.compat: jax.device_put_replicated for brax 0.14.2 on jax >= 0.10."""
+"""so101_mjx._compat: jax.device_put_replicated for brax 0.14.2 on jax >= 0.10."""
 
 import os
 import subprocess
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import so101_mjx  # noqa: F401  (installs the shim when missing)
-from so101_mjx import compat
+from so101_mjx import _compat as compat
 
 
 def test_device_put_replicated_stacks_one_copy_per_device():
@@ -51,8 +51,8 @@ def test_quat_integrate_matches_mujoco_c(speed):
     mju_quatIntegrate, tiny velocities included."""
     from mujoco.mjx._src import math as mjx_math
 
-    from so101_mjx.physics import make_physics
-    from so101_mjx.scenes import load_model
+    from so101_mjx.sim.physics import make_physics
+    from so101_mjx.robot.scenes import load_model
 
     make_physics("mjx", load_model("reach"))
 
@@ -65,16 +65,16 @@ def test_quat_integrate_matches_mujoco_c(speed):
 
 def test_import_leaves_mjx_alone():
     """``import so101_mjx`` does not patch MJX; building an MJX backend does."""
-    code = ("import so101_mjx; from mujoco.mjx._src import math as m; from so101_mjx import compat; "
+    code = ("import so101_mjx; from mujoco.mjx._src import math as m; from so101_mjx import _compat as compat; "
             "assert m.quat_integrate is compat.MJX_QUAT_INTEGRATE; "
-            "from so101_mjx.physics import make_physics; make_physics('mjx', so101_mjx.load_model('reach')); "
+            "from so101_mjx.sim.physics import make_physics; make_physics('mjx', so101_mjx.load_model('reach')); "
             "assert m.quat_integrate is compat.quat_integrate")
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "JAX_PLATFORMS": "cpu"})
 
 
 def test_mjx_upstream_quat_integrate_drops_tiny_rotations():
     """Why the fix exists: mujoco-mjx's own integrator leaves a quaternion unchanged at 1e-10 rad/s.
-    When this fails, upstream fixed it and the shim in so101_mjx.compat can go."""
+    When this fails, upstream fixed it and the shim in so101_mjx._compat can go."""
     quat = np.array([1.0, 0.0, 0.0, 0.0])
     vel = np.array([4.8e-9, -1.5e-9, 0.0])
     upstream = np.asarray(compat.MJX_QUAT_INTEGRATE(jnp.asarray(quat), jnp.asarray(vel), 0.5))

@@ -6,9 +6,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx.dynamics import JaxBackend
-from so101_mjx.dynamics_mujoco import MujocoBackend
-from so101_mjx.scenes import load_model
+from so101_mjx.dynamics.backend import JaxBackend
+from so101_mjx.dynamics.mujoco_backend import MujocoBackend
+from so101_mjx.robot.scenes import load_model
 
 N = 1000  # random (q, v, a) samples for the value checks
 

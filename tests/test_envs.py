@@ -156,7 +156,7 @@ def test_random_resets_respect_distributions():
 
 def test_grasp_proxy_and_reward_follow_the_scripted_grasp():
     """``grasped`` holds while the closed jaws hold the block (and not before); grasp_reward adds to dense."""
-    from so101_mjx import scripted
+    from so101_mjx.envs import scripted
 
     kw = dict(top_down_ik=True, jaw_pads=True, reward_type="dense", action_scale=0.04)
     env, shaped = make("SO101PickCube-v0", "c", **kw), make("SO101PickCube-v0", "c", grasp_reward=0.25, **kw)
@@ -176,8 +176,8 @@ def test_grasp_proxy_and_reward_follow_the_scripted_grasp():
 
 
 def test_analytic_ik_option_reaches_its_targets_and_places():
-    from so101_mjx.rollout import run_episodes
-    from so101_mjx.scenes import EE_SITE
+    from so101_mjx.envs.rollout import run_episodes
+    from so101_mjx.robot.scenes import EE_SITE
 
     with pytest.raises(ValueError, match="'analytic' needs top_down_ik=True"):
         make("SO101PickCube-v0", "c", ik_solver="analytic")

@@ -13,7 +13,7 @@ from gymnasium.utils.env_checker import check_env
 
 import so101_mjx.gym as sgym
 from so101_mjx.envs import default_config, names
-from so101_mjx.rollout import placement_config
+from so101_mjx.envs.rollout import placement_config
 
 IDS = {"SO101PickCube-v0": 100, "SO101PickPlace-v0": 300, "SO101Reach-v0": 50}  # the reference's limits
 

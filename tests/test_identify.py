@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from so101_mjx.dynamics import JaxBackend
-from so101_mjx.identify import BaseParameters, excite, fourier_trajectory, identify
+from so101_mjx.dynamics.backend import JaxBackend
+from so101_mjx.dynamics.identify import BaseParameters, excite, fourier_trajectory, identify
 
 NOISE = 0.01  # N·m
 

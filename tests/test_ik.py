@@ -1,4 +1,4 @@
-"""so101_mjx.ik against lerobot_env_so101 0.4.0's numpy/MuJoCo C solvers (float64 unless noted)."""
+"""so101_mjx.ik.iterative against lerobot_env_so101 0.4.0's numpy/MuJoCo C solvers (float64 unless noted)."""
 
 import jax
 import jax.numpy as jnp
@@ -6,9 +6,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx import ik
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import ARM_JOINTS
+from so101_mjx.ik import iterative as ik
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import ARM_JOINTS
 
 ref_ik = pytest.importorskip("lerobot_env_so101.ik_control")
 N = 1000

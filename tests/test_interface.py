@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.interface import (
+from so101_mjx.station.interface import (
     SO101_SPEC,
     MotorizedArm_ActionChunk,
     MotorizedArm_ArmType,

@@ -6,8 +6,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import ARM_JOINTS, ROBOT_JOINTS, joint_dof_ids, joint_qpos_ids
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import ARM_JOINTS, ROBOT_JOINTS, joint_dof_ids, joint_qpos_ids
 
 
 @pytest.fixture(scope="module")

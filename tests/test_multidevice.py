@@ -31,7 +31,8 @@ report = {"devices": jax.local_device_count(), "steps": [int(p.name) for p in ch
 if backend == "c":  # Brax's own loop on the same devices, same seed
     import functools
     from brax.training.agents.ppo import train as ppo_train
-    from so101_mjx.training import envs, networks
+    from so101_mjx.training import networks
+    from so101_mjx.training import brax_env as envs
     preset = config.preset("SO101Reach-v0", "tiny")
     env = envs.make_env("SO101Reach-v0", preset.env_overrides(), "c")
     _, theirs, _ = ppo_train.train(

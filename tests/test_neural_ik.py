@@ -1,4 +1,4 @@
-"""Learned IK seed (so101_mjx.neural_ik): training lowers the FK error, LM steps from trained seeds solve
+"""Learned IK seed (so101_mjx.ik.learned): training lowers the FK error, LM steps from trained seeds solve
 (position, pitch) targets, save/load round-trips, and the solver surface matches the other solvers'."""
 
 import jax
@@ -6,10 +6,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import analytic_ik, ik, neural_ik
-from so101_mjx.analytic_solver import SO101AnalyticSolver
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import ARM_JOINTS, EE_SITE
+from so101_mjx.ik import analytic as analytic_ik
+from so101_mjx.ik import iterative as ik
+from so101_mjx.ik import learned as neural_ik
+from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE
 
 TINY = {"hidden": (64, 64), "heads": 4}
 TINY_TRAINING = {"steps": 1500, "batch": 256}  # ~6 s here

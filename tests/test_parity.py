@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import parity
+from so101_mjx.validation import parity
 from so101_mjx.envs import make
 
 

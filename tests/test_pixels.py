@@ -1,4 +1,4 @@
-"""Camera images in the jitted envs (so101_mjx.pixels, ``image_obs=True`` on backend c)."""
+"""Camera images in the jitted envs (so101_mjx.render.batch, ``image_obs=True`` on backend c)."""
 
 import copy
 import os
@@ -9,11 +9,11 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx import pixels
+from so101_mjx.render import batch as pixels
 from so101_mjx.envs import make
-from so101_mjx.render_worker import draw
-from so101_mjx.rollout import run_episodes
-from so101_mjx.scenes import scenes_dir
+from so101_mjx.render.worker import draw
+from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.robot.scenes import scenes_dir
 
 SIZE = 32
 
@@ -175,7 +175,7 @@ def test_wrist_camera_rides_on_the_gripper():
 
 
 def test_image_obs_on_mjx_without_mujoco_warp_names_what_to_install(monkeypatch):
-    from so101_mjx import pixels_warp
+    from so101_mjx.render import warp as pixels_warp
 
     monkeypatch.setattr(pixels_warp, "warp_available", lambda: False)
     with pytest.raises(ValueError, match=r"backend 'mjx' renders with MuJoCo Warp.*so101-mjx\[warp\]"):

@@ -1,4 +1,4 @@
-"""Camera images on backend mjx: MuJoCo Warp's batch renderer (so101_mjx.pixels_warp) against the C one.
+"""Camera images on backend mjx: MuJoCo Warp's batch renderer (so101_mjx.render.warp) against the C one.
 
 Runs on Warp's CPU device where no GPU is present (measured: warp-lang 1.19.0, mujoco-warp 3.17.0;
 the first render compiles Warp's kernels, cached under ``~/.cache/warp``). Skipped where mujoco_warp
@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("mujoco_warp")
 
-from so101_mjx import pixels  # noqa: E402
+from so101_mjx.render import batch as pixels  # noqa: E402
 from so101_mjx.envs import make  # noqa: E402
-from so101_mjx.pixels_warp import WarpBatchRenderer  # noqa: E402
+from so101_mjx.render.warp import WarpBatchRenderer  # noqa: E402
 
 SIZE, WORLDS = 64, 6
 
@@ -105,7 +105,7 @@ def test_image_obs_on_mjx_renders_the_state_as_backend_c_does():
 def test_visual_randomization_reaches_the_warp_frames():
     """Each randomized render array (lights, colours, camera pose) changes Warp's frame on its own;
     the env's draw is kept per key (equal keys, equal frames)."""
-    from so101_mjx import visual_randomization
+    from so101_mjx.render import visual_randomization
 
     env = make("SO101PickCube-v0", backend="mjx", image_obs=True, image_size=32, image_quality="shadowed",
                visual_randomization="standard")

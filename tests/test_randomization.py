@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from so101_mjx.envs import make
-from so101_mjx.randomization import Randomization, nominal, sample
+from so101_mjx.sim.randomization import Randomization, nominal, sample
 
 
 def test_all_ones_is_nominal(model):

@@ -12,8 +12,9 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from so101_mjx import cli, visual_randomization  # noqa: E402
-from so101_mjx.record import record  # noqa: E402
+from so101_mjx import cli  # noqa: E402
+from so101_mjx.render import visual_randomization
+from so101_mjx.data.record import record  # noqa: E402
 
 REACH = "SO101Reach-v0"
 SHORT = {"episode_length": 6}  # scripted Reach: some episodes reach the target within 6 steps, some do not
@@ -38,8 +39,8 @@ def columns(table: pa.Table) -> dict[str, np.ndarray]:
 
 def gl_available() -> bool:
     try:
-        from so101_mjx.render import FrameRenderer
-        from so101_mjx.scenes import load_model
+        from so101_mjx.render.frames import FrameRenderer
+        from so101_mjx.robot.scenes import load_model
 
         FrameRenderer(load_model("reach"), 16, 16).close()
         return True
@@ -194,7 +195,7 @@ def test_resume_appends_and_continues_the_attempts(tmp_path):
 
 def test_file_rollover_at_the_limits(tmp_path):
     pytest.importorskip("imageio_ffmpeg")
-    from so101_mjx.lerobot_dataset import DatasetWriter, image_stats, video_feature
+    from so101_mjx.data.lerobot_dataset import DatasetWriter, image_stats, video_feature
 
     features = {"observation.images.cam": video_feature(16, 16, 10), "action": {"dtype": "float32", "shape": [2], "names": ["a", "b"]}}
     writer = DatasetWriter(tmp_path, features, 10, "so101", chunks_size=2, data_files_size_in_mb=1e-4, video_files_size_in_mb=1e-4)
@@ -250,7 +251,7 @@ def test_frames_are_the_gym_render():
     import jax
 
     import so101_mjx.gym  # noqa: F401
-    from so101_mjx.record import _episode_fns, _Frames, load_policy, run_worlds
+    from so101_mjx.data.record import _episode_fns, _Frames, load_policy, run_worlds
 
     _, env, policy, _ = load_policy("scripted", REACH, "c", SHORT)
     key = jax.random.PRNGKey(3)[None]
@@ -308,7 +309,7 @@ def test_visual_randomization_draws_per_episode():
         pytest.skip("no offscreen GL context (MUJOCO_GL=egl or osmesa)")
     import jax
 
-    from so101_mjx.record import _episode_fns, _Frames, load_policy, run_worlds
+    from so101_mjx.data.record import _episode_fns, _Frames, load_policy, run_worlds
 
     _, env, policy, _ = load_policy("scripted", REACH, "c", SHORT)
     traj = run_worlds(env, _episode_fns(env, policy), jax.random.PRNGKey(3)[None])

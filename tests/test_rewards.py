@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import scripted
+from so101_mjx.envs import scripted
 from so101_mjx.envs import make
-from so101_mjx.envs.pick_place import STAGED_WEIGHTS
+from so101_mjx.envs.tasks.pick_place import STAGED_WEIGHTS
 
 
 def _scripted_episode(env, seed: int, steps: int = 300):

@@ -8,7 +8,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx.scenes import JAW_PADS, ROBOT_JOINTS, load_model, scene_names, set_jaw_pads
+from so101_mjx.robot.scenes import JAW_PADS, ROBOT_JOINTS, load_model, scene_names, set_jaw_pads
 
 
 def _ids(m, names, obj):
@@ -76,7 +76,7 @@ def test_no_mesh_collisions_and_pads_toggle(model):
 def test_missing_files_name_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.xml"):
         load_model(tmp_path / "nope.xml")
-    from so101_mjx.scenes import scene_path
+    from so101_mjx.robot.scenes import scene_path
 
     text = scene_path("so101").read_text().replace('meshdir="meshes"', f'meshdir="{tmp_path}"')
     bad = tmp_path / "so101.xml"
@@ -104,7 +104,7 @@ def test_mjx_first_step_memory_and_rest():
 import json, time
 import jax, mujoco, numpy as np
 from mujoco import mjx
-from so101_mjx.scenes import load_model
+from so101_mjx.robot.scenes import load_model
 m = load_model('pick_cube', jaw_pads=True)
 t0 = time.perf_counter()
 mx = mjx.put_model(m)
@@ -134,7 +134,7 @@ def _carry(backend_after_grasp: str) -> tuple[float, float]:
     """
     import jax
 
-    from so101_mjx import scripted
+    from so101_mjx.envs import scripted
     from so101_mjx.envs import make
 
     c_env = make("SO101PickPlace-v0", backend="c", action_scale=0.025)

@@ -5,9 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import scripted
+from so101_mjx.envs import scripted
 from so101_mjx.envs import make
-from so101_mjx.rollout import run_episodes
+from so101_mjx.envs.rollout import run_episodes
 
 
 def test_pick_place_matches_reference_controller():

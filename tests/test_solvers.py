@@ -4,9 +4,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx import ik
-from so101_mjx.scenes import ARM_JOINTS, joint_qpos_ids
-from so101_mjx.solvers import SO101Solver
+from so101_mjx.ik import iterative as ik
+from so101_mjx.robot.scenes import ARM_JOINTS, joint_qpos_ids
+from so101_mjx.ik.solver import SO101Solver
 
 N = 1000
 

@@ -5,14 +5,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.interface import (
+from so101_mjx.station.interface import (
     MotorizedArm_ActionChunk,
     MotorizedArm_ArmType,
     MotorizedArm_GripperType,
     MotorizedArm_JointPose,
     MotorizedArmSpec,
 )
-from so101_mjx.station import SimStation, chunk_ticks, run_chunks
+from so101_mjx.station.sim_station import SimStation, chunk_ticks, run_chunks
 
 SPEC = MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF, MotorizedArm_GripperType.SO101_jaw_1DoF, refresh_rate=25, control_rate=50)
 

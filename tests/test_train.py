@@ -54,12 +54,13 @@ def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
 
 
 def test_fresh_run_equals_brax_ppo_train(tiny_run, float32):
-    """so101_mjx.training.loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals, bitwise."""
+    """so101_mjx.training.ppo_loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals, bitwise."""
     import functools
 
     from brax.training.agents.ppo import train as ppo_train
 
-    from so101_mjx.training import envs, networks
+    from so101_mjx.training import networks
+    from so101_mjx.training import brax_env as envs
 
     preset = config.preset(ENV, "tiny")
     env = envs.make_env(ENV, preset.env_overrides(), "c")
@@ -163,7 +164,7 @@ def test_replay_runs_the_export_in_the_gym_env(tiny_run, float32, capsys):
 @pytest.mark.parametrize("env_name, name", [(e, p) for e, presets in config.PRESETS.items() for p in presets])
 def test_every_preset_builds_its_env(env_name, name):
     """Each preset's env overrides are valid config (ValueErrors would surface only at train time)."""
-    from so101_mjx.training import envs
+    from so101_mjx.training import brax_env as envs
 
     preset = config.preset(env_name, name)
     env = envs.make_env(env_name, preset.env_overrides(), "c")
@@ -174,7 +175,7 @@ def test_every_preset_builds_its_env(env_name, name):
 def test_replay_in_the_reference_env(tmp_path, capsys):
     """--reference runs the policy in lerobot_env_so101's own env, given the config fields it knows."""
     pytest.importorskip("lerobot_env_so101")
-    from so101_mjx.training import envs
+    from so101_mjx.training import brax_env as envs
     from so101_mjx.training.policy import NumpyPolicy, PolicyWeights
 
     rng = np.random.default_rng(0)

@@ -12,14 +12,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import ik
+from so101_mjx.ik import iterative as ik
 from so101_mjx import gym as sgym
 from so101_mjx.envs import make, names
 from so101_mjx.envs.base import asdict
-from so101_mjx.envs.pick_cube import PickCubeConfig
-from so101_mjx.envs.pick_place import PickPlaceConfig
-from so101_mjx.envs.reach import ReachConfig
-from so101_mjx.interface import (
+from so101_mjx.envs.tasks.pick_cube import PickCubeConfig
+from so101_mjx.envs.tasks.pick_place import PickPlaceConfig
+from so101_mjx.envs.tasks.reach import ReachConfig
+from so101_mjx.station.interface import (
     MotorizedArm_ActionChunk,
     MotorizedArm_ArmType,
     MotorizedArm_GripperType,
@@ -27,11 +27,11 @@ from so101_mjx.interface import (
     MotorizedArm_Observation,
     MotorizedArmSpec,
 )
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.randomization import Randomization
-from so101_mjx.scenes import ARM_JOINTS
-from so101_mjx.solvers import SO101Solver
-from so101_mjx.station import SimStation, _tick_period, run_chunks
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.sim.randomization import Randomization
+from so101_mjx.robot.scenes import ARM_JOINTS
+from so101_mjx.ik.solver import SO101Solver
+from so101_mjx.station.sim_station import SimStation, _tick_period, run_chunks
 
 INF, NAN = float("inf"), float("nan")
 

@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import cliargs
-from so101_mjx import visual_randomization as vr
+from so101_mjx import _argtypes as cliargs
+from so101_mjx.render import visual_randomization as vr
 from so101_mjx.envs import make
-from so101_mjx.pixels import render_model
+from so101_mjx.render.batch import render_model
 
 NAME = "SO101PickCube-v0"
 

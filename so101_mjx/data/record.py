@@ -8,7 +8,7 @@ flat observation, ``observation.images.<camera>`` rendered on MuJoCo C as the gy
 ``render()``: same camera, same markers), the action, and what the step returned:
 ``next.reward``, ``next.success`` (the env's success after the step) and ``next.done`` (true on the
 episode's last frame: terminated, or truncated at ``episode_length``). An episode succeeded when
-its last frame's ``next.success`` is true. The format is :mod:`so101_mjx.lerobot_dataset`'s.
+its last frame's ``next.success`` is true. The format is :mod:`so101_mjx.data.lerobot_dataset`'s.
 
 Attempt ``i`` of seed ``s`` starts from ``fold_in(PRNGKey(s), i)``; ``meta/so101_mjx.json`` records
 each run (env, config, policy, seed, attempts tried, episodes kept), and ``--resume`` with a seed
@@ -30,15 +30,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx import cliargs, scripted, visual_randomization
+from so101_mjx import _argtypes as cliargs
+from so101_mjx.envs import scripted
+from so101_mjx.render import visual_randomization
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, task
-from so101_mjx.pixels import QUALITIES, camera_names
+from so101_mjx.render.batch import QUALITIES, camera_names
 from so101_mjx.envs.registry import names as task_names
-from so101_mjx.rollout import CHUNK_STEPS, policy_fns, task_config
-from so101_mjx.scenes import ARM_JOINTS
-from so101_mjx.visual_randomization import VisualRandomization
+from so101_mjx.envs.rollout import CHUNK_STEPS, policy_fns, task_config
+from so101_mjx.robot.scenes import ARM_JOINTS
+from so101_mjx.render.visual_randomization import VisualRandomization
 
 ROBOT_TYPE = "so101"
 VISUAL_STREAM = 0x715A  # folded into the seed's key: the visual draws' own stream
@@ -60,12 +62,12 @@ PROVENANCE = "meta/so101_mjx.json"
 
 
 def _dataset_module():
-    """:mod:`so101_mjx.lerobot_dataset`, or a ValueError naming what to install when pyarrow is missing."""
+    """:mod:`so101_mjx.data.lerobot_dataset`, or a ValueError naming what to install when pyarrow is missing."""
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         raise ValueError("so101-mjx record needs pyarrow: pip install pyarrow (or so101-mjx[dataset])") from None
-    from so101_mjx import lerobot_dataset
+    from so101_mjx.data import lerobot_dataset
 
     return lerobot_dataset
 
@@ -166,13 +168,13 @@ def _episode(out: dict[str, np.ndarray], world: int) -> dict[str, np.ndarray]:
 
 
 class _Frames:
-    """One :class:`~so101_mjx.pixels.BatchRenderer` per camera (``quality``'s render model); an
+    """One :class:`~so101_mjx.render.batch.BatchRenderer` per camera (``quality``'s render model); an
     episode's frames are rendered as one batch on the CPU threads, with one draw of ``visual``
-    (:mod:`so101_mjx.visual_randomization`) per episode when given."""
+    (:mod:`so101_mjx.render.visual_randomization`) per episode when given."""
 
     def __init__(self, env: SO101Env, size: int, cameras: list[str], quality: str = "fast",
                  visual: VisualRandomization | None = None):
-        from so101_mjx.pixels import BatchRenderer, render_model
+        from so101_mjx.render.batch import BatchRenderer, render_model
 
         model = render_model(env.scene, quality)
         model.vis.global_.offwidth = max(model.vis.global_.offwidth, size)
@@ -207,8 +209,8 @@ def record(
     ``image_size`` None records no video; ``only_success`` keeps successful episodes only, trying
     at most ``max_tries`` (default 10 x ``episodes``); ``fps`` must be the env's control rate;
     ``config`` overrides env config fields; ``image_quality`` picks the camera's render model
-    (:func:`so101_mjx.pixels.render_model`: ``fast`` or ``full``, the reference's look); ``visual``
-    randomizes each episode's lighting, colours and camera pose (:mod:`so101_mjx.visual_randomization`;
+    (:func:`so101_mjx.render.batch.render_model`: ``fast`` or ``full``, the reference's look); ``visual``
+    randomizes each episode's lighting, colours and camera pose (:mod:`so101_mjx.render.visual_randomization`;
     the draw follows from ``seed`` and the episode's attempt number). Returns ``tried``, ``kept``, ``successes``, ``frames``,
     ``seconds`` and the dataset's ``total_episodes``. ValueError names a bad argument.
     """
@@ -295,7 +297,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cameras", default="front", help="comma-separated camera names of the scene")
     parser.add_argument("--visual-randomization", type=cliargs.visual_randomization, default=None, metavar="standard|JSON",
                         help="randomize each episode's lighting, colours and camera pose: 'standard' or a JSON object "
-                             "of so101_mjx.visual_randomization.VisualRandomization's fields")
+                             "of so101_mjx.render.visual_randomization.VisualRandomization's fields")
     parser.add_argument("--only-success", action="store_true", help="keep successful episodes only")
     parser.add_argument("--max-tries", type=cliargs.positive_int, default=None, help="with --only-success: give up after this many episodes (default 10 x --episodes)")
     parser.add_argument("--fps", type=cliargs.positive_int, default=None, help="frames per second: the env's control rate (the default)")

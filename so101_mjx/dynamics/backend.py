@@ -4,7 +4,7 @@ Two backends, one set of conventions:
 
 - :class:`JaxBackend`: RNEA / CRBA over the kinematic chain in JAX, any leading batch axes,
   jit/vmap/grad-safe, float32 or float64 (the inputs' dtype); Coriolis and derivatives by autodiff.
-- :class:`~so101_mjx.dynamics_mujoco.MujocoBackend`: MuJoCo C (``mj_fullM``, ``mj_rne``,
+- :class:`~so101_mjx.dynamics.mujoco_backend.MujocoBackend`: MuJoCo C (``mj_fullM``, ``mj_rne``,
   ``mj_inverse``, ``mj_forward``) with numpy, one configuration per call: the reference.
 
 Equation of motion (rigid body)::
@@ -56,10 +56,10 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx.rigid_body import (
+from so101_mjx.dynamics.rigid_body import (
     Chain, christoffel_coriolis, homogeneous, inverse_dynamics, mass_matrix, mat2quat, poses, regressor,
 )  # fmt: skip
-from so101_mjx.scenes import ROBOT_JOINTS, load_model
+from so101_mjx.robot.scenes import ROBOT_JOINTS, load_model
 
 
 class DynamicsBackend(ABC):

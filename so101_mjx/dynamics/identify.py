@@ -2,7 +2,7 @@
 
 The arm follows a Fourier-series trajectory inside its joint limits; torques are the rigid-body
 inverse dynamics of that trajectory (plus optional Gaussian measurement noise). Stacking the
-regressor ``W(q, v, a)`` (see :mod:`so101_mjx.dynamics`) over the samples gives ``W θ = tau``,
+regressor ``W(q, v, a)`` (see :mod:`so101_mjx.dynamics.backend`) over the samples gives ``W θ = tau``,
 with ``W`` rank deficient. QR with column pivoting selects ``r`` independent columns; the base
 parameters ``β = θ_ind + K θ_dep`` (``K = R11⁻¹ R12``) are the identifiable combinations, and
 ``W_ind β = tau`` is solved by least squares. Units: SI (kg, kg·m, kg·m², N·m, s).
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from so101_mjx.dynamics import DynamicsBackend, JaxBackend
+from so101_mjx.dynamics.backend import DynamicsBackend, JaxBackend
 
 PARAMETER_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 

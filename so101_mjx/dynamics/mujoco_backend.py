@@ -1,6 +1,6 @@
-"""MuJoCo C reference of :class:`~so101_mjx.dynamics.DynamicsBackend`: numpy, one configuration per call.
+"""MuJoCo C reference of :class:`~so101_mjx.dynamics.backend.DynamicsBackend`: numpy, one configuration per call.
 
-The conventions are :mod:`so101_mjx.dynamics`'s; this backend is what the JAX one is tested against.
+The conventions are :mod:`so101_mjx.dynamics.backend`'s; this backend is what the JAX one is tested against.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from so101_mjx.dynamics import DynamicsBackend
-from so101_mjx.rigid_body import homogeneous
+from so101_mjx.dynamics.backend import DynamicsBackend
+from so101_mjx.dynamics.rigid_body import homogeneous
 
 
 class MujocoBackend(DynamicsBackend):

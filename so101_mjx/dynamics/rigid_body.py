@@ -1,10 +1,10 @@
-"""Rigid-body algorithms of a hinge chain in JAX: the kernels behind :class:`so101_mjx.dynamics.JaxBackend`.
+"""Rigid-body algorithms of a hinge chain in JAX: the kernels behind :class:`so101_mjx.dynamics.backend.JaxBackend`.
 
 Pure functions of one configuration (batch them with ``jnp.vectorize`` / ``vmap``), in float32 or
 float64 (the dtype of ``q``). Spatial vectors are ``[angular; linear]``, world-aligned, with the
 linear part taken at the world origin. Inertial parameters θ are Pinocchio's dynamic parameters
 per moving body, ``[m, m cx, m cy, m cz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``, body frame, inertia about
-the body origin. Conventions are stated in :mod:`so101_mjx.dynamics`.
+the body origin. Conventions are stated in :mod:`so101_mjx.dynamics.backend`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx.kinematics import Kinematics, _quat2mat
-from so101_mjx.scenes import ROBOT_JOINTS
+from so101_mjx.robot.kinematics import Kinematics, _quat2mat
+from so101_mjx.robot.scenes import ROBOT_JOINTS
 
 
 def body_parameters(model: mujoco.MjModel, body: int) -> np.ndarray:

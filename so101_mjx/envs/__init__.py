@@ -2,6 +2,6 @@
 
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import default_config, make, names, task
-from so101_mjx.state import Info, State
+from so101_mjx.sim.state import Info, State
 
 __all__ = ["Info", "SO101Env", "State", "default_config", "make", "names", "task"]

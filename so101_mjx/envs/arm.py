@@ -22,11 +22,12 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from so101_mjx import analytic_ik, ik
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.physics import Physics, PhysicsState
-from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, actuator_ids, joint_dof_ids, joint_qpos_ids
-from so101_mjx.state import Info
+from so101_mjx.ik import analytic as analytic_ik
+from so101_mjx.ik import iterative as ik
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.sim.physics import Physics, PhysicsState
+from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, actuator_ids, joint_dof_ids, joint_qpos_ids
+from so101_mjx.sim.state import Info
 
 HOME_POSITION = (0.0, 0.0, 0.0, 0.0, 0.0)
 CARTESIAN_BOUNDS = ((0.1, -0.3, 0.0), (0.5, 0.3, 0.4))
@@ -89,7 +90,7 @@ class SO101Arm:
         top_down_ik: IK of the jaw-pad midpoint with the approach axis pointing down (the
             reference's ``top_down_ik``), else of the ``gripperframe`` origin, position only.
         ik_solver: ``"lm"`` (the reference's 20 Levenberg–Marquardt iterations) or, with
-            ``top_down_ik``, ``"analytic"``: the closed form (:mod:`so101_mjx.analytic_ik`) at the
+            ``top_down_ik``, ``"analytic"``: the closed form (:mod:`so101_mjx.ik.analytic`) at the
             top-down seed's wrist roll and the steepest approach of :data:`ANALYTIC_PITCHES` that
             a branch within the joint limits reaches (straight down where possible; the reference's
             LM instead trades approach error against position error), that pitch's branch nearest
@@ -167,7 +168,7 @@ class SO101Arm:
     def init(self, rng: Array, qpos: Array, params: dict[str, Array] | None = None,
              task: dict[str, Array] | None = None) -> tuple[PhysicsState, Info]:
         """Reset-time physics (arm at HOME, jaw ctrl 0, at rest) from ``qpos`` (nq,), and the episode's
-        :class:`~so101_mjx.state.Info` (``rng`` for the next reset, per-episode model ``params``,
+        :class:`~so101_mjx.sim.state.Info` (``rng`` for the next reset, per-episode model ``params``,
         the task's entries ``task``)."""
         dtype = qpos.dtype
         home = jnp.asarray(HOME_POSITION, dtype)

@@ -2,9 +2,9 @@
 
 An env is a pair of pure functions, ``reset(rng) -> State`` and ``step(state, action) -> State``,
 for ONE world; batch them with ``jax.vmap`` (see :mod:`so101_mjx.envs.wrappers`). Physics runs
-through a :class:`~so101_mjx.physics.Physics` backend, so the same task code steps thousands of
+through a :class:`~so101_mjx.sim.physics.Physics` backend, so the same task code steps thousands of
 MJX worlds on an accelerator or MuJoCo C worlds on a CPU. The arm's control and observation
-pieces are :class:`~so101_mjx.arm.SO101Arm`'s (``env.arm``).
+pieces are :class:`~so101_mjx.envs.arm.SO101Arm`'s (``env.arm``).
 """
 
 from __future__ import annotations
@@ -21,11 +21,13 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx import checks, randomization, visual_randomization
-from so101_mjx.arm import AGENT_POS_LAYOUT, AGENT_POS_SIZE, IK_SOLVERS, SO101Arm
-from so101_mjx.physics import Physics, PhysicsState, make_physics
-from so101_mjx.state import Info, State
-from so101_mjx.scenes import load_model
+from so101_mjx import _checks as checks
+from so101_mjx.sim import randomization
+from so101_mjx.render import visual_randomization
+from so101_mjx.envs.arm import AGENT_POS_LAYOUT, AGENT_POS_SIZE, IK_SOLVERS, SO101Arm
+from so101_mjx.sim.physics import Physics, PhysicsState, make_physics
+from so101_mjx.sim.state import Info, State
+from so101_mjx.robot.scenes import load_model
 
 MAX_ACTION_SCALE = 1.0  # m of IK-target motion per unit action
 MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
@@ -45,7 +47,7 @@ class ArmConfig:
     jaw_pads: bool = False
     image_obs: bool = False
     image_size: int = 64  # px, height = width of pixels/front when image_obs
-    image_quality: str = "fast"  # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.pixels.render_model)
+    image_quality: str = "fast"  # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.render.batch.render_model)
     image_cameras: tuple[str, ...] = ("front",)  # with image_obs, one pixels/<camera> entry each: "front", "wrist"
     episode_length: int = 100
     randomization: randomization.Randomization | None = None  # per-episode domain randomization
@@ -80,7 +82,7 @@ class ArmConfig:
         set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))
         set_(self, "randomization", randomization.parse(self.randomization))
         set_(self, "image_size", checks.integer("image_size", self.image_size, ge=1, le=MAX_IMAGE_SIZE))
-        from so101_mjx.pixels import QUALITIES
+        from so101_mjx.render.batch import QUALITIES
 
         if self.image_quality not in QUALITIES:
             raise ValueError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
@@ -137,11 +139,11 @@ class SO101Env(abc.ABC):
     def _cameras(self) -> dict:
         """A batch renderer per ``pixels/<camera>`` entry: MuJoCo C in host processes (backend c),
         MuJoCo Warp on the JAX device (backend mjx)."""
-        from so101_mjx.pixels import BatchRenderer, camera_names, render_model
+        from so101_mjx.render.batch import BatchRenderer, camera_names, render_model
 
         markers, size = tuple(self.markers), self.config.image_size
         if self.physics.name == "mjx":
-            from so101_mjx.pixels_warp import WARP_INSTALL, WarpBatchRenderer, warp_available
+            from so101_mjx.render.warp import WARP_INSTALL, WarpBatchRenderer, warp_available
 
             if not warp_available():
                 raise ValueError(f"image_obs=True on backend 'mjx' renders with MuJoCo Warp, which is not installed: "

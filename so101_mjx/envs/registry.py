@@ -14,20 +14,17 @@ import pkgutil
 from pathlib import Path
 
 from so101_mjx.envs.base import ArmConfig, SO101Env
-from so101_mjx.physics import BACKENDS, backend_options
+from so101_mjx.sim.physics import BACKENDS, backend_options
 
 NAMESPACE = "so101_mjx/"
-_NOT_TASKS = frozenset({"base", "registry", "wrappers"})
 
 
 @functools.cache
 def tasks() -> dict[str, type[SO101Env]]:
     """``{name: task class}`` of every task file in :mod:`so101_mjx.envs`, sorted by name."""
     found: dict[str, type[SO101Env]] = {}
-    package = __name__.rsplit(".", 1)[0]
-    for module_info in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if module_info.name in _NOT_TASKS:
-            continue
+    package = f"{__name__.rsplit('.', 1)[0]}.tasks"
+    for module_info in pkgutil.iter_modules([str(Path(__file__).parent / "tasks")]):
         module = importlib.import_module(f"{package}.{module_info.name}")
         for obj in vars(module).values():
             if isinstance(obj, type) and issubclass(obj, SO101Env) and obj.__module__ == module.__name__ and "name" in vars(obj):

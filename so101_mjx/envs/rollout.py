@@ -19,10 +19,11 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import cliargs, scripted
+from so101_mjx import _argtypes as cliargs
+from so101_mjx.envs import scripted
 from so101_mjx.envs import SO101Env, State, default_config, make
-from so101_mjx.physics import BACKENDS
-from so101_mjx.render import check_video_path, render_trajectory
+from so101_mjx.sim.physics import BACKENDS
+from so101_mjx.render.frames import check_video_path, render_trajectory
 
 POLICIES = ("scripted", "demonstrator", "random", "zero")
 

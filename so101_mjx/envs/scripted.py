@@ -4,7 +4,7 @@ Ports of lerobot_env_so101 0.4.0's ``scripted.reach_close`` (stateless, from the
 observation) and ``scripted.pick_place.PickPlaceController`` (phases hover → descend → close →
 lift → traverse → lower → open → retreat, same constants), plus a proportional reacher for
 SO101Reach-v0. Each task binds its controller to its state in ``scripted_controller()``;
-:func:`controller_for` returns that ``(init, act)`` pair over :class:`~so101_mjx.state.State`;
+:func:`controller_for` returns that ``(init, act)`` pair over :class:`~so101_mjx.sim.state.State`;
 ``act`` is single-world (``jax.vmap`` it).
 """
 

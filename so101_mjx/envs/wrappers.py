@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx.envs.base import SO101Env
-from so101_mjx.state import State
+from so101_mjx.sim.state import State
 
 
 class TrainingEnv:

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx.kinematics import Kinematics
+from so101_mjx.robot.kinematics import Kinematics
 
 BRANCHES = ((1, 1), (1, -1), (-1, 1), (-1, -1))  # (pan: forward / back, elbow sign)
 _STRUCTURE_TOL = 1e-9

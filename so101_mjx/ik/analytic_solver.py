@@ -1,9 +1,9 @@
 """``SO101AnalyticSolver``: closed-form IK with the ``BaseSolver`` surface of :class:`SO101Solver`.
 
-Every branch of :func:`so101_mjx.analytic_ik.solve` (pan forward/back × elbow up/down) is checked
+Every branch of :func:`so101_mjx.ik.analytic.solve` (pan forward/back × elbow up/down) is checked
 against the joint limits and ranked by ``ik_nearest_weight`` distance to the seed, then FK-
 verified: all of them by the chain's FK for poses and ``return_all_solutions``; for a single
-answer to a position, the chosen one by the geometry's own FK (:func:`~so101_mjx.analytic_ik.forward`,
+answer to a position, the chosen one by the geometry's own FK (:func:`~so101_mjx.ik.analytic.forward`,
 equal to the chain's to round-off: the closed form is exact where a branch exists, and the check
 guards round-off).
 Invalid slots hold the seed clipped to the limits. No iterations for positions, so no convergence
@@ -34,8 +34,10 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx import analytic_ik, checks, ik_path
-from so101_mjx.solvers import SO101Solver, is_se3, pose_tolerance
+from so101_mjx.ik import analytic as analytic_ik
+from so101_mjx import _checks as checks
+from so101_mjx.ik import path as ik_path
+from so101_mjx.ik.solver import SO101Solver, is_se3, pose_tolerance
 
 _INVALID = 1e9  # selection cost step: above any weighted squared joint distance
 ROLL_ITERATIONS = 10  # Newton steps on a pose's wrist roll, after one fixed-point step from the seed's
@@ -50,14 +52,14 @@ def _pitch_of(axis: Array) -> Array:
 
 class PitchedSolver(SO101Solver):
     """Base of the solvers of (TCP position, approach pitch) targets, closed-form and learned
-    (:class:`so101_mjx.neural_ik.SO101LearnedSolver`): the pitch, the arm geometry of the TCP
-    (:class:`~so101_mjx.analytic_ik.ArmGeometry`) and continuous path selection.
+    (:class:`so101_mjx.ik.learned.SO101LearnedSolver`): the pitch, the arm geometry of the TCP
+    (:class:`~so101_mjx.ik.analytic.ArmGeometry`) and continuous path selection.
 
     Args:
         model: MjModel holding the arm (default: the ``so101`` scene).
         pitch: default approach pitch of (..., 3) targets, radians: the in-plane angle of the
             approach axis below the arm's forward horizontal (π/2 points down, beyond π/2 back
-            toward the base; :func:`~so101_mjx.analytic_ik.pitch_of`).
+            toward the base; :func:`~so101_mjx.ik.analytic.pitch_of`).
         approach_axis: must be 0 (the TCP x axis, along the wrist roll).
         Other arguments as :class:`SO101Solver` (tcp, ik_nearest_weight, user_qpos_limits, ...).
     """
@@ -108,7 +110,7 @@ class PitchedSolver(SO101Solver):
 
     def select_continuous_ik_path(self, valid, candidates, qpos_seed, threshold: float = 0.5):
         """(B, N) validity and (B, N, 5) joints moving continuously from ``qpos_seed`` (B, 5) through
-        (B, N, K) ``valid`` / (B, N, K, 5) ``candidates``; also (B, N) jump flags. See :mod:`so101_mjx.ik_path`."""
+        (B, N, K) ``valid`` / (B, N, K, 5) ``candidates``; also (B, N) jump flags. See :mod:`so101_mjx.ik.path`."""
         return ik_path.select_continuous_path(jnp.asarray(valid), jnp.asarray(candidates), jnp.asarray(qpos_seed),
                                               jnp.asarray(self._weight), threshold)
 
@@ -219,7 +221,7 @@ def _solve(kin, geom, site, pose, pos_eps, rot_eps, all_solutions, target, pitch
     the seed clipped to the limits.
 
     Position targets without ``all_solutions`` FK-check only the chosen branch, by
-    :func:`~so101_mjx.analytic_ik.forward`: the closed form is exact where a branch exists, so the
+    :func:`~so101_mjx.ik.analytic.forward`: the closed form is exact where a branch exists, so the
     check guards round-off, not the choice.
     """
     batch = jnp.broadcast_shapes(target.shape[:-2] if pose else target.shape[:-1], seed.shape[:-1], pitch.shape)

@@ -1,4 +1,4 @@
-"""Jitted inverse kinematics on the :class:`~so101_mjx.kinematics.Kinematics` chain.
+"""Jitted inverse kinematics on the :class:`~so101_mjx.robot.kinematics.Kinematics` chain.
 
 Pure JAX ports of lerobot_env_so101 0.4.0's ``ik_control`` solvers (Levenberg–Marquardt and
 pseudoinverse Gauss–Newton, position-only or with an approach-axis constraint) and of its
@@ -22,7 +22,7 @@ and raise ``ValueError`` naming the argument: ``damping``, ``step_size``, ``tole
 the tilt is scale-invariant). Traced values cannot raise: a traced zero ``approach_dir`` has
 no tilt to correct (finite joints; its orientation rows only slow the position solve) and
 traced non-finite targets or directions give non-finite joints;
-:class:`so101_mjx.solvers.SO101Solver` flags such problems as failures and returns the seed.
+:class:`so101_mjx.ik.solver.SO101Solver` flags such problems as failures and returns the seed.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx import checks
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, JAW_PADS
+from so101_mjx import _checks as checks
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, JAW_PADS
 
 DOWN = (0.0, 0.0, -1.0)
 ORIENTATION_WEIGHT = 0.1  # metres of position error traded against one radian of tilt

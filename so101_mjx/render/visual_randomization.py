@@ -14,7 +14,7 @@ only what the cameras see, never the physics: every reset draws, per world,
 
 The drawn arrays (:data:`FIELDS`, shaped as in the render model) live in
 ``state.info.render_params``; the batch renderer writes them into its per-thread model before
-drawing each world (:class:`so101_mjx.pixels.BatchRenderer`). Defaults randomize nothing;
+drawing each world (:class:`so101_mjx.render.batch.BatchRenderer`). Defaults randomize nothing;
 :data:`STANDARD` is a moderate set for training camera policies.
 """
 
@@ -29,7 +29,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx import checks
+from so101_mjx import _checks as checks
 
 FIELDS = ("light_diffuse", "light_pos", "mat_rgba", "geom_rgba", "cam_pos", "cam_quat")
 MAX_INTENSITY = 10.0  # largest light scale factor

@@ -1,6 +1,6 @@
 """Camera images of batched worlds with MuJoCo Warp's ray-traced batch renderer (backend ``mjx``).
 
-:class:`WarpBatchRenderer` is :class:`so101_mjx.pixels.BatchRenderer`'s counterpart for the jitted
+:class:`WarpBatchRenderer` is :class:`so101_mjx.render.batch.BatchRenderer`'s counterpart for the jitted
 MJX envs: the frames are computed on the JAX device (a GPU; Warp's CPU device works too, slowly)
 by ``mujoco.mjx.render`` — no host callback. It needs ``mujoco_warp`` and ``warp-lang``
 (``pip install "so101-mjx[warp]"``). Only the render model's kinematics are evaluated (MuJoCo Warp's
@@ -8,7 +8,7 @@ forward pass with contacts and constraints disabled), at float32, whatever the p
 
 Differences to the C renderer (OpenGL rasterization), measured in ``docs/DESIGN.md`` (State): a ray tracer
 with its own lighting model (no headlight haze, no fog, a black background), marker sites drawn
-as opaque geoms (copies on mocap bodies, :func:`so101_mjx.pixels.render_model`), optional shadows.
+as opaque geoms (copies on mocap bodies, :func:`so101_mjx.render.batch.render_model`), optional shadows.
 
 MuJoCo Warp's render context holds buffers for a fixed number of worlds, so a renderer keeps one
 context per batch size it meets (made when a call is traced). It serves one level of ``vmap`` (the
@@ -26,8 +26,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx import checks
-from so101_mjx.pixels import check_camera, marker_body
+from so101_mjx import _checks as checks
+from so101_mjx.render.batch import check_camera, marker_body
 
 WARP_INSTALL = 'pip install "so101-mjx[warp]"  (mujoco-warp and warp-lang)'
 
@@ -40,7 +40,7 @@ def warp_available() -> bool:
 class WarpBatchRenderer:
     """(B, H, W, 3) uint8 images of B worlds from one camera, rendered by MuJoCo Warp.
 
-    ``model``: a render model (:func:`so101_mjx.pixels.render_model`) that carries each of
+    ``model``: a render model (:func:`so101_mjx.render.batch.render_model`) that carries each of
     ``markers`` (site names) as a mocap geom (``marker_geoms=markers``). ``shadows``: ray-traced
     shadows (default: the model's shadow-map setting, i.e. render quality "shadowed"/"full").
     """

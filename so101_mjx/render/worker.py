@@ -1,6 +1,6 @@
-"""One render process of :class:`so101_mjx.pixels.BatchRenderer`, and the per-world draw loop.
+"""One render process of :class:`so101_mjx.render.batch.BatchRenderer`, and the per-world draw loop.
 
-The batch renderer starts ``python -m so101_mjx.render_worker FD`` once per worker; FD is the
+The batch renderer starts ``python -m so101_mjx.render.worker FD`` once per worker; FD is the
 worker's end of a socket pair, read as a :class:`multiprocessing.connection.Connection`. Worlds
 are drawn in separate processes, not threads, because two threads of one process overlap their
 GL work only in part (measured on 2 cores, 64×64: 1.6× one thread; two processes: 2.2×).
@@ -22,7 +22,7 @@ from multiprocessing.connection import Connection
 import mujoco
 import numpy as np
 
-from so101_mjx.render import mujoco_gl
+from so101_mjx.render.frames import mujoco_gl
 
 
 def draw(model: mujoco.MjModel, data: mujoco.MjData, renderer: mujoco.Renderer, camera: str, qpos: np.ndarray,

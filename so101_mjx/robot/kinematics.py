@@ -19,7 +19,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx.scenes import ROBOT_JOINTS
+from so101_mjx.robot.scenes import ROBOT_JOINTS
 
 
 def _quat2mat(quat: np.ndarray) -> np.ndarray:

@@ -24,12 +24,12 @@ _LOW_LINK_CONTYPE, _LOW_LINK_CONAFFINITY = 0, 5
 
 def scenes_dir() -> Path:
     """Folder holding the MJCF scenes and ``meshes/`` (wheel layout first, then the source tree)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "scenes", here.parent / "scenes"):
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "scenes", package.parent / "scenes"):
         if (candidate / "so101.xml").is_file():
             return candidate
     raise FileNotFoundError(
-        f"so101_mjx scenes not found: looked for so101.xml in {here / 'scenes'} and {here.parent / 'scenes'}"
+        f"so101_mjx scenes not found: looked for so101.xml in {package / 'scenes'} and {package.parent / 'scenes'}"
     )
 
 

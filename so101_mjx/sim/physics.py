@@ -33,7 +33,8 @@ import numpy as np
 from flax import struct
 from jax import Array
 
-from so101_mjx import checks, compat  # compat before mujoco.mjx: it captures MJX's Warp import failures
+from so101_mjx import _checks as checks  # compat before mujoco.mjx: it captures MJX's Warp import failures
+from so101_mjx import _compat as compat
 from mujoco import mjx  # noqa: E402  (isort: skip)
 
 compat.install()
@@ -77,7 +78,7 @@ class Physics(abc.ABC):
     def step(self, state: PhysicsState, ctrl: Array, n_substeps: int, params: dict[str, Array] | None = None) -> PhysicsState:
         """Advance ``n_substeps`` physics steps holding ``ctrl`` (..., nu).
 
-        ``params``: per-world model arrays overriding the model's (see :mod:`so101_mjx.randomization`).
+        ``params``: per-world model arrays overriding the model's (see :mod:`so101_mjx.sim.randomization`).
         """
 
     def sensor(self, state: PhysicsState, name: str) -> Array:

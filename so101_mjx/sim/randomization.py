@@ -22,7 +22,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx import checks
+from so101_mjx import _checks as checks
 
 MAX_SCALE = 10.0  # largest scale factor a range may reach
 FIELDS = ("geom_friction", "body_mass", "body_inertia", "geom_size", "geom_rbound", "geom_aabb", "actuator_gainprm", "actuator_biasprm", "dof_damping")

@@ -15,7 +15,7 @@ from typing import Any
 from flax import struct
 from jax import Array
 
-from so101_mjx.physics import PhysicsState
+from so101_mjx.sim.physics import PhysicsState
 
 
 @struct.dataclass
@@ -29,7 +29,7 @@ class Info:
     nonfinite_actions: Array  # () int32: actions with a NaN/inf component so far this episode
     task: dict[str, Array]  # the task's own entries
     model_params: dict[str, Array] | None = None  # this episode's randomized model arrays
-    render_params: dict[str, Array] | None = None  # this episode's visual randomization (so101_mjx.visual_randomization)
+    render_params: dict[str, Array] | None = None  # this episode's visual randomization (so101_mjx.render.visual_randomization)
     steps: Array | None = None  # () int32: control steps this episode (set by the training wrapper)
     truncation: Array | None = None  # () float 0/1: the episode hit its length limit (training wrapper)
 

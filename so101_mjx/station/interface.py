@@ -33,7 +33,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from so101_mjx import arm
+from so101_mjx.envs import arm
 
 __all__ = [
     "SO101_SPEC",

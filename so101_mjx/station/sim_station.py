@@ -1,10 +1,10 @@
-"""A simulated SO-101 station speaking the arm evaluation interface (:mod:`so101_mjx.interface`).
+"""A simulated SO-101 station speaking the arm evaluation interface (:mod:`so101_mjx.station.interface`).
 
 The station drives the arm in joint space on a task env's physics (the env's IK is bypassed):
 every control tick (``spec.control_rate`` Hz; the env is built with ``control_dt = 1 /
 control_rate``) it holds absolute joint targets and a gripper open fraction for one control
 period. Action chunks emitted at a lower rate are interpolated up to the control rate by
-:func:`so101_mjx.interface.interpolate_chunk` (row i is the target i / chunk_rate s after the
+:func:`so101_mjx.station.interface.interpolate_chunk` (row i is the target i / chunk_rate s after the
 chunk starts; linear between rows, held before and after). Observations are published at
 ``spec.refresh_rate`` Hz (every ``control_rate / refresh_rate``-th tick).
 
@@ -20,7 +20,7 @@ stay visible in :func:`run_chunks`' returned per-tick targets).
 Two paths share one per-tick function, :func:`tick`:
 
 - :class:`SimStation`: one world on the CPU (backend ``c``), Python-facing, returns
-  :class:`~so101_mjx.interface.MotorizedArm_Observation` objects;
+  :class:`~so101_mjx.station.interface.MotorizedArm_Observation` objects;
 - :func:`run_chunks`: a jitted ``lax.scan`` over ticks with the worlds vmapped, chunks batched.
 """
 
@@ -31,12 +31,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import checks
-from so101_mjx.arm import ctrl_to_open_fraction
+from so101_mjx import _checks as checks
+from so101_mjx.envs.arm import ctrl_to_open_fraction
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import default_config
-from so101_mjx.interface import (
+from so101_mjx.station.interface import (
     SO101_SPEC,
     MotorizedArm_ActionChunk,
     MotorizedArm_ArmType,
@@ -46,7 +46,7 @@ from so101_mjx.interface import (
     MotorizedArmSpec,
     interpolate_chunk,
 )
-from so101_mjx.physics import PhysicsState
+from so101_mjx.sim.physics import PhysicsState
 
 MAX_PLAY_SECONDS = 600.0  # longest chunk or walk one call plays, simulated seconds
 

@@ -1,10 +1,10 @@
 """Brax PPO training for the so101_mjx envs, and export and CPU replay of the trained policies.
 
 - :mod:`so101_mjx.training.config`: presets (PPO hyperparameters, network sizes, env overrides) per env.
-- :mod:`so101_mjx.training.envs`: env construction and the Brax adapter (policy-to-env action map, metrics).
+- :mod:`so101_mjx.training.brax_env`: env construction and the Brax adapter (policy-to-env action map, metrics).
 - :mod:`so101_mjx.training.networks`: PPO networks and Brax's deterministic inference function.
 - :mod:`so101_mjx.training.policy`: the deterministic policy as numpy arrays and its numpy runner (no JAX).
-- :mod:`so101_mjx.training.loop`: Brax's PPO loop, owned so that its whole state is checkpointed (exact resume).
+- :mod:`so101_mjx.training.ppo_loop`: Brax's PPO loop, owned so that its whole state is checkpointed (exact resume).
 - :mod:`so101_mjx.training.checkpoint`: checkpoints (Orbax params, params and training state as .npz, run metadata).
 - :mod:`so101_mjx.training.progress`: console progress, CSV, TensorBoard and the learning-curve PNG.
 - :mod:`so101_mjx.training.ppo`: a training run: presets, logs, checkpoints, resume (``so101-mjx train``).

@@ -15,7 +15,7 @@ from jax import Array
 
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
-from so101_mjx.state import State
+from so101_mjx.sim.state import State
 from so101_mjx.envs.wrappers import wrap_for_brax
 
 ACTION_SCALE = np.asarray([1.0, 1.0, 1.0, 0.5], np.float32)
@@ -38,7 +38,7 @@ class BraxAdapter:
     Maps policy actions with :func:`to_env_action`; adds ``metrics["final_success"]`` (success
     at an episode's last step: Brax's evaluator sums metrics over the episode, so this sum is the
     episode's success). Brax's loop keeps and extends ``state.info`` as a dict: the adapter's states
-    carry the env's :class:`~so101_mjx.state.Info` as ``info["env"]`` next to the entries PPO's
+    carry the env's :class:`~so101_mjx.sim.state.Info` as ``info["env"]`` next to the entries PPO's
     unroll and evaluator read, ``steps``, ``truncation``, ``episode_done`` and ``episode_metrics`` (training-metric
     logging is not used; the metrics stay empty).
 

@@ -8,7 +8,7 @@ Layout of a run directory (``--out``)::
     checkpoints/000000204800/  one step:
         (Orbax files), ppo_network_config.json   brax.training.agents.ppo.checkpoint format
         params.npz             the same params (normalizer, policy, value): what :func:`load` reads
-        training_state.npz     :class:`so101_mjx.training.loop.LoopState`: params, Adam moments, normalizer, env
+        training_state.npz     :class:`so101_mjx.training.ppo_loop.LoopState`: params, Adam moments, normalizer, env
                                steps, the rollout's env states, the loop's and the evaluator's keys
         run.json               a copy of run.json with ``step``
     checkpoints/.staging/      where a step is written before it is published

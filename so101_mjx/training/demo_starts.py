@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import checks
-from so101_mjx.rollout import run_episodes
-from so101_mjx.state import State
+from so101_mjx import _checks as checks
+from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.sim.state import State
 
 MAX_BANK = 4096  # states kept (subsampled uniformly): the bank is a constant of the jitted step
 

@@ -9,7 +9,7 @@ adds the frames to the dataset and refits the student on all of it (mean squared
 student-driven episodes of iteration k measure the student fitted after iteration k − 1 (success
 rate from the task's normal reset), so the learning curve costs no extra rollouts.
 
-Runs on backend ``c`` (the camera is MuJoCo C, :mod:`so101_mjx.pixels`). Writes ``student.npz``
+Runs on backend ``c`` (the camera is MuJoCo C, :mod:`so101_mjx.render.batch`). Writes ``student.npz``
 (the flax params, flattened by path), ``distill.json`` (config and per-iteration figures) and,
 with onnx installed, ``student.onnx``; the student network and its ONNX graph are in
 :mod:`so101_mjx.training.pixel_policy`.
@@ -32,9 +32,10 @@ import optax
 from flax import traverse_util
 from jax import Array
 
-from so101_mjx import checks, cliargs
-from so101_mjx.pixels import QUALITIES
-from so101_mjx.arm import AGENT_POS_SIZE
+from so101_mjx import _checks as checks
+from so101_mjx import _argtypes as cliargs
+from so101_mjx.render.batch import QUALITIES
+from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env, make
 from so101_mjx.training.pixel_policy import PixelStudent
 
@@ -169,7 +170,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="render model of the training frames (shadowed: what the gym envs' full renders look like)")
     parser.add_argument("--visual-randomization", type=cliargs.visual_randomization, default=None, metavar="standard|JSON",
                         help="randomize lighting, colours and camera pose per episode of the training frames: 'standard' "
-                             "or a JSON object of so101_mjx.visual_randomization.VisualRandomization's fields")
+                             "or a JSON object of so101_mjx.render.visual_randomization.VisualRandomization's fields")
     for field in dataclasses.fields(DistillConfig):
         kind = cliargs.positive_float if field.type == "float" else (cliargs.seed if field.name == "seed" else cliargs.positive_int)
         parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=field.default)

@@ -3,7 +3,7 @@
 ``POLICY`` is a checkpoint (run, ``checkpoints/`` or step directory: Brax's own deterministic
 inference function) or an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP,
 :func:`so101_mjx.training.policy.forward`, so an ONNX policy runs inside jit on any backend). Every episode is
-one vmapped world of :func:`so101_mjx.rollout.run_episodes` (stopping once all are done), in the
+one vmapped world of :func:`so101_mjx.envs.rollout.run_episodes` (stopping once all are done), in the
 policy's own env config; episode ``i`` starts from the same state on every backend (one PRNG
 stream from ``--seed``), so ``--backend mjx,c`` also reports the per-episode outcome agreement.
 Float32 unless ``--x64``. The policy is checked as by ``so101-mjx replay`` (complete, finite
@@ -24,10 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import cliargs
+from so101_mjx import _argtypes as cliargs
 from so101_mjx.envs import make
-from so101_mjx.physics import BACKENDS
-from so101_mjx.rollout import run_episodes
+from so101_mjx.sim.physics import BACKENDS
+from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.training.export import load_checkpoint, load_exported
 from so101_mjx.training.policy import forward
 from so101_mjx.training.replay import policy_env

@@ -179,7 +179,7 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from so101_mjx.cliargs import output_file
+    from so101_mjx._argtypes import output_file
 
     parser.add_argument("checkpoint", help="run directory, its checkpoints/ directory, or one step directory; "
                         "or a distill directory (its pixel student -> student.onnx)")

@@ -1,7 +1,7 @@
 """PPO networks: Brax's MLPs with a tanh-normal policy, and their deterministic inference function.
 
 :func:`inference_fn` is Brax's own deterministic policy followed by
-:func:`~so101_mjx.training.envs.to_env_action`: the reference that the exports (:mod:`so101_mjx.training.policy`,
+:func:`~so101_mjx.training.brax_env.to_env_action`: the reference that the exports (:mod:`so101_mjx.training.policy`,
 :mod:`so101_mjx.training.export`) are checked against.
 """
 
@@ -17,7 +17,7 @@ from brax.training.acme import running_statistics
 from brax.training.agents.ppo import networks as ppo_networks
 from jax import Array
 
-from so101_mjx.training.envs import to_env_action
+from so101_mjx.training.brax_env import to_env_action
 
 
 def network_factory(policy_hidden_layer_sizes, value_hidden_layer_sizes, activation: str) -> Callable:

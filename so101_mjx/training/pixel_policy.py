@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx.arm import AGENT_POS_SIZE
+from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.training.onnx_graph import METADATA_KEY, graph_model
 
 KIND = "pixel"

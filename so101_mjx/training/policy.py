@@ -1,6 +1,6 @@
 """The deterministic policy as numpy arrays, its checks, and its numpy runner (numpy only: no JAX needed).
 
-The action is ``tanh(loc) · action_scale + action_offset`` (:func:`so101_mjx.training.envs.to_env_action`),
+The action is ``tanh(loc) · action_scale + action_offset`` (:func:`so101_mjx.training.brax_env.to_env_action`),
 ``loc`` being the first half of the policy MLP's output on ``(obs − mean) / std``.
 :class:`PolicyWeights` holds the normalizer and dense layers; the ONNX graph
 (:mod:`so101_mjx.training.export`), :class:`NumpyPolicy` and the jitted policy of ``so101-mjx eval``

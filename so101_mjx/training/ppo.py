@@ -6,7 +6,7 @@ One command trains, checkpoints at every eval, and optionally exports and replay
 
 writes ``runs/SO101Reach-v0-cpu-s0/`` (``run.json``, ``checkpoints/<step>/``, ``metrics.csv``,
 ``tb/``, ``learning_curve.png``, ``policy.onnx``, ``policy.npz``). The loop is
-:func:`so101_mjx.training.loop.train` (Brax's PPO, same params bitwise as ``brax...ppo.train.train``). A run is
+:func:`so101_mjx.training.ppo_loop.train` (Brax's PPO, same params bitwise as ``brax...ppo.train.train``). A run is
 deterministic for a given ``--seed`` on a given machine and backend, and ``--resume`` is exact: it
 continues from the latest checkpoint in ``--out`` with the whole training state (params, Adam
 moments, normalizer, env steps, the rollout's env states and RNG keys), re-runs that checkpoint's
@@ -26,11 +26,12 @@ from typing import Any
 
 
 import so101_mjx
-from so101_mjx import cliargs
+from so101_mjx import _argtypes as cliargs
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
-from so101_mjx.physics import BACKENDS
-from so101_mjx.training import checkpoint, config, envs
+from so101_mjx.sim.physics import BACKENDS
+from so101_mjx.training import checkpoint, config
+from so101_mjx.training import brax_env as envs
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
 
 COMPATIBLE_KEYS = ("env", "obs_size", "action_size", "network", "normalize_observations")
@@ -97,7 +98,8 @@ def train(
     backend: str | None = None, seed: int = 0, resume: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
     """Train (or resume) into ``out``. Returns the last checkpoint and the last eval's metrics."""
-    from so101_mjx.training import loop, networks
+    from so101_mjx.training import networks
+    from so101_mjx.training import ppo_loop as loop
 
     env_name = canonical(env_name)
     env = envs.make_env(env_name, preset.env_overrides(), backend)

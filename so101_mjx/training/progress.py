@@ -1,6 +1,6 @@
 """Training progress: one console line per eval, ``metrics.csv``, TensorBoard, learning-curve PNG.
 
-:class:`Recorder` is the training loop's ``progress_fn`` (:func:`so101_mjx.training.loop.train`). Steps are
+:class:`Recorder` is the training loop's ``progress_fn`` (:func:`so101_mjx.training.ppo_loop.train`). Steps are
 absolute. A run resumed from the checkpoint at step ``s`` re-runs the eval at ``s``: the CSV is
 rewritten to its rows before ``s`` (so a kill after an eval row leaves no duplicate) and TensorBoard
 events from ``s`` on are purged; ``wall_s`` continues from the last kept row. ``steps_per_s`` is

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from so101_mjx import cliargs
-from so101_mjx import reference as reference_envs
+from so101_mjx import _argtypes as cliargs
+from so101_mjx.validation import reference as reference_envs
 from so101_mjx.envs.registry import canonical, default_config, task
-from so101_mjx.render import check_video_path, write_video
+from so101_mjx.render.frames import check_video_path, write_video
 from so101_mjx.training.export import load_exported, obs_layout
 
 Policy = Callable[[np.ndarray], np.ndarray]
@@ -90,7 +90,7 @@ def make_gym_env(name: str, env_config: dict[str, Any], image_size: int | None =
 
 
 def make_reference_env(name: str, env_config: dict[str, Any], image_size: int | None = None):
-    """lerobot_env_so101's env for ``name`` (:func:`so101_mjx.reference.make_reference_env`),
+    """lerobot_env_so101's env for ``name`` (:func:`so101_mjx.validation.reference.make_reference_env`),
     truncated at ``episode_length``."""
     import gymnasium
 

@@ -1,18 +1,18 @@
 """Finger collision-primitive study: MJX vs MuJoCo C at grasp states, per finger geometry variant.
 
-``python -m so101_mjx.collision_study [--states 32] [--seeds 64] [--mjx-seeds 16]`` (float64).
+``python -m so101_mjx.validation.collision_study [--states 32] [--seeds 64] [--mjx-seeds 16]`` (float64).
 
 Every collision geom of the arm is a box, so a grasp is box–box contact, where MJX's collider
 returns other contact points than MuJoCo C's. Each variant of :data:`VARIANTS` refits some finger
 boxes of ``scenes/so101.xml`` as inscribed primitives (built in memory with ``mujoco.MjSpec``; the
 scene files are untouched), and is measured at grasp states of a scripted PickPlace trajectory on
-backend ``c`` (the states :func:`so101_mjx.parity.contact_classes` puts in "arm in contact"):
+backend ``c`` (the states :func:`so101_mjx.validation.parity.contact_classes` puts in "arm in contact"):
 
 - per primitive pair, the contacts after ``mj_forward`` / ``mjx.forward`` from the same ``qpos``:
   counts, MJX duplicates, and for each C contact matched to the nearest MJX contact of the same
   geom pair, max |Δdist|, |Δpos| and the angle between the normals;
 - one control step from the same states with the same solver iterations
-  (:func:`so101_mjx.parity.one_step_deviation`, tolerance 0): max |Δqpos|, |Δqvel|;
+  (:func:`so101_mjx.validation.parity.one_step_deviation`, tolerance 0): max |Δqpos|, |Δqvel|;
 - scripted PickPlace success over random seeds on ``c`` (and optionally ``mjx``).
 """
 
@@ -30,11 +30,12 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from so101_mjx import cliargs, parity
-from so101_mjx.envs.pick_place import PickPlace, PickPlaceConfig
-from so101_mjx.physics import PhysicsState
-from so101_mjx.rollout import run_episodes
-from so101_mjx.scenes import JAW_PADS, scene_path, set_jaw_pads
+from so101_mjx import _argtypes as cliargs
+from so101_mjx.validation import parity
+from so101_mjx.envs.tasks.pick_place import PickPlace, PickPlaceConfig
+from so101_mjx.sim.physics import PhysicsState
+from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.robot.scenes import JAW_PADS, scene_path, set_jaw_pads
 
 TIPS: tuple[str, ...] = ("fixed_jaw_tip_collision", "moving_jaw_tip_collision")
 SCENE = "pick_place"
@@ -266,7 +267,7 @@ def format_markdown(results: dict[str, dict[str, Any]], seeds: int, mjx_seeds: i
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m so101_mjx.collision_study", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m so101_mjx.validation.collision_study", description=__doc__.split("\n")[0])
     parser.add_argument("--states", type=cliargs.positive_int, default=32, help="grasp states per variant")
     parser.add_argument("--seeds", type=cliargs.non_negative_int, default=64, help="scripted PickPlace seeds on c (0 skips)")
     parser.add_argument("--mjx-seeds", type=cliargs.non_negative_int, default=0, help="scripted PickPlace seeds on mjx (0 skips)")

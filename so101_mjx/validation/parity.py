@@ -32,9 +32,10 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx import cliargs, reference
-from so101_mjx.physics import BACKENDS, make_physics
-from so101_mjx.rollout import run_episodes
+from so101_mjx import _argtypes as cliargs
+from so101_mjx.validation import reference
+from so101_mjx.sim.physics import BACKENDS, make_physics
+from so101_mjx.envs.rollout import run_episodes
 
 HORIZONS = (1, 10, 50, 200)
 QUANTITIES = ("ik_target", "ctrl", "qpos", "qvel", "obs", "reward", "success")
@@ -55,7 +56,7 @@ class Episode:
 def make_episodes(n_steps: int, seed: int = 0) -> list[Episode]:
     """The three open-loop episodes of the table (fixed block / goal positions, fixed targets)."""
     from so101_mjx.envs import make
-    from so101_mjx.envs.reach import TARGET_BOUNDS
+    from so101_mjx.envs.tasks.reach import TARGET_BOUNDS
 
     rng = np.random.default_rng(seed)
     # Reach: a piecewise-linear path through random waypoints inside the target box, at most one

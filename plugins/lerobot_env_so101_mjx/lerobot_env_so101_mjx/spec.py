@@ -12,8 +12,8 @@ import dataclasses
 from typing import Any
 
 import so101_mjx.gym as so101_gym
-from so101_mjx import checks
-from so101_mjx.arm import AGENT_POS_SIZE
+from so101_mjx import _checks as checks
+from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import registry
 
 ACTION_SIZE = 4  # [dx, dy, dz, grasp], every task (SO101Env.action_size)

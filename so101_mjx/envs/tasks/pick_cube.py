@@ -19,10 +19,12 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx import checks, ik, scripted
+from so101_mjx import _checks as checks
+from so101_mjx.ik import iterative as ik
+from so101_mjx.envs import scripted
 from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_qpos_adr, fixed_array
-from so101_mjx.state import State
-from so101_mjx.scenes import EE_SITE
+from so101_mjx.sim.state import State
+from so101_mjx.robot.scenes import EE_SITE
 
 SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
 FIXED_BLOCK_XY = (0.3, 0.0)

@@ -23,10 +23,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import scripted
+from so101_mjx.envs import scripted
 from so101_mjx.envs.base import SO101Env, block_dof_adr, fixed_array
-from so101_mjx.envs.pick_cube import PickCube, PickCubeConfig
-from so101_mjx.state import State
+from so101_mjx.envs.tasks.pick_cube import PickCube, PickCubeConfig
+from so101_mjx.sim.state import State
 
 SAMPLING_BOUNDS = ((0.15, -0.1), (0.3, 0.1))
 FIXED_BLOCK_XY = (0.25, 0.0)

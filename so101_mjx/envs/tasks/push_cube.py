@@ -38,10 +38,10 @@ from flax import struct
 from jax import Array
 
 from so101_mjx.envs.base import SO101Env, block_dof_adr, fixed_array
-from so101_mjx.envs.pick_cube import BlockConfig, PickCube
-from so101_mjx.envs.pick_place import sample_goal_xy
-from so101_mjx.scenes import EE_SITE, GRIPPER_JOINT
-from so101_mjx.state import State
+from so101_mjx.envs.tasks.pick_cube import BlockConfig, PickCube
+from so101_mjx.envs.tasks.pick_place import sample_goal_xy
+from so101_mjx.robot.scenes import EE_SITE, GRIPPER_JOINT
+from so101_mjx.sim.state import State
 
 SAMPLING_BOUNDS = ((0.19, -0.12), (0.31, 0.12))  # block and goal xy box, m
 FIXED_BLOCK_XY, FIXED_GOAL_XY = (0.25, -0.05), (0.25, 0.05)

@@ -14,9 +14,9 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx import scripted
+from so101_mjx.envs import scripted
 from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, fixed_array
-from so101_mjx.state import State
+from so101_mjx.sim.state import State
 
 TARGET_BOUNDS = ((0.15, -0.15, 0.05), (0.35, 0.15, 0.25))
 FIXED_TARGET = (0.25, 0.05, 0.15)  # the parity harness's fixed initial target

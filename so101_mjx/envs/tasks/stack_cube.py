@@ -10,11 +10,11 @@ block and goal positions. Success: the top block's centre within half a block si
 bottom block's and within 5 mm (z) of the stacked height (bottom centre z + 2 half-heights), the
 jaw more than half open, both blocks slower than 1 cm/s. Terminated on success or when a block
 leaves PickPlace's workspace. Reward: sparse (= success) by default; ``reward_type="dense"`` is
-PickPlace's staged reward (:func:`~so101_mjx.envs.pick_place.staged_terms`, weights
-:data:`~so101_mjx.envs.pick_place.STAGED_WEIGHTS`) with the stacked position as its target:
+PickPlace's staged reward (:func:`~so101_mjx.envs.tasks.pick_place.staged_terms`, weights
+:data:`~so101_mjx.envs.tasks.pick_place.STAGED_WEIGHTS`) with the stacked position as its target:
 
 - ``reach``: 1 − tanh(10·d), d = grasp point to top block (m),
-- ``grasp``: :meth:`~so101_mjx.envs.pick_cube.PickCube.grasped` (contact-free proxy) or placed,
+- ``grasp``: :meth:`~so101_mjx.envs.tasks.pick_cube.PickCube.grasped` (contact-free proxy) or placed,
 - ``lift``: while grasped or placed, the top block's rise over its reset height / (2 half-heights + 1 cm),
 - ``carry``: once the block has risen that high (``was_lifted``, a latch: its underside cleared
   the bottom block's top by 1 cm), 1 − tanh(10·xy), xy = top to stacked centre in the plane,
@@ -42,15 +42,15 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
-from so101_mjx import scripted
+from so101_mjx.envs import scripted
 from so101_mjx.envs.base import as_qpos0, block_dof_adr, block_qpos_adr, fixed_array
-from so101_mjx.envs.pick_cube import BlockConfig
-from so101_mjx.envs.pick_place import (
+from so101_mjx.envs.tasks.pick_cube import BlockConfig
+from so101_mjx.envs.tasks.pick_place import (
     FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, STAGED_WEIGHTS, WORKSPACE_XY,
     PickPlace, staged_terms,
 )
-from so101_mjx.physics import PhysicsState
-from so101_mjx.state import Info, State
+from so101_mjx.sim.physics import PhysicsState
+from so101_mjx.sim.state import Info, State
 
 BOTTOM = "bottom_block"  # the bottom block's joint, geom and body (the top block is PickCube's "block")
 STACK_Z_TOLERANCE = 0.005  # metres between the top block centre and the stacked height
@@ -172,7 +172,7 @@ class StackCube(PickPlace):
         )
 
     def terminated(self, physics, info) -> Array:
-        """A block left :data:`~so101_mjx.envs.pick_place.WORKSPACE_XY`."""
+        """A block left :data:`~so101_mjx.envs.tasks.pick_place.WORKSPACE_XY`."""
         xy = jnp.stack([self.block_pos(physics)[:2], self.bottom_block_pos(physics)[:2]])
         lo, hi = (jnp.asarray(b, xy.dtype) for b in WORKSPACE_XY)
         return jnp.any(xy < lo) | jnp.any(xy > hi)

@@ -1,5 +1,5 @@
 """Presets of SO101PickPlace-v0. ``cpu`` trains on the staged dense reward (``reward_type="dense"``,
-see :mod:`so101_mjx.envs.pick_place`) with a success bonus, and starts half of its training
+see :mod:`so101_mjx.envs.tasks.pick_place`) with a success bonus, and starts half of its training
 episodes along the scripted controller's successful episodes (``demo_start_prob``, see
 :mod:`so101_mjx.training.demo_starts`); success stays the reference's sparse criterion and the
 evals reset normally."""

@@ -1,0 +1,1 @@
+"""Demonstrations: ``so101-mjx record`` and its LeRobotDataset v3.0 writer."""

@@ -1,0 +1,1 @@
+"""One file per task; the registry registers the task classes defined here."""

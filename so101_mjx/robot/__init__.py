@@ -1,0 +1,1 @@
+"""The SO-101 itself: its scenes (MJCF models), forward kinematics and Jacobians, and gripper mappings."""

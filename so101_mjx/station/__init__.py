@@ -1,0 +1,1 @@
+"""The arm evaluation interface (spec, observation, joint pose, action chunks) and its simulated station."""
