@@ -36,7 +36,7 @@ import mujoco
 import numpy as np
 from gymnasium import spaces
 
-from so101_mjx.envs import arm
+from so101_mjx.robot import gripper
 from so101_mjx import _checks as checks
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import registry
@@ -67,12 +67,12 @@ class GymRenderingSpec:
 
 def normalized_to_ctrl(norm: float | np.ndarray, ctrlrange) -> np.ndarray:
     """Jaw command in [0, 1] (0 closed, 1 open; clipped) -> gripper ctrl [rad]: ``lo + n·(hi − lo)``."""
-    return arm.open_fraction_to_ctrl(np.asarray(norm), np.asarray(ctrlrange))
+    return gripper.open_fraction_to_ctrl(np.asarray(norm), np.asarray(ctrlrange))
 
 
 def ctrl_to_normalized(ctrl: float | np.ndarray, ctrlrange) -> np.ndarray:
     """Gripper ctrl or jaw angle [rad] -> open fraction ``(ctrl − lo) / (hi − lo)``, NOT clipped (as the reference)."""
-    return arm.ctrl_to_open_fraction(np.asarray(ctrl), np.asarray(ctrlrange), clip=False)
+    return gripper.ctrl_to_open_fraction(np.asarray(ctrl), np.asarray(ctrlrange), clip=False)
 
 
 class SO101MjxGymEnv(gymnasium.Env):

@@ -16,7 +16,7 @@ import pytest
 from so101_mjx import cli
 from so101_mjx import _argtypes as cliargs
 from so101_mjx import _compat as compat
-from so101_mjx.training import config
+from so101_mjx.training import presets
 
 
 @pytest.fixture
@@ -123,7 +123,7 @@ def test_rollout_runs_the_requested_steps(capsys):
 )
 def test_preset_rejects_bad_fields(field, value):
     with pytest.raises(ValueError, match=f"^{field} must be"):
-        dataclasses.replace(config.preset("SO101Reach-v0", "tiny"), **{field: value})
+        dataclasses.replace(presets.preset("SO101Reach-v0", "tiny"), **{field: value})
 
 
 def test_imports_print_nothing_on_stdout():

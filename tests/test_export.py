@@ -11,7 +11,7 @@ from brax.training.acme import running_statistics, specs
 
 from so101_mjx import cli
 from so101_mjx.envs import make
-from so101_mjx.training import checkpoint, config, networks, ppo
+from so101_mjx.training import checkpoint, presets, networks, ppo
 from so101_mjx.training.export import OPSET, NumpyPolicy, export
 
 ENV = "SO101Reach-v0"
@@ -22,9 +22,9 @@ ort = pytest.importorskip("onnxruntime")
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory):
     """A checkpoint with random (untrained) params and a non-trivial observation normalizer."""
-    preset = config.preset(ENV)
+    preset = presets.preset(ENV)
     env = make(ENV, backend="c", **preset.env_overrides())
-    run = ppo.run_metadata(ENV, config.DEFAULT_PRESET[ENV], preset, env, seed=0)
+    run = ppo.run_metadata(ENV, presets.DEFAULT_PRESET[ENV], preset, env, seed=0)
     network = networks.network_factory(**run["network"])(run["obs_size"], run["action_size"])
     k_policy, k_value, k_obs = jax.random.split(jax.random.PRNGKey(1), 3)
     normalizer = running_statistics.init_state(specs.Array((run["obs_size"],), np.float32))

@@ -7,7 +7,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "so101_mjx"
 # Modules whose importlib calls load every module of a package (the task and preset discovery).
-DISCOVERS = {"so101_mjx.envs.registry": "so101_mjx.envs.tasks", "so101_mjx.training.config": "so101_mjx.training.presets"}
+DISCOVERS = {"so101_mjx.envs.registry": "so101_mjx.envs.tasks", "so101_mjx.training.presets": "so101_mjx.training.presets"}
 
 
 def _module_name(path: pathlib.Path) -> str:

@@ -13,7 +13,7 @@ import pytest
 from conftest import train_tiny
 
 from so101_mjx import cli
-from so101_mjx.training import checkpoint, config
+from so101_mjx.training import checkpoint, presets
 from so101_mjx.training.evaluate import evaluate
 from so101_mjx.training.progress import read_csv
 
@@ -31,7 +31,7 @@ def mjx_run(tmp_path_factory) -> Path:
 
 
 def test_mjx_ppo_trains_and_checkpoints(mjx_run):
-    preset = config.preset(ENV, "tiny")
+    preset = presets.preset(ENV, "tiny")
     saved = checkpoint.steps(mjx_run)
     assert [int(p.name) for p in saved] == [k * preset.steps_per_epoch for k in range(1, preset.num_evals)]
     run = checkpoint.read_run(saved[-1])

@@ -20,10 +20,10 @@ SCRIPT = r"""
 import json, sys
 from pathlib import Path
 import jax, numpy as np
-from so101_mjx.training import checkpoint, config, ppo
+from so101_mjx.training import checkpoint, presets, ppo
 
 backend, out = sys.argv[1], Path(sys.argv[2])
-last, metrics = ppo.train("SO101Reach-v0", "tiny", config.preset("SO101Reach-v0", "tiny"), out, backend=backend, seed=3)
+last, metrics = ppo.train("SO101Reach-v0", "tiny", presets.preset("SO101Reach-v0", "tiny"), out, backend=backend, seed=3)
 with np.load(last / checkpoint.STATE_FILE) as state:
     env_obs_shape = list(state[".env.obs"].shape)
 report = {"devices": jax.local_device_count(), "steps": [int(p.name) for p in checkpoint.steps(out)],
@@ -33,7 +33,7 @@ if backend == "c":  # Brax's own loop on the same devices, same seed
     from brax.training.agents.ppo import train as ppo_train
     from so101_mjx.training import networks
     from so101_mjx.training import brax_env as envs
-    preset = config.preset("SO101Reach-v0", "tiny")
+    preset = presets.preset("SO101Reach-v0", "tiny")
     env = envs.make_env("SO101Reach-v0", preset.env_overrides(), "c")
     _, theirs, _ = ppo_train.train(
         environment=env, wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from so101_mjx.envs import scripted
-from so101_mjx.envs.arm import open_fraction_to_ctrl
+from so101_mjx.robot.gripper import open_fraction_to_ctrl
 from so101_mjx.envs import make
 from so101_mjx.envs.base import block_dof_adr, block_qpos_adr
 from so101_mjx.envs.tasks.pick_place import FIXED_BLOCK_XY, FIXED_GOAL_XY, MIN_GOAL_DISTANCE, SAMPLING_BOUNDS

@@ -15,7 +15,7 @@ from so101_mjx.envs.base import SO101Env
 from so101_mjx.validation.parity import initial_state
 from so101_mjx.data.record import environment_state_names
 from so101_mjx.robot.scenes import scene_names
-from so101_mjx.training import config
+from so101_mjx.training import presets
 from so101_mjx.training.export import obs_layout
 
 
@@ -84,15 +84,15 @@ def test_consumers_derive_from_the_declaration(env):
         assert isinstance(getattr(gym_cls, f"{key}_pos"), property)
     layout = obs_layout(cls.name, env.observation_size)
     assert all(f"{name} ({size})" in layout for name, size in cls.observation_layout)
-    assert "tiny" in config.PRESETS[cls.name] and config.default_preset(cls.name) in config.PRESETS[cls.name]
+    assert "tiny" in presets.PRESETS[cls.name] and presets.default_preset(cls.name) in presets.PRESETS[cls.name]
     assert (cls.name in reference.mirrored()) == (cls.reference_env is not None)
 
 
 def test_preset_lookup_names_what_exists():
     with pytest.raises(ValueError, match=r"expected one of \['cpu', 'gpu', 'tiny'\]"):
-        config.preset("SO101Reach-v0", "huge")
+        presets.preset("SO101Reach-v0", "huge")
     with pytest.raises(ValueError, match="unknown env"):
-        config.preset("SO101Nope-v0")
+        presets.preset("SO101Nope-v0")
 
 
 def test_discovery_ignores_classes_without_a_name():

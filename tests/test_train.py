@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from so101_mjx import cli
-from so101_mjx.training import checkpoint, config
+from so101_mjx.training import checkpoint, presets
 from so101_mjx.training.progress import EVAL_KEYS, read_csv
 
 ENV = "SO101Reach-v0"
@@ -37,7 +37,7 @@ def tiny_run(tmp_path_factory, float32) -> Path:
 
 
 def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
-    preset = config.preset(ENV, "tiny")
+    preset = presets.preset(ENV, "tiny")
     rows = read_csv(tiny_run / "metrics.csv")
     assert [r["step"] for r in rows] == [k * preset.steps_per_epoch for k in range(preset.num_evals)]
     assert all(np.isfinite(r["eval_reward"]) and 0 <= r["eval_success"] <= 1 for r in rows)
@@ -62,7 +62,7 @@ def test_fresh_run_equals_brax_ppo_train(tiny_run, float32):
     from so101_mjx.training import networks
     from so101_mjx.training import brax_env as envs
 
-    preset = config.preset(ENV, "tiny")
+    preset = presets.preset(ENV, "tiny")
     env = envs.make_env(ENV, preset.env_overrides(), "c")
     params, evals = {}, {}
     ppo_train.train(
@@ -161,12 +161,12 @@ def test_replay_runs_the_export_in_the_gym_env(tiny_run, float32, capsys):
     assert "expects observations of size 20" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("env_name, name", [(e, p) for e, presets in config.PRESETS.items() for p in presets])
+@pytest.mark.parametrize("env_name, name", [(e, p) for e, presets in presets.PRESETS.items() for p in presets])
 def test_every_preset_builds_its_env(env_name, name):
     """Each preset's env overrides are valid config (ValueErrors would surface only at train time)."""
     from so101_mjx.training import brax_env as envs
 
-    preset = config.preset(env_name, name)
+    preset = presets.preset(env_name, name)
     env = envs.make_env(env_name, preset.env_overrides(), "c")
     assert (env.action_size, env.episode_length) == (4, preset.episode_length or env.config.episode_length)
     assert preset.total_steps >= preset.num_timesteps

@@ -30,7 +30,7 @@ from so101_mjx.benchmarks import median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
 from so101_mjx._argtypes import positive_int
 from so101_mjx.sim.physics import BACKENDS
-from so101_mjx.training import config, networks
+from so101_mjx.training import presets, networks
 from so101_mjx.training import brax_env as envs
 from so101_mjx.training import ppo_loop as loop
 from so101_mjx.training.ppo import demo_starts
@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeats", type=positive_int, default=5)
 
 
-def collection_rate(train_env, preset: config.Preset, repeats: int) -> float:
+def collection_rate(train_env, preset: presets.Preset, repeats: int) -> float:
     """Env-steps/s of one jitted ``generate_unroll`` (the preset's policy, fresh params)."""
     state = jax.jit(train_env.reset)(jax.random.split(jax.random.PRNGKey(0), preset.num_envs))
     obs_size = state.obs.shape[-1]
@@ -59,7 +59,7 @@ def collection_rate(train_env, preset: config.Preset, repeats: int) -> float:
     return preset.num_envs * preset.unroll_length / median_time(lambda: unroll(state, jax.random.PRNGKey(2)), repeats, 0.0)
 
 
-def ppo_rates(env, preset: config.Preset, epochs: int, updates: int, wrap) -> tuple[list[float], float]:
+def ppo_rates(env, preset: presets.Preset, epochs: int, updates: int, wrap) -> tuple[list[float], float]:
     """The loop's ``training/sps`` of each epoch after the first, and the first epoch's seconds (compile included)."""
     per_update = preset.batch_size * preset.num_minibatches * preset.unroll_length
     timed = dataclasses.replace(preset, num_timesteps=(epochs + 1) * updates * per_update, num_evals=epochs + 2, num_eval_envs=1)
@@ -76,7 +76,7 @@ def ppo_rates(env, preset: config.Preset, epochs: int, updates: int, wrap) -> tu
 
 
 def run(args: argparse.Namespace) -> int:
-    preset = config.preset(args.env, args.preset)
+    preset = presets.preset(args.env, args.preset)
     env = envs.make_env(args.env, preset.env_overrides(), args.backend)
     wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
     raw, _ = env_rate(env, preset.num_envs, preset.unroll_length, args.repeats)

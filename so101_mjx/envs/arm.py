@@ -9,21 +9,20 @@ One :class:`SO101Arm` per env (and per simulated station). Control follows lerob
 delta counts as zero (hold), a NaN/inf grasp keeps the previous jaw command, and the
 ``nonfinite_actions`` info entry counts them.
 
-The gripper mappings live here, once: the jaw command / open fraction in [0, 1] (0 closed) to
-the gripper ctrl in radians and back, and the observation's ``gripper_pose`` in [-1, 1].
+The gripper mappings (jaw command / open fraction <-> gripper ctrl, ``gripper_pose``) are
+:mod:`so101_mjx.robot.gripper`'s.
 """
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 from jax import Array
-from jax.typing import ArrayLike
 
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
+from so101_mjx.robot.gripper import ctrl_to_gripper_pose, ctrl_to_open_fraction, open_fraction_to_ctrl
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.sim.physics import Physics, PhysicsState
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, actuator_ids, joint_dof_ids, joint_qpos_ids
@@ -43,44 +42,6 @@ EE_SENSOR = "so101/ee_pos"
 # agent_pos, the first 14 observation entries of every task: (name, size) in order
 AGENT_POS_LAYOUT: tuple[tuple[str, int], ...] = (("qpos", 5), ("qvel", 5), ("gripper_pose", 1), ("ee_pos", 3))
 AGENT_POS_SIZE = sum(size for _, size in AGENT_POS_LAYOUT)
-
-
-# --- gripper mappings -----------------------------------------------------------------------
-
-
-def _namespace(*xs: ArrayLike):
-    """``jax.numpy`` when any input is a JAX array (or tracer), else ``numpy`` (float64 stays float64)."""
-    return jnp if any(isinstance(x, jax.Array) for x in xs) else np
-
-
-def open_fraction_to_ctrl(frac: ArrayLike, ctrlrange: ArrayLike) -> Array:
-    """Open fraction / jaw command (...,) -> gripper ctrl (...,) [rad]: ``lo + clip(frac, 0, 1)·(hi − lo)``.
-
-    ``ctrlrange`` is (..., 2) = (lo, hi); the jaw closes at ``lo``. The reference's formula.
-    numpy in, numpy out; JAX in (jit/vmap-safe), JAX out.
-    """
-    xp = _namespace(frac, ctrlrange)
-    r = xp.asarray(ctrlrange)
-    lo, hi = r[..., 0], r[..., 1]
-    return lo + xp.clip(frac, 0.0, 1.0) * (hi - lo)
-
-
-def ctrl_to_open_fraction(ctrl: ArrayLike, ctrlrange: ArrayLike, clip: bool = True) -> Array:
-    """Gripper ctrl or jaw joint angle (...,) [rad] -> open fraction ``(ctrl − lo) / (hi − lo)``,
-    clipped to [0, 1] unless ``clip=False`` (the reference's ``ctrl_to_normalized`` does not clip)."""
-    xp = _namespace(ctrl, ctrlrange)
-    r = xp.asarray(ctrlrange)
-    lo, hi = r[..., 0], r[..., 1]
-    frac = (xp.asarray(ctrl) - lo) / (hi - lo)
-    return xp.clip(frac, 0.0, 1.0) if clip else frac
-
-
-def ctrl_to_gripper_pose(ctrl: ArrayLike, ctrlrange: ArrayLike) -> Array:
-    """Gripper ctrl -> the observation's ``gripper_pose`` in [-1, 1] (-1 closed), not clipped."""
-    return 2 * ctrl_to_open_fraction(ctrl, ctrlrange, clip=False) - 1
-
-
-# --- the arm ------------------------------------------------------------------------------------
 
 
 class SO101Arm:

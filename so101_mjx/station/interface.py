@@ -33,7 +33,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
-from so101_mjx.envs import arm
+from so101_mjx.robot import gripper as gripper_mapping
 
 __all__ = [
     "SO101_SPEC",
@@ -313,8 +313,8 @@ class MotorizedArm_ActionChunk:
 # --- SO-101 gripper mapping -----------------------------------------------------------------
 
 
-gripper_open_fraction_to_ctrl = arm.open_fraction_to_ctrl  # open fraction in [0, 1] -> gripper ctrl [rad]
-gripper_ctrl_to_open_fraction = arm.ctrl_to_open_fraction  # gripper ctrl or jaw angle [rad] -> open fraction, clipped
+gripper_open_fraction_to_ctrl = gripper_mapping.open_fraction_to_ctrl  # open fraction in [0, 1] -> gripper ctrl [rad]
+gripper_ctrl_to_open_fraction = gripper_mapping.ctrl_to_open_fraction  # gripper ctrl or jaw angle [rad] -> open fraction, clipped
 
 
 # --- chunk interpolation --------------------------------------------------------------------

@@ -32,7 +32,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.envs.arm import ctrl_to_open_fraction
+from so101_mjx.robot.gripper import ctrl_to_open_fraction
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import default_config

@@ -1,6 +1,6 @@
 """Brax PPO training for the so101_mjx envs, and export and CPU replay of the trained policies.
 
-- :mod:`so101_mjx.training.config`: presets (PPO hyperparameters, network sizes, env overrides) per env.
+- :mod:`so101_mjx.training.presets`: presets (PPO hyperparameters, network sizes, env overrides) per env, one module per task.
 - :mod:`so101_mjx.training.brax_env`: env construction and the Brax adapter (policy-to-env action map, metrics).
 - :mod:`so101_mjx.training.networks`: PPO networks and Brax's deterministic inference function.
 - :mod:`so101_mjx.training.policy`: the deterministic policy as numpy arrays and its numpy runner (no JAX).

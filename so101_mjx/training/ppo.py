@@ -30,14 +30,14 @@ from so101_mjx import _argtypes as cliargs
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
 from so101_mjx.sim.physics import BACKENDS
-from so101_mjx.training import checkpoint, config
+from so101_mjx.training import checkpoint, presets
 from so101_mjx.training import brax_env as envs
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
 
 COMPATIBLE_KEYS = ("env", "obs_size", "action_size", "network", "normalize_observations")
 
 
-def run_metadata(env_name: str, preset_name: str, preset: config.Preset, env, seed: int) -> dict[str, Any]:
+def run_metadata(env_name: str, preset_name: str, preset: presets.Preset, env, seed: int) -> dict[str, Any]:
     """Everything export and replay need to rebuild the env and the policy."""
     return {
         "env": env_name,
@@ -78,7 +78,7 @@ def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
     return existing[-1]
 
 
-def demo_starts(env, preset: config.Preset, seed: int) -> dict[str, Any]:
+def demo_starts(env, preset: presets.Preset, seed: int) -> dict[str, Any]:
     """``starts`` and ``start_prob`` of the training env: the preset's demonstration starts, or none."""
     if not preset.demo_start_prob:
         return {}
@@ -94,7 +94,7 @@ def demo_starts(env, preset: config.Preset, seed: int) -> dict[str, Any]:
 
 
 def train(
-    env_name: str, preset_name: str, preset: config.Preset, out: Path, *,
+    env_name: str, preset_name: str, preset: presets.Preset, out: Path, *,
     backend: str | None = None, seed: int = 0, resume: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
     """Train (or resume) into ``out``. Returns the last checkpoint and the last eval's metrics."""
@@ -142,7 +142,7 @@ def train(
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
-    choices = "; ".join(f"{env}: {', '.join(p)} (default {config.DEFAULT_PRESET.get(env, 'none')})" for env, p in config.PRESETS.items())
+    choices = "; ".join(f"{env}: {', '.join(p)} (default {presets.DEFAULT_PRESET.get(env, 'none')})" for env, p in presets.PRESETS.items())
     parser.add_argument("--preset", default=None, help=f"preset (so101_mjx/training/presets/): {choices}")
     parser.add_argument("--backend", choices=BACKENDS, default=None, help="default: c on CPU, mjx on accelerators")
     parser.add_argument("--seed", type=cliargs.seed, default=0)
@@ -160,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import export, replay
 
     env_name = canonical(args.env)
-    preset_name = args.preset or config.default_preset(env_name)
-    preset = config.preset(env_name, preset_name)
+    preset_name = args.preset or presets.default_preset(env_name)
+    preset = presets.preset(env_name, preset_name)
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
     out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))
