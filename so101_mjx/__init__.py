@@ -3,10 +3,16 @@
 Pure-functional task envs running as thousands of MJX worlds on an accelerator or at MuJoCo C
 speed on a CPU, jitted IK, Brax PPO training, and a CPU MuJoCo path kept numerically comparable.
 
-``import so101_mjx`` imports neither JAX nor MuJoCo: ``so101_mjx.make``, ``Kinematics``,
-``load_model``, ``scene_path``, ``ARM_JOINTS`` and ``ROBOT_JOINTS`` load their modules on first
-use (so :mod:`so101_mjx.training.policy`'s numpy runner works without JAX). The compatibility
-shims (:mod:`so101_mjx._compat`) are installed by :mod:`so101_mjx.sim.physics`, which every env imports.
+The public names below load their modules on first use, so ``import so101_mjx`` imports neither
+JAX nor MuJoCo (and :mod:`so101_mjx.training.policy`'s numpy runner works without JAX)::
+
+    env = so101_mjx.make("SO101PickCube-v0")          # an env: reset(rng) / step(state, action)
+    kin = so101_mjx.Kinematics(so101_mjx.load_model("so101"))
+
+Subsystems: :mod:`~so101_mjx.robot`, :mod:`~so101_mjx.ik`, :mod:`~so101_mjx.dynamics`,
+:mod:`~so101_mjx.sim`, :mod:`~so101_mjx.render`, :mod:`~so101_mjx.envs`, :mod:`~so101_mjx.training`,
+:mod:`~so101_mjx.data`, :mod:`~so101_mjx.validation`, :mod:`~so101_mjx.station`; gymnasium ids in
+:mod:`so101_mjx.gym`; the command line in :mod:`so101_mjx.cli`.
 """
 
 import os as _os
@@ -19,16 +25,31 @@ if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
 
 __version__ = "0.1.0"
 
+# public name -> the module that defines it (imported on first use)
 _LAZY = {
-    "make": "so101_mjx.envs",
+    "make": "so101_mjx.envs.registry",
+    "names": "so101_mjx.envs.registry",
+    "register": "so101_mjx.envs.registry",
+    "default_config": "so101_mjx.envs.registry",
+    "SO101Env": "so101_mjx.envs.base",
+    "ArmConfig": "so101_mjx.envs.base",
+    "State": "so101_mjx.sim.state",
+    "Info": "so101_mjx.sim.state",
+    "run_episodes": "so101_mjx.envs.rollout",
     "Kinematics": "so101_mjx.robot.kinematics",
     "load_model": "so101_mjx.robot.scenes",
     "scene_path": "so101_mjx.robot.scenes",
     "ARM_JOINTS": "so101_mjx.robot.scenes",
     "ROBOT_JOINTS": "so101_mjx.robot.scenes",
+    "SO101Solver": "so101_mjx.ik.solver",
+    "SO101AnalyticSolver": "so101_mjx.ik.analytic_solver",
+    "SO101LearnedSolver": "so101_mjx.ik.learned",
+    "JaxBackend": "so101_mjx.dynamics.backend",
+    "MujocoBackend": "so101_mjx.dynamics.mujoco_backend",
+    "InputError": "so101_mjx.errors",
 }
 
-__all__ = ["ARM_JOINTS", "ROBOT_JOINTS", "Kinematics", "__version__", "load_model", "make", "scene_path"]
+__all__ = sorted([*_LAZY, "__version__"])
 
 
 def __getattr__(name: str):
@@ -40,3 +61,7 @@ def __getattr__(name: str):
         globals()[name] = value
         return value
     raise AttributeError(f"module 'so101_mjx' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -2,8 +2,8 @@
 
 Each parses one command-line value and raises :class:`ArgumentValueError` naming what is allowed,
 so a bad value ends in argparse's own usage + one error line, exit status 2, before any env is
-built or anything is compiled (called from a ``run()``, e.g. on a default, the error is a
-ValueError: ``so101_mjx.cli`` reports it in one line, status 2)::
+built or anything is compiled (called from a ``run()``, e.g. on a default, the error is an
+:class:`~so101_mjx.errors.InputError`: ``so101_mjx.cli`` reports it in one line, status 2)::
 
     parser.add_argument("--num-envs", type=positive_int, default=64)
     parser.add_argument("--out", type=output_dir)
@@ -14,17 +14,20 @@ Output paths are checked, not created: a writer makes the missing parent directo
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+from so101_mjx.errors import InputError
+
 T = TypeVar("T")
 SEED_LIMIT = 2**32  # jax.random.PRNGKey keeps 32 bits without x64: larger seeds would collide
 
 
-class ArgumentValueError(argparse.ArgumentTypeError, ValueError):
-    """A bad command-line value: argparse reports it with the argument's name, ``cli.main`` as a ValueError."""
+class ArgumentValueError(argparse.ArgumentTypeError, InputError):
+    """A bad command-line value: argparse reports it with the argument's name, ``cli.main`` as an InputError."""
 
 
 def _checked(convert: Callable[[str], T], ok: Callable[[T], bool], allowed: str, name: str) -> Callable[[str], T]:
@@ -50,6 +53,23 @@ positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "a finite
 probability = _checked(float, lambda v: 0 <= v <= 1, "a number in [0, 1]", "probability")
 
 
+def one_of(module: str, table: str, name: str) -> Callable[[str], str]:
+    """A ``type=`` function accepting the entries of ``module.table`` (e.g. the physics backends).
+
+    The table is imported when a value is parsed, not when the parser is built, so ``--help``
+    imports nothing heavy; the error names every allowed value.
+    """
+
+    def parse(text: str) -> str:
+        allowed = tuple(getattr(importlib.import_module(module), table))
+        if text not in allowed:
+            raise ArgumentValueError(f"expected one of {', '.join(allowed)}, got {text!r}")
+        return text
+
+    parse.__name__ = parse.__qualname__ = name
+    return parse
+
+
 def _creatable(path: Path, text: str) -> None:
     """ArgumentValueError unless ``path`` is a directory or can be made one (its nearest existing ancestor is a directory)."""
     ancestor = path
@@ -58,6 +78,13 @@ def _creatable(path: Path, text: str) -> None:
     if not ancestor.is_dir():
         where = "" if ancestor == Path(text) else f": {str(ancestor)!r}"
         raise ArgumentValueError(f"{text!r}{where} is a file, not a directory")
+
+
+def input_file(text: str) -> str:
+    """An existing file to read."""
+    if not Path(text).is_file():
+        raise ArgumentValueError(f"{text!r} is not a file" if Path(text).exists() else f"{text!r} does not exist")
+    return text
 
 
 def output_file(text: str) -> str:

@@ -15,6 +15,8 @@ from typing import Any
 import jax
 import numpy as np
 
+from so101_mjx.errors import InputError
+
 
 def is_traced(value: Any) -> bool:
     """True for a JAX tracer (a value only known at run time inside jit/vmap/grad)."""
@@ -23,13 +25,13 @@ def is_traced(value: Any) -> bool:
 
 def _scalar(name: str, value: Any, kinds: str, what: str) -> Any:
     if is_traced(value):
-        raise ValueError(f"{name} must be {what} known at trace time, got a traced value")
+        raise InputError(f"{name} must be {what} known at trace time, got a traced value")
     try:
         arr = np.asarray(value)
     except (TypeError, ValueError):
         arr = np.asarray(None)
     if arr.shape != () or arr.dtype.kind not in kinds:
-        raise ValueError(f"{name} must be {what}, got {value!r}")
+        raise InputError(f"{name} must be {what}, got {value!r}")
     return arr.item()
 
 
@@ -45,7 +47,7 @@ def real(name: str, value: Any, *, gt: float | None = None, ge: float | None = N
     what = "a finite number" + _bounds(gt, ge, le, unit)
     x = float(_scalar(name, value, "iuf", what))
     if not math.isfinite(x) or (gt is not None and not x > gt) or (ge is not None and not x >= ge) or (le is not None and not x <= le):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
+        raise InputError(f"{name} must be {what}, got {value!r}")
     return x
 
 
@@ -54,7 +56,7 @@ def integer(name: str, value: Any, *, ge: int | None = None, le: int | None = No
     what = "an int" + _bounds(None, ge, le, "")
     x = int(_scalar(name, value, "iu", what))
     if (ge is not None and x < ge) or (le is not None and x > le):
-        raise ValueError(f"{name} must be {what}, got {value!r}")
+        raise InputError(f"{name} must be {what}, got {value!r}")
     return x
 
 
@@ -67,10 +69,10 @@ def range_pair(name: str, value: Any, *, lowest: float, highest: float, strict: 
     """A range ``(low, high)`` of two finite numbers (tuple, list or array) with
     ``lowest <= low <= high <= highest`` (``lowest < low`` when ``strict``), as a float tuple."""
     if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
-        raise ValueError(f"{name} must be a range (low, high) of two numbers, got {value!r}")
+        raise InputError(f"{name} must be a range (low, high) of two numbers, got {value!r}")
     lo, hi = (real(name, v) for v in value)
     if not ((lowest < lo) if strict else (lowest <= lo)) or not lo <= hi <= highest:
-        raise ValueError(f"{name} must be a range {lowest} {'<' if strict else '<='} low <= high <= {highest}{what}, got {(lo, hi)}")
+        raise InputError(f"{name} must be a range {lowest} {'<' if strict else '<='} low <= high <= {highest}{what}, got {(lo, hi)}")
     return lo, hi
 
 
@@ -79,5 +81,5 @@ def dataclass_from_dict(cls: type, name: str, value: dict) -> Any:
     fields = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(value) - set(fields), key=str)
     if unknown:
-        raise ValueError(f"unknown {name} field(s) {unknown}; expected some of {fields}")
+        raise InputError(f"unknown {name} field(s) {unknown}; expected some of {fields}")
     return cls(**value)

@@ -1,10 +1,6 @@
-"""Compatibility shims: the newest JAX for brax, one MJX precision fix, and quiet MuJoCo output.
+"""Compatibility shims: one MJX precision fix, and quiet MuJoCo output. Nothing here patches JAX
+(the PPO loop replicates its state with its own :func:`so101_mjx.training.ppo_loop.replicate`).
 
-- brax 0.14.2's PPO calls ``jax.device_put_replicated``, which JAX 0.10 removed (``ppo.train``
-  then dies with AttributeError). :func:`install` supplies a drop-in built on ``jax.device_put``
-  of the stacked tree onto a ``NamedSharding`` over a 1-D device mesh whose axis is named ``'i'``
-  (the replacement JAX's pmap migration guide describes). It does nothing when the attribute
-  exists, so older JAX keeps its own implementation.
 - mujoco-mjx 3.17.0 integrates free-joint (and ball-joint) orientations with a ``math.norm``
   that treats any angular velocity whose components are all within 1e-8 rad/s of zero
   (``jnp.allclose`` default tolerance) as exactly zero: a resting block's orientation is then
@@ -33,13 +29,9 @@ import contextlib
 import io
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
 
-import jax
 import jax.numpy as jnp
 import mujoco
-import numpy as np
 from jax import Array
 
 WARP_IMPORT_PREFIXES = ("Failed to import warp:", "Failed to import mujoco_warp:")
@@ -64,14 +56,6 @@ from mujoco.mjx._src import math as mjx_math  # noqa: E402
 MJX_CHECK_WARP_INSTALLED = mjx_io._check_warp_installed  # mujoco-mjx's own
 MJMINVAL = 1e-15  # MuJoCo C's mjMINVAL: below it, mju_normalize3 treats a vector as zero
 MJX_QUAT_INTEGRATE = mjx_math.quat_integrate  # mujoco-mjx's own, kept for comparison
-
-
-def device_put_replicated(x: Any, devices: Sequence[jax.Device]) -> Any:
-    """Stack ``len(devices)`` copies of every leaf of ``x`` along a new leading axis, one per device."""
-    mesh = jax.sharding.Mesh(np.asarray(devices), ("i",))
-    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("i"))
-    stacked = jax.tree.map(lambda leaf: jnp.stack([jnp.asarray(leaf)] * len(devices)), x)
-    return jax.device_put(stacked, sharding)
 
 
 def quat_integrate(quat: Array, vel: Array, dt: Array) -> Array:
@@ -106,16 +90,8 @@ def install_mjx() -> None:
     mjx_io._check_warp_installed = check_warp_installed
 
 
-def install() -> bool:
-    """Install the JAX shim and the MuJoCo warning handler (done on ``import so101_mjx``).
-
-    Returns True if ``jax.device_put_replicated`` was missing and is now ours; the warning handler
-    is installed on every call (idempotent; another warning handler is kept). The MJX fixes are
-    :func:`install_mjx`'s.
-    """
+def install() -> None:
+    """Install the MuJoCo warning handler (done when :mod:`so101_mjx.sim.physics` is imported;
+    idempotent; another warning handler is kept). The MJX fixes are :func:`install_mjx`'s."""
     if mujoco.get_mju_user_warning() is None:
         mujoco.set_mju_user_warning(log_mujoco_warning)
-    if hasattr(jax, "device_put_replicated"):
-        return False
-    jax.device_put_replicated = device_put_replicated
-    return True

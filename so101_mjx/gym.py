@@ -42,6 +42,7 @@ from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import registry
 from so101_mjx.envs.base import layout_text
 from so101_mjx.envs.registry import NAMESPACE, make
+from so101_mjx.errors import InputError
 from so101_mjx.render.frames import FrameRenderer
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE
 from so101_mjx.sim.state import State
@@ -62,7 +63,7 @@ class GymRenderingSpec:
         for name in ("height", "width"):
             object.__setattr__(self, name, checks.integer(f"render_spec.{name}", getattr(self, name), ge=1, le=MAX_FRAME_SIZE))
         if self.mode != "rgb_array":
-            raise ValueError(f"render_spec.mode must be 'rgb_array', got {self.mode!r}")
+            raise InputError(f"render_spec.mode must be 'rgb_array', got {self.mode!r}")
 
 
 def normalized_to_ctrl(norm: float | np.ndarray, ctrlrange) -> np.ndarray:
@@ -102,9 +103,9 @@ class SO101MjxGymEnv(gymnasium.Env):
         **config: Any,
     ):
         if render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+            raise InputError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         if not isinstance(render_spec, GymRenderingSpec):
-            raise ValueError(f"render_spec must be a GymRenderingSpec, got {render_spec!r}")
+            raise InputError(f"render_spec must be a GymRenderingSpec, got {render_spec!r}")
         seed = checks.integer("seed", seed, ge=0, le=2**32 - 1)
         image_obs = checks.flag("image_obs", image_obs)
         self.env = make(self.task, backend="c", **config)
@@ -160,7 +161,7 @@ class SO101MjxGymEnv(gymnasium.Env):
         ``info``: ``succeed`` (the reference's key) and ``is_success`` (the key lerobot-eval reads)."""
         action = np.asarray(action, np.float64)
         if action.shape != (4,):
-            raise ValueError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
+            raise InputError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
         self._read_back()
         self._set_state(self._step_fn(self._state, jnp.asarray(action, self._dtype)))
         s = self._state
@@ -234,7 +235,7 @@ class SO101MjxGymEnv(gymnasium.Env):
     def _target_ee_pos(self, value) -> None:
         target = np.asarray(value, np.float64)
         if target.shape != (3,) or not np.all(np.isfinite(target)):
-            raise ValueError(f"_target_ee_pos must be 3 finite numbers (world metres), got {value!r}")
+            raise InputError(f"_target_ee_pos must be 3 finite numbers (world metres), got {value!r}")
         self._state = self._state.replace(info=self._state.info.replace(ik_target=jnp.asarray(target, self._dtype)))
 
     @property
@@ -330,7 +331,7 @@ class SevenDofToFourDofAdapter(gymnasium.ActionWrapper):
         )
         native = env.action_space
         if not isinstance(native, spaces.Box) or native.shape != (4,):
-            raise ValueError(f"SevenDofToFourDofAdapter expects a wrapped env with a 4-dim Box action space, got {native}")
+            raise InputError(f"SevenDofToFourDofAdapter expects a wrapped env with a 4-dim Box action space, got {native}")
         low = np.insert(native.low, (3, 3, 3), -1.0).astype(np.float32)
         high = np.insert(native.high, (3, 3, 3), 1.0).astype(np.float32)
         self.action_space = spaces.Box(low, high, dtype=np.float32)
@@ -339,7 +340,7 @@ class SevenDofToFourDofAdapter(gymnasium.ActionWrapper):
         """[dx, dy, dz, drx, dry, drz, grasp] (7,) -> [dx, dy, dz, grasp] (4,)."""
         action = np.asarray(action, np.float32)
         if action.shape != (7,):
-            raise ValueError(f"action must have shape (7,) = [dx, dy, dz, drx, dry, drz, grasp], got {action.shape}")
+            raise InputError(f"action must have shape (7,) = [dx, dy, dz, drx, dry, drz, grasp], got {action.shape}")
         return action[[0, 1, 2, 6]]
 
 

@@ -15,7 +15,6 @@ import sys
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from so101_mjx.envs import make
 

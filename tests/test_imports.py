@@ -1,13 +1,36 @@
-"""The import graph: no cycles (importlib-by-name imports included), no upward imports."""
+"""The import graph: no cycles (importlib-by-name imports included), and the layer rule of docs/DESIGN.md."""
+
+from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "so101_mjx"
-# Modules whose importlib calls load every module of a package (the task and preset discovery).
-DISCOVERS = {"so101_mjx.envs.registry": "so101_mjx.envs.tasks", "so101_mjx.training.presets": "so101_mjx.training.presets"}
+# Modules whose importlib calls load every module of a package (the preset discovery).
+DISCOVERS = {"so101_mjx.envs.registry": "so101_mjx.envs.tasks.", "so101_mjx.training.presets": "so101_mjx.training.presets."}
+# The layers, bottom up (docs/DESIGN.md): a unit (a top-level module or subpackage of so101_mjx)
+# imports only units of lower floors.
+FLOORS = [
+    {"errors", "_compat"},
+    {"_checks", "robot"},
+    {"ik", "dynamics", "sim", "render"},
+    {"_argtypes"},
+    {"envs"},
+    {"gym", "station"},
+    {"validation"},
+    {"training"},
+    {"data", "benchmarks"},
+    {"cli"},
+    {"__main__"},
+]
+FLOOR = {unit: level for level, units in enumerate(FLOORS) for unit in units}
+MAX_TOP_LEVEL_MODULES = 12
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -15,8 +38,13 @@ def _module_name(path: pathlib.Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _modules() -> dict[str, pathlib.Path]:
+    return {_module_name(p): p for p in ROOT.rglob("*.py")}
+
+
 def _graph() -> dict[str, set[str]]:
-    modules = {_module_name(p): p for p in ROOT.rglob("*.py")}
+    """``{module: modules it imports}`` within so101_mjx, function-level and by-name imports included."""
+    modules = _modules()
     graph = {}
     for name, path in modules.items():
         deps = set()
@@ -28,13 +56,16 @@ def _graph() -> dict[str, set[str]]:
                 # ``from package import submodule`` needs the submodule; any other name, the module itself
                 deps |= submodules | ({node.module} if len(submodules) < len(node.names) else set())
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in modules and node.value != name:
-                deps.add(node.value)  # a module imported by name (cli's command table, lazy attributes)
+                deps.add(node.value)  # a module imported by name (the CLI's command table, lazy attributes)
         if name in DISCOVERS:
-            deps |= {m for m in modules if m.startswith(DISCOVERS[name] + ".")}
+            deps |= {m for m in modules if m.startswith(DISCOVERS[name])}
         graph[name] = {d for d in deps if d in modules and d not in (name, "so101_mjx")}
-    # so101_mjx/__init__ imports nothing at import time (its names are lazy attributes)
-    graph.pop("so101_mjx")
+    graph.pop("so101_mjx")  # the package's public names are lazy attributes: it imports nothing
     return graph
+
+
+def _unit(module: str) -> str:
+    return module.split(".")[1]
 
 
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -59,24 +90,52 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def _upward(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((m, d) for m, deps in graph.items() for d in deps
+                  if _unit(m) != _unit(d) and FLOOR[_unit(d)] >= FLOOR[_unit(m)])
+
+
 def test_no_import_cycles():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]  # the check finds one
     cycle = _cycle(_graph())
     assert cycle is None, " -> ".join(cycle)
 
 
-@pytest.mark.parametrize("lower, upper", [
-    ("so101_mjx.envs", "so101_mjx.training"), ("so101_mjx.envs", "so101_mjx.validation"), ("so101_mjx.envs", "so101_mjx.gym"),
-    ("so101_mjx.sim", "so101_mjx.envs"), ("so101_mjx.robot", "so101_mjx.envs"), ("so101_mjx.ik", "so101_mjx.envs"),
-    ("so101_mjx.gym", "so101_mjx.training"), ("so101_mjx.validation", "so101_mjx.training"),
-])
-def test_no_upward_imports(lower, upper):
-    graph = _graph()
-    bad = sorted((m, d) for m, deps in graph.items() if m == lower or m.startswith(lower + ".") for d in deps
-                 if d == upper or d.startswith(upper + "."))
-    assert not bad, bad
+def test_every_unit_has_a_floor():
+    units = {_unit(m) for m in _modules() if m != "so101_mjx"}
+    assert units == set(FLOOR), f"units without a floor: {sorted(units - set(FLOOR))}; floors without a unit: {sorted(set(FLOOR) - units)}"
 
 
-def test_nothing_but_the_checkout_entry_imports_the_cli():
-    graph = _graph()
-    assert not [m for m, deps in graph.items() if "so101_mjx.cli" in deps]
+def test_units_import_only_lower_floors():
+    assert _upward({"so101_mjx.ik.x": {"so101_mjx.envs.y"}, "so101_mjx.envs.y": {"so101_mjx.ik.x"}}) == [
+        ("so101_mjx.ik.x", "so101_mjx.envs.y")]  # the check finds one
+    assert _upward(_graph()) == []
+
+
+def test_the_top_level_stays_small():
+    files = [p.name for p in ROOT.glob("*.py")]
+    assert len(files) <= MAX_TOP_LEVEL_MODULES, sorted(files)
+
+
+def test_modules_and_functions_stay_short():
+    long_modules, long_functions = [], []
+    for name, path in _modules().items():
+        source = path.read_text()
+        if source.count("\n") > MAX_MODULE_LINES:
+            long_modules.append(name)
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
+                long_functions.append(f"{name}.{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long_modules and not long_functions, (long_modules, long_functions)
+
+
+@pytest.mark.parametrize("argv", [["--help"], *[[cmd, "--help"] for cmd in (
+    "info", "rollout", "parity", "train", "export", "replay", "eval", "distill", "record")],
+    *[["bench", target, "--help"] for target in ("fk", "ik", "env", "dynamics", "render", "train", "device")]])
+def test_help_imports_neither_jax_nor_mujoco(argv):
+    code = ("import sys; from so101_mjx.cli import main; code = main(sys.argv[1:]); "
+            "heavy = sorted(m for m in ('jax', 'mujoco', 'brax', 'numpy') if m in sys.modules); "
+            "print('HEAVY', heavy); sys.exit(code)")
+    result = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "HEAVY []" in result.stdout and "usage: so101-mjx" in result.stdout

@@ -1,12 +1,11 @@
 """The parity contract (float64, see docs/DESIGN.md): mjx vs c vs gymnasium vs lerobot_env_so101."""
 
-import argparse
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from so101_mjx import cli
 from so101_mjx.validation import parity
 from so101_mjx.envs import make
 
@@ -106,8 +105,5 @@ def test_contact_rich_outcomes_256_seeds():
 
 
 def test_cli_rejects_invalid_arguments(capsys):
-    parser = argparse.ArgumentParser()
-    parity.add_arguments(parser)
-    with pytest.raises(SystemExit):
-        parser.parse_args(["--episodes", "-1", "--x64"])
+    assert cli.main(["parity", "--episodes", "-1", "--x64"]) == 2
     assert "argument --episodes: expected an integer >= 0" in capsys.readouterr().err

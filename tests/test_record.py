@@ -195,7 +195,8 @@ def test_resume_appends_and_continues_the_attempts(tmp_path):
 
 def test_file_rollover_at_the_limits(tmp_path):
     pytest.importorskip("imageio_ffmpeg")
-    from so101_mjx.data.lerobot_dataset import DatasetWriter, image_stats, video_feature
+    from so101_mjx.data.lerobot_dataset import DatasetWriter, video_feature
+    from so101_mjx.data.stats import image_stats
 
     features = {"observation.images.cam": video_feature(16, 16, 10), "action": {"dtype": "float32", "shape": [2], "names": ["a", "b"]}}
     writer = DatasetWriter(tmp_path, features, 10, "so101", chunks_size=2, data_files_size_in_mb=1e-4, video_files_size_in_mb=1e-4)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from so101_mjx import cli
+from so101_mjx.errors import InputError
 from so101_mjx.training import checkpoint, presets
 from so101_mjx.training.progress import EVAL_KEYS, read_csv
 
@@ -53,11 +54,16 @@ def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
     assert not any((tiny_run / checkpoint.CHECKPOINTS / checkpoint.STAGING).iterdir())  # nothing left staged
 
 
-def test_fresh_run_equals_brax_ppo_train(tiny_run, float32):
+def test_fresh_run_equals_brax_ppo_train(tiny_run, float32, monkeypatch):
     """so101_mjx.training.ppo_loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals, bitwise."""
     import functools
 
     from brax.training.agents.ppo import train as ppo_train
+
+    from so101_mjx.training.ppo_loop import replicate
+
+    # brax 0.14.2's ppo.train calls jax.device_put_replicated, which jax 0.10 removed: for this call only
+    monkeypatch.setattr(jax, "device_put_replicated", replicate, raising=False)
 
     from so101_mjx.training import networks
     from so101_mjx.training import brax_env as envs
@@ -116,19 +122,13 @@ def test_corrupt_checkpoint_is_one_error_line(run_copy, damage, float32, capsys)
     assert f"{last / checkpoint.STATE_FILE}: unreadable checkpoint file" in err and len(err.splitlines()) == 1
 
 
-def test_orbax_only_checkpoint_loads_and_its_corruption_is_one_line(run_copy, capsys):
-    """Checkpoints written before params.npz: Brax's Orbax params, read by Orbax; damage: one line."""
+def test_a_step_without_params_npz_is_one_line(run_copy):
+    """so101_mjx reads params.npz only (the Orbax files are for Brax's tools): without it, one line naming it."""
     last = checkpoint.steps(run_copy)[-1]
-    _, expected = checkpoint.load(last)
     (last / checkpoint.PARAMS_FILE).unlink()
-    _, from_orbax = checkpoint.load(last)
-    for a, b in zip(jax.tree.leaves(from_orbax), jax.tree.leaves(expected), strict=True):
-        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-    (last / "manifest.ocdbt").write_bytes(b"")
-    with pytest.raises(ValueError, match="unreadable Orbax checkpoint") as err:
+    with pytest.raises(InputError, match="unreadable checkpoint file") as err:
         checkpoint.load(last)
-    assert str(last) in str(err.value) and len(str(err.value)) < 300
-    assert capsys.readouterr().err == ""  # no tensorstore dump, no asyncio tracebacks
+    assert str(last / checkpoint.PARAMS_FILE) in str(err.value) and len(str(err.value).splitlines()) == 1
 
 
 @pytest.mark.parametrize(

@@ -44,8 +44,8 @@ from so101_mjx.envs import scripted
 from so101_mjx.benchmarks import compile_cost, peak_device_bytes
 from so101_mjx.benchmarks import dynamics as dynamics_bench
 from so101_mjx.benchmarks import ik as ik_bench
-from so101_mjx._argtypes import output_dir, positive_float, positive_int
 from so101_mjx.envs import make
+from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import default_backend
 from so101_mjx.render.warp import warp_available
 
@@ -77,17 +77,6 @@ class Sizes:
 
 FULL = Sizes((1024, 4096, 16384), (1024, 4096), 25, (65_536, 1_048_576), 65_536, dynamics_bench.QUANTITIES, 5_000_000, "gpu", 3)
 SMOKE = Sizes((2,), (2,), 2, (64,), 16, ("M", "FD"), None, "tiny", 1)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes and tiny PPO presets (a CPU check of the script)")
-    parser.add_argument("--out", type=output_dir, default="bench_device", help="directory for device.json, device.md, PPO runs")
-    parser.add_argument("--budget-s", type=positive_float, default=480.0, help="wall seconds for the whole check")
-    parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="env backend (default: mjx; --smoke: c on CPU)")
-    parser.add_argument("--worlds", type=positive_int, nargs="+", default=None, help="env batch sizes (default 1024 4096 16384)")
-    parser.add_argument("--pixel-worlds", type=positive_int, nargs="+", default=None,
-                        help="env batch sizes of the pixels section (default 1024 4096)")
-    parser.add_argument("--steps", type=positive_int, default=None, help="control steps per env program (default 25)")
 
 
 def env_program(env, steps: int) -> Callable:
@@ -265,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     for run_dir in (out / "reach_ppo", out / "pickcube_ppo"):
         if run_dir.is_dir() and any(run_dir.iterdir()):
-            raise ValueError(f"--out: {str(run_dir)!r} holds an earlier run; give bench device an empty or new --out")
+            raise InputError(f"--out: {str(run_dir)!r} holds an earlier run; give bench device an empty or new --out")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     deadline = {k: t0 + share * args.budget_s for k, share in DEADLINES.items()}

@@ -9,19 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx.benchmarks import median_time, print_table
-from so101_mjx._argtypes import positive_int
 from so101_mjx.dynamics.backend import DynamicsBackend, JaxBackend
 from so101_mjx.dynamics.mujoco_backend import MujocoBackend
 
 QUANTITIES = ("M", "C", "g", "ID", "FD", "regressor")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1, 1024, 65536],
-                        help="JAX batch sizes (65536 takes a while on CPU)")  # fmt: skip
-    parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs; the median is reported")
-    parser.add_argument("--samples", type=positive_int, default=500, help="configurations per MuJoCo C timing loop")
-    parser.add_argument("--x64", action="store_true", help="float64 instead of float32")
 
 
 def evaluators(backend: DynamicsBackend, q, v, a, tau) -> dict:

@@ -24,29 +24,12 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from so101_mjx.envs.arm import IK_SOLVERS
 from so101_mjx.benchmarks import compile_cost, median_time, print_table
-from so101_mjx._argtypes import positive_int
 from so101_mjx.validation import reference
 from so101_mjx.envs import make
-from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.envs.rollout import placement_config
 
 CARDS_GB = (16, 80)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", default="SO101PickCube-v0")
-    parser.add_argument("--backend", choices=BACKENDS, default=None)
-    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1024])
-    parser.add_argument("--repeats", type=positive_int, default=5)
-    parser.add_argument("--steps", type=positive_int, default=5, help="control steps per timed run")
-    parser.add_argument("--no-reference", action="store_true", help="skip the lerobot_env_so101 baseline")
-    parser.add_argument("--ik-solver", choices=IK_SOLVERS, default=None,
-                        help="the env's ik_solver (default: the task's; 'analytic' needs a top-down task, e.g. PickPlace)")
-    parser.add_argument("--cost", action="store_true", help="also XLA's cost and memory analysis of one env step")
-    parser.add_argument("--cost-batch", type=positive_int, nargs="+", default=[1, 1024, 8192],
-                        help="batch sizes of --cost (compiled only, never run)")  # fmt: skip
 
 
 def env_rate(env, batch: int, steps: int, repeats: int) -> tuple[float, float]:

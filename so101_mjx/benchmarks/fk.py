@@ -11,15 +11,8 @@ import numpy as np
 
 from so101_mjx.ik import iterative as ik
 from so101_mjx.benchmarks import median_time, print_table
-from so101_mjx._argtypes import positive_int
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, joint_qpos_ids, load_model
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1, 4096, 65536])
-    parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs; the median is reported")
-    parser.add_argument("--x64", action="store_true", help="float64 instead of float32")
 
 
 def mujoco_rate(model: mujoco.MjModel, q: np.ndarray, repeats: int) -> float:

@@ -35,21 +35,10 @@ from so101_mjx.ik import iterative as ik
 from so101_mjx.ik import learned as neural_ik
 from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
 from so101_mjx.benchmarks import median_time, print_table
-from so101_mjx._argtypes import output_file, positive_int
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
 
 SUCCESS_M = 1e-3
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1, 4096, 65536])
-    parser.add_argument("--repeats", type=positive_int, default=5, help="timed runs; the median is reported")
-    parser.add_argument("--reference-targets", type=positive_int, default=200, help="targets timed on the reference solver")
-    parser.add_argument("--x64", action="store_true", help="float64 instead of float32")
-    parser.add_argument("--learned", metavar="PATH", help="load the learned solver's seed net (.npz) instead of training one")
-    parser.add_argument("--learned-steps", type=positive_int, default=6000, help="training steps of the in-run seed net")
-    parser.add_argument("--save-learned", metavar="PATH", type=output_file, help="write the in-run seed net (.npz)")
 
 
 def _errors(kin: Kinematics, q, targets) -> np.ndarray:

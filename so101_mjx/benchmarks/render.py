@@ -28,19 +28,10 @@ import numpy as np
 from so101_mjx.render import batch as pixels
 from so101_mjx.benchmarks import interleaved_times, median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
-from so101_mjx._argtypes import positive_int
 from so101_mjx.envs import make
 from so101_mjx.render.worker import draw
 
 SCENE = "pick_place"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--size", type=positive_int, nargs="+", default=[64, 128], help="square frame sizes (px)")
-    parser.add_argument("--batch", type=positive_int, nargs="+", default=[1, 64, 256, 1024])
-    parser.add_argument("--quality", choices=pixels.QUALITIES, default="fast")
-    parser.add_argument("--env-batch", type=positive_int, default=64, help="worlds of the env-steps/s comparison")
-    parser.add_argument("--repeats", type=positive_int, default=3)
 
 
 def random_poses(model: mujoco.MjModel, n: int, seed: int = 0) -> np.ndarray:

@@ -28,21 +28,10 @@ from brax.training.agents.ppo import networks as ppo_networks
 
 from so101_mjx.benchmarks import median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
-from so101_mjx._argtypes import positive_int
-from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.training import presets, networks
 from so101_mjx.training import brax_env as envs
 from so101_mjx.training import ppo_loop as loop
 from so101_mjx.training.ppo import demo_starts
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", default="SO101PickCube-v0")
-    parser.add_argument("--preset", default="cpu", help="the preset whose sizes, networks and env config are timed")
-    parser.add_argument("--backend", choices=BACKENDS, default=None)
-    parser.add_argument("--epochs", type=positive_int, default=3, help="timed PPO epochs (after one compiling epoch)")
-    parser.add_argument("--updates-per-epoch", type=positive_int, default=2, help="PPO training steps per epoch")
-    parser.add_argument("--repeats", type=positive_int, default=5)
 
 
 def collection_rate(train_env, preset: presets.Preset, repeats: int) -> float:

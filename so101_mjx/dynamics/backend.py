@@ -59,6 +59,7 @@ from jax import Array
 from so101_mjx.dynamics.rigid_body import (
     Chain, christoffel_coriolis, homogeneous, inverse_dynamics, mass_matrix, mat2quat, poses, regressor,
 )  # fmt: skip
+from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import ROBOT_JOINTS, load_model
 
 
@@ -128,7 +129,7 @@ class DynamicsBackend(ABC):
     def get_frame_id(self, frame: str) -> int:
         """Index of ``frame`` in :meth:`get_frame_names`; ValueError listing the names otherwise."""
         if frame not in self.chain.frame_names:
-            raise ValueError(f"unknown frame {frame!r}; expected one of {list(self.chain.frame_names)}")
+            raise InputError(f"unknown frame {frame!r}; expected one of {list(self.chain.frame_names)}")
         return self.chain.frame_names.index(frame)
 
     def get_inertias(self) -> list[np.ndarray]:
@@ -224,7 +225,7 @@ class JaxBackend(DynamicsBackend):
     def _asarray(self, x, name: str) -> Array:
         x = jnp.asarray(x)
         if x.ndim < 1 or x.shape[-1] != self.nv:
-            raise ValueError(f"{name} must have shape (..., {self.nv}) for joints {self.chain.kin.joints}, got {x.shape}")
+            raise InputError(f"{name} must have shape (..., {self.nv}) for joints {self.chain.kin.joints}, got {x.shape}")
         return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
 
     def _args(self, **arrays) -> list[Array]:

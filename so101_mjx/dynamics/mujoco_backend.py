@@ -13,6 +13,7 @@ import numpy as np
 
 from so101_mjx.dynamics.backend import DynamicsBackend
 from so101_mjx.dynamics.rigid_body import homogeneous
+from so101_mjx.errors import InputError
 
 
 class MujocoBackend(DynamicsBackend):
@@ -35,7 +36,7 @@ class MujocoBackend(DynamicsBackend):
     def _asarray(self, x, name: str) -> np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         if x.shape != (self.nv,):
-            raise ValueError(f"{name} must have shape ({self.nv},) for joints {self.chain.kin.joints}, got {x.shape}")
+            raise InputError(f"{name} must have shape ({self.nv},) for joints {self.chain.kin.joints}, got {x.shape}")
         return x
 
     def _state(self, q, v=None) -> mujoco.MjData:

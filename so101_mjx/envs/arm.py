@@ -20,6 +20,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
+from so101_mjx.errors import InputError
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.gripper import ctrl_to_gripper_pose, ctrl_to_open_fraction, open_fraction_to_ctrl
@@ -63,7 +64,7 @@ class SO101Arm:
     def __init__(self, model: mujoco.MjModel, physics: Physics, *, top_down_ik: bool, action_scale: float,
                  n_substeps: int, ik_solver: str = "lm"):
         if ik_solver not in IK_SOLVERS or (ik_solver == "analytic" and not top_down_ik):
-            raise ValueError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {ik_solver!r}")
+            raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {ik_solver!r}")
         self.model, self.physics = model, physics
         self.top_down_ik, self.action_scale, self.n_substeps = top_down_ik, action_scale, n_substeps
         self.ik_solver = ik_solver
@@ -174,7 +175,7 @@ class SO101Arm:
         dtype = physics.qpos.dtype
         action = jnp.asarray(action, dtype)
         if action.shape != (4,):
-            raise ValueError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
+            raise InputError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
         finite = jnp.isfinite(action)
         raw = jnp.where(finite[:3], action[:3], 0.0)
         is_zero = jnp.linalg.norm(raw) < ZERO_ACTION_TOLERANCE

@@ -25,6 +25,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.sim import randomization
 from so101_mjx.render import visual_randomization
 from so101_mjx.envs.arm import AGENT_POS_LAYOUT, AGENT_POS_SIZE, IK_SOLVERS, SO101Arm
+from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import Physics, PhysicsState, make_physics
 from so101_mjx.sim.state import Info, State
 from so101_mjx.robot.scenes import load_model
@@ -65,18 +66,18 @@ class ArmConfig:
         set_(self, "physics_dt", checks.real("physics_dt", self.physics_dt, gt=0, unit=" s"))
         set_(self, "control_dt", checks.real("control_dt", self.control_dt, gt=0, unit=" s"))
         if not self.control_dt >= self.physics_dt:
-            raise ValueError(f"physics_dt ({self.physics_dt}) must not exceed control_dt ({self.control_dt})")
+            raise InputError(f"physics_dt ({self.physics_dt}) must not exceed control_dt ({self.control_dt})")
         substeps = self.control_dt // self.physics_dt
         if substeps > MAX_SUBSTEPS:
-            raise ValueError(f"control_dt / physics_dt = {substeps:.3g} physics substeps per control step; at most "
+            raise InputError(f"control_dt / physics_dt = {substeps:.3g} physics substeps per control step; at most "
                              f"{MAX_SUBSTEPS} allowed (control_dt={self.control_dt}, physics_dt={self.physics_dt})")
         scale = checks.real("action_scale", self.action_scale)
         if not 0 < scale <= MAX_ACTION_SCALE:
-            raise ValueError(f"action_scale must be positive and at most {MAX_ACTION_SCALE} m per unit action "
+            raise InputError(f"action_scale must be positive and at most {MAX_ACTION_SCALE} m per unit action "
                              f"(the reference's default; a unit action then already spans the workspace), got {scale!r}")
         set_(self, "action_scale", scale)
         if self.ik_solver not in IK_SOLVERS or (self.ik_solver == "analytic" and not self.top_down_ik):
-            raise ValueError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {self.ik_solver!r}")
+            raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {self.ik_solver!r}")
         for name in ("top_down_ik", "jaw_pads", "image_obs"):
             set_(self, name, checks.flag(name, getattr(self, name)))
         set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))
@@ -85,15 +86,15 @@ class ArmConfig:
         from so101_mjx.render.batch import QUALITIES
 
         if self.image_quality not in QUALITIES:
-            raise ValueError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
+            raise InputError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
         cameras = self.image_cameras
         if (not isinstance(cameras, (tuple, list)) or not cameras or len(set(cameras)) != len(cameras)
                 or not all(isinstance(c, str) and c for c in cameras)):
-            raise ValueError(f"image_cameras must be a non-empty tuple of distinct camera names, got {cameras!r}")
+            raise InputError(f"image_cameras must be a non-empty tuple of distinct camera names, got {cameras!r}")
         set_(self, "image_cameras", tuple(cameras))
         set_(self, "visual_randomization", visual_randomization.parse(self.visual_randomization))
         if self.visual_randomization is not None and not self.image_obs:
-            raise ValueError("visual_randomization changes only rendered frames: it needs image_obs=True")
+            raise InputError("visual_randomization changes only rendered frames: it needs image_obs=True")
 
 
 class SO101Env(abc.ABC):
@@ -125,7 +126,7 @@ class SO101Env(abc.ABC):
         to simulate instead of it, used as given (a copy; ``config.jaw_pads`` is not applied to it)."""
         config = self.default_config() if config is None else config
         if not isinstance(config, self.config_class):
-            raise ValueError(f"config must be a {self.config_class.__name__} for {self.name}, got {type(config).__name__}")
+            raise InputError(f"config must be a {self.config_class.__name__} for {self.name}, got {type(config).__name__}")
         config.validate()
         self.config = config
         self.mj_model = load_model(self.scene, jaw_pads=config.jaw_pads) if model is None else copy.copy(model)
@@ -146,7 +147,7 @@ class SO101Env(abc.ABC):
             from so101_mjx.render.warp import WARP_INSTALL, WarpBatchRenderer, warp_available
 
             if not warp_available():
-                raise ValueError(f"image_obs=True on backend 'mjx' renders with MuJoCo Warp, which is not installed: "
+                raise InputError(f"image_obs=True on backend 'mjx' renders with MuJoCo Warp, which is not installed: "
                                  f"{WARP_INSTALL}; or use backend 'c' (MuJoCo C renders on the CPU threads)")
             model = render_model(self.scene, self.config.image_quality, marker_geoms=markers)
             make = lambda c: WarpBatchRenderer(model, size, size, c, markers=markers)  # noqa: E731
@@ -156,7 +157,7 @@ class SO101Env(abc.ABC):
         names = camera_names(model)
         unknown = [c for c in self.config.image_cameras if c not in names]
         if unknown:
-            raise ValueError(f"image_cameras must be cameras of the {self.scene} scene {names}, got {unknown}")
+            raise InputError(f"image_cameras must be cameras of the {self.scene} scene {names}, got {unknown}")
         return {c: make(c) for c in self.config.image_cameras}
 
     @classmethod
@@ -353,7 +354,7 @@ def fixed_array(name: str, value: Any, shape: tuple[int, ...]) -> Array:
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.result_type(float))
     if x.shape != shape:
-        raise ValueError(f"reset_to: {name} must have shape {shape}, got {x.shape}")
+        raise InputError(f"reset_to: {name} must have shape {shape}, got {x.shape}")
     return x
 
 

@@ -14,6 +14,7 @@ import pkgutil
 from pathlib import Path
 
 from so101_mjx.envs.base import ArmConfig, SO101Env
+from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import BACKENDS, backend_options
 
 NAMESPACE = "so101_mjx/"
@@ -41,10 +42,10 @@ def names() -> list[str]:
 def canonical(name: str) -> str:
     """Accept ``SO101Reach-v0`` or ``so101_mjx/SO101Reach-v0``; ValueError for unknown names."""
     if not isinstance(name, str):
-        raise ValueError(f"env name must be a str, one of {names()}, got {name!r}")
+        raise InputError(f"env name must be a str, one of {names()}, got {name!r}")
     short = name.removeprefix(NAMESPACE)
     if short not in tasks():
-        raise ValueError(f"unknown env {name!r}; expected one of {names()}")
+        raise InputError(f"unknown env {name!r}; expected one of {names()}")
     return short
 
 
@@ -66,12 +67,12 @@ def make(name: str, backend: str | None = None, **options) -> SO101Env:
     """
     cls = task(name)
     if backend is not None and backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS} or None, got {backend!r}")
+        raise InputError(f"backend must be one of {BACKENDS} or None, got {backend!r}")
     physics_kwargs = backend_options(backend, options)
     base = cls.default_config()
     fields = {f.name for f in dataclasses.fields(base)}
     config = {k: v for k, v in options.items() if k not in physics_kwargs}
     unknown = sorted(set(config) - fields)
     if unknown:
-        raise ValueError(f"unknown config field(s) {unknown} for {name}; expected some of {sorted(fields)}")
+        raise InputError(f"unknown config field(s) {unknown} for {name}; expected some of {sorted(fields)}")
     return cls(dataclasses.replace(base, **config), backend, **physics_kwargs)  # the config validates (dict randomization too)

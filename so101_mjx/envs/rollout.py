@@ -19,10 +19,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import _argtypes as cliargs
 from so101_mjx.envs import scripted
 from so101_mjx.envs import SO101Env, State, default_config, make
-from so101_mjx.sim.physics import BACKENDS
+from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, render_trajectory
 
 POLICIES = ("scripted", "demonstrator", "random", "zero")
@@ -40,7 +39,7 @@ def policy_fns(env: SO101Env, policy: str | Callable[[Array], Array]) -> tuple[C
         return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jax.random.uniform(key, (4,), s.obs.dtype, lo, hi)))
     if policy == "zero":
         return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jnp.zeros(4, s.obs.dtype).at[3].set(1.0)))
-    raise ValueError(f"policy must be one of {POLICIES} or a callable, got {policy!r}")
+    raise InputError(f"policy must be one of {POLICIES} or a callable, got {policy!r}")
 
 
 def run_episodes(
@@ -130,18 +129,6 @@ def _episodes(env: SO101Env, init, act, steps: int, trajectory: bool):
     return jax.jit(jax.vmap(one))
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", default="SO101PickPlace-v0")
-    parser.add_argument("--num-envs", type=cliargs.positive_int, default=64)
-    parser.add_argument("--steps", type=cliargs.positive_int, default=None, help="control steps (default: the env's episode length)")
-    parser.add_argument("--backend", choices=BACKENDS, default=None, help="default: c on CPU, mjx on accelerators")
-    parser.add_argument("--policy", choices=POLICIES, default=None, help="default: the task's scripted controller (zero when it has none)")
-    parser.add_argument("--action-scale", type=cliargs.positive_float, default=scripted.DEFAULT_ACTION_SCALE, help="metres per unit action")
-    parser.add_argument("--fixed-block", action="store_true", help="reference's fixed block/goal instead of random")
-    parser.add_argument("--seed", type=cliargs.seed, default=0)
-    parser.add_argument("--video", type=cliargs.output_file, default=None, help="render world 0 to this .mp4 or .gif (MuJoCo C)")
-
-
 def placement_config(name: str, random_positions: bool) -> dict:
     """``{"random_block_position": random_positions}`` for tasks whose config has that field, else ``{}``."""
     if "random_block_position" in {f.name for f in dataclasses.fields(default_config(name))}:
@@ -162,7 +149,8 @@ def default_policy(env: SO101Env) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.video:
         check_video_path(args.video)
-    env = make(args.env, backend=args.backend, **task_config(args.env, args.action_scale, not args.fixed_block))
+    scale = scripted.DEFAULT_ACTION_SCALE if args.action_scale is None else args.action_scale
+    env = make(args.env, backend=args.backend, **task_config(args.env, scale, not args.fixed_block))
     steps = env.episode_length if args.steps is None else args.steps
     policy = args.policy or default_policy(env)
     init, act = policy_fns(env, policy)

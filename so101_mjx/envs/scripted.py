@@ -17,6 +17,8 @@ import jax.numpy as jnp
 from flax import struct
 from jax import Array
 
+from so101_mjx.errors import InputError
+
 DEFAULT_ACTION_SCALE = 0.025  # metres per action unit the reference controllers are tuned for
 GRIPPER_OPEN, GRIPPER_CLOSED = 1.0, 0.0
 
@@ -130,5 +132,5 @@ def controller_for(env, demonstrator: bool = False) -> tuple[Callable, Callable]
     ValueError if it has none."""
     fns = env.demonstrator() if demonstrator else env.scripted_controller()
     if fns is None:
-        raise ValueError(f"{env.name} has no {'demonstrator' if demonstrator else 'scripted controller'}")
+        raise InputError(f"{env.name} has no {'demonstrator' if demonstrator else 'scripted controller'}")
     return fns

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx.envs.base import SO101Env
+from so101_mjx.errors import InputError
 from so101_mjx.sim.state import State
 
 
@@ -30,11 +31,11 @@ class TrainingEnv:
         self.episode_length = int(episode_length or env.episode_length)
         self.action_repeat = int(action_repeat)
         if self.episode_length < 1 or self.action_repeat < 1:
-            raise ValueError(f"episode_length and action_repeat must be >= 1, got {self.episode_length}, {self.action_repeat}")
+            raise InputError(f"episode_length and action_repeat must be >= 1, got {self.episode_length}, {self.action_repeat}")
         if not 0.0 <= start_prob <= 1.0:
-            raise ValueError(f"start_prob must be in [0, 1], got {start_prob!r}")
+            raise InputError(f"start_prob must be in [0, 1], got {start_prob!r}")
         if start_prob > 0 and (starts is None or starts.obs.shape[0] == 0):
-            raise ValueError("start_prob > 0 needs a non-empty bank of starts (states with one leading axis)")
+            raise InputError("start_prob > 0 needs a non-empty bank of starts (states with one leading axis)")
         self.starts, self.start_prob = (starts, float(start_prob)) if start_prob > 0 else (None, 0.0)
 
     @property
@@ -126,5 +127,5 @@ def wrap_for_brax(env: SO101Env, episode_length: int, action_repeat: int = 1, ra
     re-drawn per episode on both backends); Brax's model-level ``randomization_fn`` is refused.
     """
     if randomization_fn is not None:
-        raise ValueError("randomization_fn is not supported: configure domain randomization on the env")
+        raise InputError("randomization_fn is not supported: configure domain randomization on the env")
     return TrainingEnv(env, episode_length, action_repeat, starts, start_prob)

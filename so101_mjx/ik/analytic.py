@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from so101_mjx.errors import InputError
 from so101_mjx.robot.kinematics import Kinematics
 
 BRANCHES = ((1, 1), (1, -1), (-1, 1), (-1, -1))  # (pan: forward / back, elbow sign)
@@ -45,7 +46,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def _check(condition: bool, what: str) -> None:
     if not condition:
-        raise ValueError(f"the chain is not SO-101-shaped for closed-form IK: {what}")
+        raise InputError(f"the chain is not SO-101-shaped for closed-form IK: {what}")
 
 
 @dataclass(frozen=True, eq=False)

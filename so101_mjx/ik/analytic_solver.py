@@ -36,6 +36,7 @@ from jax import Array
 
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
 from so101_mjx.ik import path as ik_path
 from so101_mjx.ik.solver import SO101Solver, is_se3, pose_tolerance
 
@@ -68,7 +69,7 @@ class PitchedSolver(SO101Solver):
                  **kwargs):
         pitch = checks.real("pitch", pitch)
         if approach_axis != 0 or isinstance(approach_axis, bool):
-            raise ValueError(f"approach_axis must be 0 (the TCP x axis, along the wrist roll), got {approach_axis!r}")
+            raise InputError(f"approach_axis must be 0 (the TCP x axis, along the wrist roll), got {approach_axis!r}")
         super().__init__(model, approach_axis=0, seed_selection=False, **kwargs)
         self.pitch = pitch
         self._geometry_for: bytes | None = None
@@ -82,18 +83,18 @@ class PitchedSolver(SO101Solver):
         t = _floating(target)
         pose = t.ndim >= 2 and t.shape[-2:] == (4, 4)
         if not pose and not (t.ndim >= 1 and t.shape[-1] == 3):
-            raise ValueError(f"target must have shape (..., 3) or (..., 4, 4), got {t.shape}")
+            raise InputError(f"target must have shape (..., 3) or (..., 4, 4), got {t.shape}")
         if pose and pitch is not None:
-            raise ValueError("pitch is for (..., 3) targets; a (..., 4, 4) pose's approach axis gives its pitch")
+            raise InputError("pitch is for (..., 3) targets; a (..., 4, 4) pose's approach axis gives its pitch")
         seed = _floating(self.get_default_qpos_seed() if qpos_seed is None else qpos_seed, t.dtype)
         if seed.ndim < 1 or seed.shape[-1] != self.dof:
-            raise ValueError(f"qpos_seed must have shape ({self.dof},) or (..., {self.dof}), got {seed.shape}")
+            raise InputError(f"qpos_seed must have shape ({self.dof},) or (..., {self.dof}), got {seed.shape}")
         pitch = _floating(self.pitch if pitch is None else pitch, t.dtype)
         batch = t.shape[:-2] if pose else t.shape[:-1]
         try:
             jnp.broadcast_shapes(batch, seed.shape[:-1], pitch.shape)
         except ValueError as err:
-            raise ValueError(f"target batch {batch}, qpos_seed batch {seed.shape[:-1]} and pitch shape {pitch.shape} "
+            raise InputError(f"target batch {batch}, qpos_seed batch {seed.shape[:-1]} and pitch shape {pitch.shape} "
                              "do not broadcast") from err
         return t, pose, seed, pitch
 

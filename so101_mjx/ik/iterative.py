@@ -34,6 +34,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, JAW_PADS
 
@@ -64,7 +65,7 @@ def _check_task(approach_axis, approach_dir, orientation_weight) -> None:
     if approach_axis is None:
         return
     if approach_axis not in (0, 1, 2) or isinstance(approach_axis, bool):
-        raise ValueError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
+        raise InputError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
     if not checks.is_traced(orientation_weight):
         checks.real("orientation_weight", orientation_weight, ge=0)
     if not checks.is_traced(approach_dir):
@@ -73,7 +74,7 @@ def _check_task(approach_axis, approach_dir, orientation_weight) -> None:
         except (TypeError, ValueError):
             d = np.full(1, np.nan)
         if d.ndim < 1 or d.shape[-1] != 3 or not np.all(np.isfinite(d)) or np.any(np.all(d == 0, -1)):
-            raise ValueError(f"approach_dir must be a finite nonzero (3,) or (..., 3) direction, got {approach_dir!r}")
+            raise InputError(f"approach_dir must be a finite nonzero (3,) or (..., 3) direction, got {approach_dir!r}")
 
 
 def _check_positive(**values) -> None:
@@ -169,7 +170,7 @@ def _prepare(kin: Kinematics, q, target, approach_dir, lower, upper) -> tuple[Ar
     """Cast to one floating dtype and broadcast ``q`` to the problems' batch shape."""
     q, target = kin.check_q(q), jnp.asarray(target)
     if target.ndim < 1 or target.shape[-1] != 3:
-        raise ValueError(f"target must have shape (..., 3), got {target.shape}")
+        raise InputError(f"target must have shape (..., 3), got {target.shape}")
     dt = jnp.result_type(q.dtype, target.dtype)
     direction = jnp.asarray(approach_dir, dt)
     batch = jnp.broadcast_shapes(q.shape[:-1], target.shape[:-1], direction.shape[:-1])

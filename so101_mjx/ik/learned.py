@@ -48,6 +48,7 @@ from jax import Array
 
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik.analytic_solver import PitchedSolver
 from so101_mjx.robot.kinematics import Kinematics
@@ -121,7 +122,7 @@ def init(kin: Kinematics, lower, upper, *, site: str = EE_SITE, offset=None, hid
     heads = checks.integer("heads", heads, ge=1)
     lo, hi = _bounded(np.asarray(lower, np.float64), np.asarray(upper, np.float64))
     if lo.shape != (kin.nq,) or hi.shape != (kin.nq,) or np.any(lo >= hi):
-        raise ValueError(f"lower and upper must be ({kin.nq},) limits with lower < upper, got {lo}, {hi}")
+        raise InputError(f"lower and upper must be ({kin.nq},) limits with lower < upper, got {lo}, {hi}")
     offset = np.zeros(3) if offset is None else np.asarray(offset, np.float64)
     q = np.random.default_rng(seed).uniform(lo, hi, (_NORM_SAMPLES, kin.nq))
     pos = np.asarray(kin.point(q, site, offset), np.float64)
@@ -187,7 +188,7 @@ def load(path: str | os.PathLike) -> SeedNet:
     keys = ("lower", "upper", "center", "scale", "offset", "hidden", "heads", "site")
     missing = [k for k in keys if k not in files]
     if missing:
-        raise ValueError(f"{os.fspath(path)!r} is not a saved SeedNet: missing {missing}")
+        raise InputError(f"{os.fspath(path)!r} is not a saved SeedNet: missing {missing}")
     params = traverse_util.unflatten_dict({k[len("params/"):]: jnp.asarray(v) for k, v in files.items()
                                            if k.startswith("params/")}, sep="/")
     net = SeedNet(params=params, **{k: jnp.asarray(files[k], jnp.float32) for k in keys[:5]},
@@ -196,7 +197,7 @@ def load(path: str | os.PathLike) -> SeedNet:
     got = jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, jnp.float32), params)
     if jax.tree.structure(got) != jax.tree.structure(expected) or any(
             a.shape != b.shape for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))):
-        raise ValueError(f"{os.fspath(path)!r}: params do not match hidden={net.hidden}, heads={net.heads}")
+        raise InputError(f"{os.fspath(path)!r}: params do not match hidden={net.hidden}, heads={net.heads}")
     return net
 
 
@@ -217,9 +218,9 @@ class SO101LearnedSolver(PitchedSolver):
     def __init__(self, net: SeedNet, model: mujoco.MjModel | None = None, *, refine: int = 1, iterations: int = 2,
                  pos_eps: float = 1e-3, rot_eps: float = 0.05, damping: float = 1e-5, **kwargs):
         if not isinstance(net, SeedNet):
-            raise ValueError(f"net must be a SeedNet (neural_ik.init / train / load), got {type(net).__name__}")
+            raise InputError(f"net must be a SeedNet (neural_ik.init / train / load), got {type(net).__name__}")
         if "site" in kwargs and kwargs["site"] != net.site:
-            raise ValueError(f"site must be the net's {net.site!r}, got {kwargs['site']!r}")
+            raise InputError(f"site must be the net's {net.site!r}, got {kwargs['site']!r}")
         refine = checks.integer("refine", refine, ge=1, le=net.heads)
         super().__init__(model, site=net.site, iterations=iterations, pos_eps=pos_eps, rot_eps=rot_eps,
                          damping=damping, num_samples=refine, **kwargs)
@@ -235,10 +236,10 @@ class SO101LearnedSolver(PitchedSolver):
         not used (one candidate per refined head)."""
         t, pose, seed, pitch = self._targets(target, qpos_seed, pitch)
         if pose:
-            raise ValueError("SO101LearnedSolver takes (..., 3) positions with a pitch, not (..., 4, 4) poses")
+            raise InputError("SO101LearnedSolver takes (..., 3) positions with a pitch, not (..., 4, 4) poses")
         offset = np.asarray(self._tcp[:3, 3], np.float32)
         if not np.allclose(offset, np.asarray(self.net.offset), atol=1e-6):
-            raise ValueError(f"the net was trained for the TCP offset {np.asarray(self.net.offset)}; the solver's is {offset}")
+            raise InputError(f"the net was trained for the TCP offset {np.asarray(self.net.offset)}; the solver's is {offset}")
         dt = t.dtype
         limits = (np.asarray(x, dt) for x in (self._lower, self._upper, self._weight, self._tcp[:3, 3]))
         return _solve(self.kin, self._geometry(), self._cfg, self.num_samples, bool(return_all_solutions), self.net, t,

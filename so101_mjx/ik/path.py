@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 from jax import Array
 
+from so101_mjx.errors import InputError
+
 JUMP_PENALTY = 1e6  # per jump: larger than any sum of squared moves of joints within ±π
 
 
@@ -32,9 +34,9 @@ def select_continuous_path(
 ) -> tuple[Array, Array, Array]:
     """One candidate per waypoint; see the module docstring. ``threshold`` in radians (> 0)."""
     if not threshold > 0:
-        raise ValueError(f"threshold must be a positive number of radians, got {threshold!r}")
+        raise InputError(f"threshold must be a positive number of radians, got {threshold!r}")
     if candidates.ndim != 4 or valid.shape != candidates.shape[:3] or seed.shape != (candidates.shape[0], candidates.shape[3]):
-        raise ValueError(f"expected valid (B, N, K), candidates (B, N, K, DOF), seed (B, DOF); got {valid.shape}, "
+        raise InputError(f"expected valid (B, N, K), candidates (B, N, K, DOF), seed (B, DOF); got {valid.shape}, "
                          f"{candidates.shape}, {seed.shape}")
     dt = candidates.dtype
     w = jnp.ones(candidates.shape[-1], dt) if weight is None else jnp.asarray(weight, dt)

@@ -36,6 +36,7 @@ from jax import Array
 from scipy.stats import qmc
 
 from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
@@ -112,7 +113,6 @@ def _solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weigh
 
     Returns validity (..., K) and candidates (..., K, n), best first.
     """
-    dt = pos.dtype
     top = cfg.approach_axis is not None
     finite = jnp.all(jnp.isfinite(pos), -1) & jnp.all(jnp.isfinite(direction), -1)
     midpoint = jnp.where(jnp.isfinite(lower + upper), 0.5 * (lower + upper), 0)
@@ -149,7 +149,7 @@ def _solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weigh
 def _as_vector(value, name: str, n: int) -> np.ndarray:
     arr = np.asarray(value, dtype=np.float64)
     if arr.shape != (n,):
-        raise ValueError(f"{name} must have shape ({n},), got {arr.shape}")
+        raise InputError(f"{name} must have shape ({n},), got {arr.shape}")
     return arr
 
 
@@ -202,15 +202,15 @@ class SO101Solver:
         self.kin = Kinematics.from_model(model, joints)
         self.kin.site_id(site)
         if not isinstance(selection, str) or selection not in SELECTIONS:
-            raise ValueError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+            raise InputError(f"selection must be one of {SELECTIONS}, got {selection!r}")
         if isinstance(approach_axis, bool) or approach_axis not in (None, 0, 1, 2):
-            raise ValueError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
+            raise InputError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
         self.seed_selection = checks.flag("seed_selection", seed_selection)
         self.seed_db_size = checks.integer("seed_db_size", seed_db_size, ge=1)
         self.num_samples = self._check_samples(num_samples)
         d = _as_vector(approach_dir, "approach_dir", 3)
         if not (np.all(np.isfinite(d)) and np.any(d != 0)):
-            raise ValueError(f"approach_dir must be a finite nonzero direction, got {d}")
+            raise InputError(f"approach_dir must be a finite nonzero direction, got {d}")
         self.approach_dir = d / np.linalg.norm(d)
         r = checks.real
         self._cfg = _Config(
@@ -222,7 +222,7 @@ class SO101Solver:
         if user_qpos_limits is not None:
             user = np.asarray(user_qpos_limits, dtype=np.float64)
             if user.shape != (2, self.dof):
-                raise ValueError(f"user_qpos_limits must have shape (2, {self.dof}), got {user.shape}")
+                raise InputError(f"user_qpos_limits must have shape (2, {self.dof}), got {user.shape}")
             self.set_qpos_limits(np.maximum(user[0], self._lower), np.minimum(user[1], self._upper))
         self._weight = np.ones(self.dof)
         if ik_nearest_weight is not None:
@@ -257,7 +257,7 @@ class SO101Solver:
         """Set the (4, 4) SE(3) TCP transform in the site frame; ValueError if not finite SE(3)."""
         t = np.asarray(xpos, dtype=np.float64)
         if t.shape != (4, 4) or not np.all(np.isfinite(t)) or not is_se3(t, _POSE_ATOL):
-            raise ValueError(f"tcp must be a finite (4, 4) SE(3) transform (orthonormal rotation, det +1, last row "
+            raise InputError(f"tcp must be a finite (4, 4) SE(3) transform (orthonormal rotation, det +1, last row "
                              f"[0, 0, 0, 1]), got shape {t.shape}: {t.tolist() if t.size <= 16 else '...'}")
         self._tcp, self._db = t.copy(), None
 
@@ -270,11 +270,11 @@ class SO101Solver:
         return {"lower_qpos_limits": self._lower.tolist(), "upper_qpos_limits": self._upper.tolist()}
 
     def set_qpos_limits(self, lower_qpos_limits, upper_qpos_limits) -> bool:
-        """Replace the limits, (n,) each. Returns True; invalid limits raise ValueError (never silently ignored)."""
+        """Replace the limits, (n,) each. Returns True; invalid limits raise InputError (never silently ignored)."""
         lo = _as_vector(lower_qpos_limits, "lower_qpos_limits", self.dof)
         hi = _as_vector(upper_qpos_limits, "upper_qpos_limits", self.dof)
         if np.any(np.isnan(lo)) or np.any(np.isnan(hi)) or np.any(lo > hi):
-            raise ValueError(f"qpos limits must satisfy lower <= upper, got lower={lo}, upper={hi}")
+            raise InputError(f"qpos limits must satisfy lower <= upper, got lower={lo}, upper={hi}")
         self._lower, self._upper, self._db = lo, hi, None
         return True
 
@@ -282,7 +282,7 @@ class SO101Solver:
         """Intersect the limits with the robot's (n, 2) ``[lower, upper]`` limits."""
         rl = np.asarray(robot_qpos_limits, dtype=np.float64)
         if rl.shape != (self.dof, 2):
-            raise ValueError(f"robot_qpos_limits must have shape ({self.dof}, 2), got {rl.shape}")
+            raise InputError(f"robot_qpos_limits must have shape ({self.dof}, 2), got {rl.shape}")
         self.set_qpos_limits(np.maximum(self._lower, rl[:, 0]), np.minimum(self._upper, rl[:, 1]))
 
     def get_default_qpos_seed(self) -> np.ndarray:
@@ -298,7 +298,7 @@ class SO101Solver:
         ids = np.arange(self.dof) if joint_ids is None else np.asarray(joint_ids)
         w = _as_vector(ik_weight, "ik_weight", len(ids))
         if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError(f"ik_weight must be finite and non-negative, got {w}")
+            raise InputError(f"ik_weight must be finite and non-negative, got {w}")
         weight = self._weight.copy()
         weight[ids] = w
         self._weight = weight
@@ -309,7 +309,7 @@ class SO101Solver:
     def _q(self, qpos) -> Array:
         q = jnp.asarray(qpos)
         if q.ndim < 1 or q.shape[-1] != self.dof:
-            raise ValueError(f"qpos must have shape (..., {self.dof}), got {q.shape}")
+            raise InputError(f"qpos must have shape (..., {self.dof}), got {q.shape}")
         return self.kin.check_q(q)
 
     def get_fk(self, qpos) -> Array:
@@ -323,14 +323,14 @@ class SO101Solver:
         Returns (..., 6, n) ``[linear; angular]`` for ``"full"``, (..., 3, n) for ``"trans"``/``"rot"``.
         """
         if jac_type not in JAC_TYPES:
-            raise ValueError(f"jac_type must be one of {JAC_TYPES}, got {jac_type!r}")
+            raise InputError(f"jac_type must be one of {JAC_TYPES}, got {jac_type!r}")
         q = self._q(qpos)
         tcp = jnp.asarray(self._tcp, q.dtype)
         offset = tcp[:3, 3]
         if locations is not None:
             loc = jnp.asarray(locations, q.dtype)
             if loc.ndim < 1 or loc.shape[-1] != 3:
-                raise ValueError(f"locations must have shape (3,) or (..., 3), got {loc.shape}")
+                raise InputError(f"locations must have shape (3,) or (..., 3), got {loc.shape}")
             offset = offset + loc @ tcp[:3, :3].T
         jac = _jacobian(self.kin, self._cfg.site, q, offset)
         return {"full": jac, "trans": jac[..., :3, :], "rot": jac[..., 3:, :]}[jac_type]
@@ -374,16 +374,16 @@ class SO101Solver:
         elif t.ndim >= 1 and t.shape[-1] == 3:
             pos, direction = t, jnp.broadcast_to(jnp.asarray(self.approach_dir, t.dtype), t.shape)
         else:
-            raise ValueError(f"target must have shape (..., 3) or (..., 4, 4), got {t.shape}")
+            raise InputError(f"target must have shape (..., 3) or (..., 4, 4), got {t.shape}")
         dt = pos.dtype
         seed = self.get_default_qpos_seed() if qpos_seed is None else qpos_seed
         seed = jnp.asarray(seed, dt)
         if seed.ndim < 1 or seed.shape[-1] != self.dof:
-            raise ValueError(f"qpos_seed must have shape ({self.dof},) or (..., {self.dof}), got {seed.shape}")
+            raise InputError(f"qpos_seed must have shape ({self.dof},) or (..., {self.dof}), got {seed.shape}")
         try:
             batch = jnp.broadcast_shapes(pos.shape[:-1], seed.shape[:-1])
         except ValueError as err:
-            raise ValueError(f"qpos_seed batch {seed.shape[:-1]} does not broadcast with target batch "
+            raise InputError(f"qpos_seed batch {seed.shape[:-1]} does not broadcast with target batch "
                              f"{pos.shape[:-1]}") from err
         k = self._check_samples(self.num_samples if num_samples is None else num_samples)
         db_q, db_key = self._database()

@@ -33,6 +33,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import scene_path
 
 QUALITIES = ("fast", "shadowed", "full")  # render models: light meshes (without / with shadows), or the scene as shipped
@@ -46,7 +47,7 @@ def read_stl(path: str | Path) -> np.ndarray:
     raw = Path(path).read_bytes()
     count = int(np.frombuffer(raw, "<u4", 1, 80)[0])
     if len(raw) != 84 + count * _STL_TRIANGLE.itemsize:
-        raise ValueError(f"{path}: not a binary STL file (size {len(raw)} for {count} triangles)")
+        raise InputError(f"{path}: not a binary STL file (size {len(raw)} for {count} triangles)")
     return np.frombuffer(raw, _STL_TRIANGLE, count, 84)["vertices"].astype(np.float64)
 
 
@@ -77,7 +78,7 @@ def camera_names(model: mujoco.MjModel) -> list[str]:
 def check_camera(model: mujoco.MjModel, camera: str) -> None:
     """ValueError naming the model's cameras unless ``camera`` is one of them."""
     if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera) < 0:
-        raise ValueError(f"camera must be one of the model's cameras {camera_names(model)}, got {camera!r}")
+        raise InputError(f"camera must be one of the model's cameras {camera_names(model)}, got {camera!r}")
 
 
 def marker_body(site: str) -> str:
@@ -93,13 +94,13 @@ def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUS
     appended after every other body and geom, for renderers that draw geoms but not sites (MuJoCo Warp).
     """
     if quality not in QUALITIES:
-        raise ValueError(f"quality must be one of {QUALITIES}, got {quality!r}")
+        raise InputError(f"quality must be one of {QUALITIES}, got {quality!r}")
     path = scene_path(str(scene))
     spec = mujoco.MjSpec.from_file(str(path))
     for name in marker_geoms:
         site = spec.site(name)
         if site is None:
-            raise ValueError(f"marker {name!r} is not a site of the {scene} scene")
+            raise InputError(f"marker {name!r} is not a site of the {scene} scene")
         body = spec.worldbody.add_body(name=marker_body(name), mocap=True, pos=site.pos)
         body.add_geom(type=site.type, size=site.size, rgba=site.rgba, group=site.group, contype=0, conaffinity=0)
     if quality != "full":
@@ -184,7 +185,7 @@ class BatchRenderer:
         check_camera(model, camera)
         for name in markers:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name) < 0:
-                raise ValueError(f"marker {name!r} is not a site of the model")
+                raise InputError(f"marker {name!r} is not a site of the model")
         self.model, self.camera, self.markers = model, camera, tuple(markers)
         self.shadows = model.vis.quality.shadowsize > 0 if shadows is None else bool(shadows)
         self.workers = checks.integer("workers", workers, ge=1) if workers is not None else os.cpu_count() or 1

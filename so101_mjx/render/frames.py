@@ -17,6 +17,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from so101_mjx.errors import InputError
+
 
 class FrameRenderer:
     """Renders a model at given ``qpos`` vectors from a named camera; ``close()`` releases GL."""
@@ -57,9 +59,9 @@ def check_video_path(path: str | Path) -> None:
     """ValueError early (before any simulation) when ``path`` cannot be written."""
     suffix = Path(path).suffix
     if suffix not in VIDEO_SUFFIXES:
-        raise ValueError(f"video path must end in one of {VIDEO_SUFFIXES}, got {path}")
+        raise InputError(f"video path must end in one of {VIDEO_SUFFIXES}, got {path}")
     if suffix == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
-        raise ValueError("writing .mp4 needs imageio-ffmpeg: pip install 'so101-mjx[viz]' (or write a .gif)")
+        raise InputError("writing .mp4 needs imageio-ffmpeg: pip install 'so101-mjx[viz]' (or write a .gif)")
 
 
 def write_video(frames: Iterable[np.ndarray], path: str | Path, fps: float) -> Path:

@@ -30,6 +30,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
 
 FIELDS = ("light_diffuse", "light_pos", "mat_rgba", "geom_rgba", "cam_pos", "cam_quat")
 MAX_INTENSITY = 10.0  # largest light scale factor
@@ -71,10 +72,10 @@ def parse(value: VisualRandomization | dict | str | None) -> VisualRandomization
         try:
             value = json.loads(value)
         except json.JSONDecodeError as err:
-            raise ValueError(f"visual_randomization must be 'standard' or a JSON object of {_names()}, got {value!r}") from err
+            raise InputError(f"visual_randomization must be 'standard' or a JSON object of {_names()}, got {value!r}") from err
     if isinstance(value, dict):
         return checks.dataclass_from_dict(VisualRandomization, "visual_randomization", value)
-    raise ValueError(f"visual_randomization must be None, a VisualRandomization, its dict form or 'standard', got {value!r}")
+    raise InputError(f"visual_randomization must be None, a VisualRandomization, its dict form or 'standard', got {value!r}")
 
 
 def _names() -> list[str]:

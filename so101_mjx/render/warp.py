@@ -27,6 +27,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
 from so101_mjx.render.batch import check_camera, marker_body
 
 WARP_INSTALL = 'pip install "so101-mjx[warp]"  (mujoco-warp and warp-lang)'
@@ -58,7 +59,7 @@ class WarpBatchRenderer:
         for name in markers:
             body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, marker_body(name))
             if body < 0 or model.body_mocapid[body] < 0:
-                raise ValueError(f"marker {name!r} has no mocap body {marker_body(name)!r}: "
+                raise InputError(f"marker {name!r} has no mocap body {marker_body(name)!r}: "
                                  f"build the model with render_model(..., marker_geoms={tuple(markers)!r})")
             mocap.append(int(model.body_mocapid[body]))
         self.model, self.camera, self.markers = model, camera, tuple(markers)
@@ -115,7 +116,7 @@ class WarpBatchRenderer:
             full = np.asarray(getattr(self.model, k))
             rows = full.shape[0] - v.shape[len(batch)]
             if rows < 0:
-                raise ValueError(f"params[{k!r}] has {v.shape[len(batch)]} rows, the render model {full.shape[0]}")
+                raise InputError(f"params[{k!r}] has {v.shape[len(batch)]} rows, the render model {full.shape[0]}")
             if rows:  # a physics-model geom array: the marker geoms keep the render model's values
                 v = jnp.concatenate([v, jnp.broadcast_to(jnp.asarray(full[-rows:], v.dtype), (*batch, *full[-rows:].shape))], axis=len(batch))
             padded[k] = v

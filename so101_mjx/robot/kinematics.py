@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
+from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import ROBOT_JOINTS
 
 
@@ -75,7 +76,7 @@ class Kinematics:
         for i, b in enumerate(ids):
             njnt = model.body_jntnum[b]
             if njnt > 1 or (njnt == 1 and model.jnt_type[model.body_jntadr[b]] != mujoco.mjtJoint.mjJNT_HINGE):
-                raise ValueError(f"body {model.body(b).name!r}: only bodies with at most one hinge are supported")
+                raise InputError(f"body {model.body(b).name!r}: only bodies with at most one hinge are supported")
             if njnt == 0:
                 body_joint.append(-1)
                 continue
@@ -84,7 +85,7 @@ class Kinematics:
             axis[i], anchor[i], qpos0[i] = model.jnt_axis[j], model.jnt_pos[j], model.qpos0[model.jnt_qposadr[j]]
         unknown = set(joints) - {model.joint(j).name for j in joint_index}
         if unknown:
-            raise ValueError(f"joints {sorted(unknown)} are not in the chain below {root!r}")
+            raise InputError(f"joints {sorted(unknown)} are not in the chain below {root!r}")
         sites = [s for s in range(model.nsite) if model.site_bodyid[s] in index]
         parent = model.body_parentid[root_id]
         data = mujoco.MjData(model)
@@ -114,20 +115,20 @@ class Kinematics:
     def body_id(self, name: str) -> int:
         """Index of a body in ``body_names``; ValueError listing the valid names otherwise."""
         if name not in self.body_names:
-            raise ValueError(f"unknown body {name!r}; expected one of {self.body_names}")
+            raise InputError(f"unknown body {name!r}; expected one of {self.body_names}")
         return self.body_names.index(name)
 
     def site_id(self, name: str) -> int:
         """Index of a site in ``site_names``; ValueError listing the valid names otherwise."""
         if name not in self.site_names:
-            raise ValueError(f"unknown site {name!r}; expected one of {self.site_names}")
+            raise InputError(f"unknown site {name!r}; expected one of {self.site_names}")
         return self.site_names.index(name)
 
     def check_q(self, q) -> Array:
         """``q`` as a floating JAX array of shape (..., nq); ValueError otherwise."""
         q = jnp.asarray(q)
         if q.ndim < 1 or q.shape[-1] != self.nq:
-            raise ValueError(f"q must have shape (..., {self.nq}) for joints {self.joints}, got {q.shape}")
+            raise InputError(f"q must have shape (..., {self.nq}) for joints {self.joints}, got {q.shape}")
         if not jnp.issubdtype(q.dtype, jnp.floating):
             q = q.astype(jnp.result_type(float))
         return q

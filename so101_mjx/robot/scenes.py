@@ -12,6 +12,8 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from so101_mjx.errors import InputError, MissingFileError
+
 ARM_JOINTS: tuple[str, ...] = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")
 GRIPPER_JOINT = "gripper"
 ROBOT_JOINTS: tuple[str, ...] = (*ARM_JOINTS, GRIPPER_JOINT)
@@ -45,7 +47,7 @@ def scene_path(name: str) -> Path:
         return path
     if name in scene_names():
         return scenes_dir() / f"{name}.xml"
-    raise ValueError(f"scene must be one of {scene_names()} or a path to an .xml file, got {name!r}")
+    raise InputError(f"scene must be one of {scene_names()} or a path to an .xml file, got {name!r}")
 
 
 def load_model(scene: str | Path = "pick_cube", *, jaw_pads: bool = False) -> mujoco.MjModel:
@@ -61,13 +63,13 @@ def load_model(scene: str | Path = "pick_cube", *, jaw_pads: bool = False) -> mu
     """
     path = scene_path(str(scene)) if not isinstance(scene, Path) else scene
     if not path.is_file():
-        raise FileNotFoundError(f"scene file not found: {path}")
+        raise MissingFileError(f"scene file not found: {path}")
     try:
         model = mujoco.MjModel.from_xml_path(str(path))
     except ValueError as err:
         missing = re.search(r"Error opening file '([^']+)'", str(err))
         if missing:
-            raise FileNotFoundError(f"while loading {path}: file not found: {missing.group(1)}") from err
+            raise MissingFileError(f"while loading {path}: file not found: {missing.group(1)}") from err
         raise
     if jaw_pads:
         set_jaw_pads(model, True)

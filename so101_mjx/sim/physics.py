@@ -35,6 +35,7 @@ from jax import Array
 
 from so101_mjx import _checks as checks  # compat before mujoco.mjx: it captures MJX's Warp import failures
 from so101_mjx import _compat as compat
+from so101_mjx.errors import InputError
 from mujoco import mjx  # noqa: E402  (isort: skip)
 
 compat.install()
@@ -104,14 +105,14 @@ class MjxPhysics(Physics):
         super().__init__(model)
         compat.install_mjx()
         if impl is not None and impl not in MJX_IMPLS:
-            raise ValueError(f"impl must be one of {MJX_IMPLS} or None, got {impl!r}")
+            raise InputError(f"impl must be one of {MJX_IMPLS} or None, got {impl!r}")
         self.impl = impl or default_mjx_impl()
         self.mjx_model = mjx.put_model(model, impl=self.impl)
 
     def _data(self, qpos, qvel, ctrl, qacc_warmstart, time) -> mjx.Data:
         dtype = qpos.dtype
         if self.impl == "warp" and dtype != jnp.float32:
-            raise ValueError(f"mjx impl 'warp' runs float32 only, got a {dtype} state (pass float32 arrays)")
+            raise InputError(f"mjx impl 'warp' runs float32 only, got a {dtype} state (pass float32 arrays)")
         # make_data takes the mjx.Model for impl "jax" but only the MjModel for "warp"
         data = mjx.make_data(self.model if self.impl == "warp" else self.mjx_model, impl=self.impl)
         cast = lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x  # noqa: E731
@@ -232,7 +233,7 @@ def backend_options(backend: str | None, options: dict[str, Any]) -> dict[str, A
     for name, cls in BACKEND_CLASSES.items():
         for key in set(cls.options) & set(options):
             if key not in BACKEND_CLASSES[backend].options:
-                raise ValueError(f"{key!r} is an option of backend {name!r}, not of {backend!r} "
+                raise InputError(f"{key!r} is an option of backend {name!r}, not of {backend!r} "
                                  f"(which takes {list(BACKEND_CLASSES[backend].options)})")
             out[key] = options[key]
     return out
@@ -242,5 +243,5 @@ def make_physics(backend: str | None, model: mujoco.MjModel, **kwargs) -> Physic
     """Build a backend by name (one of :data:`BACKENDS`; ``None`` picks :func:`default_backend`)."""
     backend = backend or default_backend()
     if backend not in BACKEND_CLASSES:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        raise InputError(f"backend must be one of {BACKENDS}, got {backend!r}")
     return BACKEND_CLASSES[backend](model, **kwargs)

@@ -23,6 +23,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
 
 MAX_SCALE = 10.0  # largest scale factor a range may reach
 FIELDS = ("geom_friction", "body_mass", "body_inertia", "geom_size", "geom_rbound", "geom_aabb", "actuator_gainprm", "actuator_biasprm", "dof_damping")
@@ -52,7 +53,7 @@ def parse(value: Randomization | dict | None) -> Randomization | None:
         return value
     if isinstance(value, dict):
         return checks.dataclass_from_dict(Randomization, "randomization", value)
-    raise ValueError(f"randomization must be None, a Randomization or its dict form, got {value!r}")
+    raise InputError(f"randomization must be None, a Randomization or its dict form, got {value!r}")
 
 
 def sample(model: mujoco.MjModel, config: Randomization, rng: Array, dtype) -> dict[str, Array]:

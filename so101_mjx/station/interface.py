@@ -33,6 +33,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
+from so101_mjx.errors import InputError
 from so101_mjx.robot import gripper as gripper_mapping
 
 __all__ = [
@@ -102,11 +103,11 @@ class MotorizedArmSpec:
                 object.__setattr__(self, name, kind(value))
             except ValueError:
                 allowed = [m.value for m in kind]
-                raise ValueError(f"{name} must be a {kind.__name__} (one of {allowed}), got {value!r}") from None
+                raise InputError(f"{name} must be a {kind.__name__} (one of {allowed}), got {value!r}") from None
         for name in ("refresh_rate", "control_rate"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value <= 0:
-                raise ValueError(f"{name} must be an int > 0 [Hz], got {value!r}")
+                raise InputError(f"{name} must be an int > 0 [Hz], got {value!r}")
             object.__setattr__(self, name, int(value))
 
     @property
@@ -143,30 +144,30 @@ target and publishes one observation, so both rates are 10 Hz."""
 def _check_array(name: str, value: object, rank: int, finite: bool) -> np.ndarray:
     """Check an np.float32 array of the given rank; no inf, and no NaN if ``finite``."""
     if not isinstance(value, np.ndarray):
-        raise ValueError(f"{name} must be an np.ndarray of float32, got {type(value).__name__}")
+        raise InputError(f"{name} must be an np.ndarray of float32, got {type(value).__name__}")
     if value.dtype != np.float32:
-        raise ValueError(f"{name} must have dtype float32, got {value.dtype}")
+        raise InputError(f"{name} must have dtype float32, got {value.dtype}")
     if value.ndim != rank:
-        raise ValueError(f"{name} must have rank {rank}, got shape {value.shape}")
+        raise InputError(f"{name} must have rank {rank}, got shape {value.shape}")
     if np.isinf(value).any() or (finite and np.isnan(value).any()):
         allowed = "finite" if finite else "finite or NaN (unmeasured)"
-        raise ValueError(f"{name} must be {allowed}, got {value}")
+        raise InputError(f"{name} must be {allowed}, got {value}")
     return value
 
 
 def _check_spec(spec: object) -> None:
     if not isinstance(spec, MotorizedArmSpec):
-        raise ValueError(f"spec must be a MotorizedArmSpec, got {spec!r}")
+        raise InputError(f"spec must be a MotorizedArmSpec, got {spec!r}")
 
 
 def _check_fraction(name: str, value: np.ndarray) -> None:
     if ((value < 0.0) | (value > 1.0)).any():
-        raise ValueError(f"{name} must be an open fraction in [0, 1] (0 = closed), got {value}")
+        raise InputError(f"{name} must be an open fraction in [0, 1] (0 = closed), got {value}")
 
 
 def _check_dim(name: str, value: np.ndarray, axis: int, expected: int, what: str) -> None:
     if value.shape[axis] != expected:
-        raise ValueError(f"{name} must have {what} = {expected} entries on axis {axis}, got shape {value.shape}")
+        raise InputError(f"{name} must have {what} = {expected} entries on axis {axis}, got shape {value.shape}")
 
 
 def _check_shared(names: tuple[str, ...], arrays: tuple[np.ndarray, ...], axis: int, what: str) -> None:
@@ -207,7 +208,7 @@ class MotorizedArm_Observation:
     def __post_init__(self) -> None:
         ts = self.timestamp
         if isinstance(ts, bool) or not isinstance(ts, numbers.Real) or not np.isfinite(ts):
-            raise ValueError(f"timestamp must be a finite number of seconds, got {ts!r}")
+            raise InputError(f"timestamp must be a finite number of seconds, got {ts!r}")
         object.__setattr__(self, "timestamp", float(ts))
         for fields in (_JOINT_FIELDS, _GRIPPER_FIELDS):
             arrays = tuple(
@@ -228,7 +229,7 @@ class MotorizedArm_Observation:
         _check_dim("joint_angle_q", self.joint_angle_q, 0, spec.n_arm_dof, "n_arm_dof")
         _check_dim("gripper_pos", self.gripper_pos, 0, spec.n_gripper_dof, "n_gripper_dof")
         if spec.gripper_actuated and np.isnan(self.gripper_vel).any():
-            raise ValueError(f"gripper_vel must be finite for the actuated gripper {spec.gripper.value!r}")
+            raise InputError(f"gripper_vel must be finite for the actuated gripper {spec.gripper.value!r}")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -276,7 +277,7 @@ class MotorizedArm_ActionChunk:
         q = _check_array("joint_angle_q", self.joint_angle_q, rank=2, finite=True)
         g = _check_array("gripper_pos", self.gripper_pos, rank=2, finite=True)
         if q.shape[0] < 1:
-            raise ValueError(f"joint_angle_q must have horizon >= 1 rows, got shape {q.shape}")
+            raise InputError(f"joint_angle_q must have horizon >= 1 rows, got shape {q.shape}")
         _check_shared(("joint_angle_q", "gripper_pos"), (q, g), axis=0, what="horizon")
         _check_fraction("gripper_pos", g)
 

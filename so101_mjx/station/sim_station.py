@@ -36,6 +36,7 @@ from so101_mjx.robot.gripper import ctrl_to_open_fraction
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import default_config
+from so101_mjx.errors import InputError
 from so101_mjx.station.interface import (
     SO101_SPEC,
     MotorizedArm_ActionChunk,
@@ -127,7 +128,7 @@ def _tick_period(control_rate: int, physics_dt: float) -> float:
         if physics_rate <= 10_000 and abs(physics_rate - round(physics_rate)) <= 1e-9 * physics_rate:
             rates = [r for r in range(1, round(physics_rate) + 1) if round(physics_rate) % r == 0]
             divisors = f"; allowed rates: {rates} Hz"
-        raise ValueError(f"control_rate ({control_rate} Hz) must divide the physics rate 1 / physics_dt = {physics_rate:g} Hz, "
+        raise InputError(f"control_rate ({control_rate} Hz) must divide the physics rate 1 / physics_dt = {physics_rate:g} Hz, "
                          f"so that each tick runs a whole number of physics steps{divisors}")
     period = n * physics_dt
     while period // physics_dt < n:
@@ -140,14 +141,14 @@ class SimStation:
 
     def __init__(self, env_name: str = "SO101PickCube-v0", spec: MotorizedArmSpec = SO101_SPEC, backend: str = "c", **config):
         if not isinstance(spec, MotorizedArmSpec):
-            raise ValueError(f"spec must be a MotorizedArmSpec, got {spec!r}")
+            raise InputError(f"spec must be a MotorizedArmSpec, got {spec!r}")
         if spec.arm is not MotorizedArm_ArmType.SO101_5DoF or spec.gripper is not MotorizedArm_GripperType.SO101_jaw_1DoF:
-            raise ValueError(f"spec must describe the simulated SO-101 (arm 'so101_5dof', gripper 'so101_jaw_1dof'), "
+            raise InputError(f"spec must describe the simulated SO-101 (arm 'so101_5dof', gripper 'so101_jaw_1dof'), "
                              f"got arm {spec.arm.value!r}, gripper {spec.gripper.value!r}")
         if spec.control_rate % spec.refresh_rate:
-            raise ValueError(f"refresh_rate ({spec.refresh_rate} Hz) must divide control_rate ({spec.control_rate} Hz)")
+            raise InputError(f"refresh_rate ({spec.refresh_rate} Hz) must divide control_rate ({spec.control_rate} Hz)")
         if "control_dt" in config:
-            raise ValueError("control_dt is set by spec.control_rate (control_dt = 1 / control_rate); do not pass it")
+            raise InputError("control_dt is set by spec.control_rate (control_dt = 1 / control_rate); do not pass it")
         physics_dt = checks.real("physics_dt", config.get("physics_dt", default_config(env_name).physics_dt), gt=0, unit=" s")
         self.spec = spec
         self.env = make(env_name, backend=backend, control_dt=_tick_period(spec.control_rate, physics_dt), **config)
@@ -190,7 +191,7 @@ class SimStation:
         """Move to ``pose`` along a straight joint-space line over ``duration`` seconds, finite in
         [0, MAX_PLAY_SECONDS] (at least one control period is played)."""
         if not isinstance(pose, MotorizedArm_JointPose):
-            raise ValueError(f"pose must be a MotorizedArm_JointPose, got {type(pose).__name__}")
+            raise InputError(f"pose must be a MotorizedArm_JointPose, got {type(pose).__name__}")
         duration = checks.real("duration", duration, ge=0, le=MAX_PLAY_SECONDS, unit=" s")
         pose.validate(self.spec)
         now = self.observe()
@@ -206,11 +207,11 @@ class SimStation:
         """Play ``chunk`` (rows at ``chunk_rate_hz``, finite > 0) to its last row; returns published
         observations. The chunk may last at most ``MAX_PLAY_SECONDS`` ((horizon − 1) / chunk_rate_hz)."""
         if not isinstance(chunk, MotorizedArm_ActionChunk):
-            raise ValueError(f"chunk must be a MotorizedArm_ActionChunk, got {type(chunk).__name__}")
+            raise InputError(f"chunk must be a MotorizedArm_ActionChunk, got {type(chunk).__name__}")
         chunk_rate_hz = checks.real("chunk_rate_hz", chunk_rate_hz, gt=0, unit=" Hz")
         chunk.validate(self.spec, chunk.horizon)
         if (chunk.horizon - 1) / chunk_rate_hz > MAX_PLAY_SECONDS:
-            raise ValueError(f"chunk_rate_hz ({chunk_rate_hz} Hz) makes the {chunk.horizon}-row chunk last "
+            raise InputError(f"chunk_rate_hz ({chunk_rate_hz} Hz) makes the {chunk.horizon}-row chunk last "
                              f"{(chunk.horizon - 1) / chunk_rate_hz:.3g} s; at most {MAX_PLAY_SECONDS} s allowed")
         targets = np.concatenate([chunk.joint_angle_q, chunk.gripper_pos], axis=-1)
         ticks = np.arange(chunk_ticks(chunk_rate_hz, self.spec.control_rate, chunk.horizon)) / self.spec.control_rate

@@ -15,8 +15,8 @@ Layout of a run directory (``--out``)::
 
 A step is written into ``checkpoints/.staging/<step>/`` and renamed into ``checkpoints/`` once
 complete, so a killed process leaves either the whole checkpoint or none (a step directory
-without ``run.json``, left by an older version, is incomplete: ignored, and replaced when that
-step is written again). ``resolve`` accepts a run directory, its ``checkpoints/`` directory or one
+without ``run.json`` is incomplete: ignored, and replaced when that step is written again).
+The Orbax files are written for Brax's own tools; so101_mjx reads ``params.npz``. ``resolve`` accepts a run directory, its ``checkpoints/`` directory or one
 step directory. Unreadable files raise a one-line ValueError naming the path.
 
 Test hook: with ``SO101_MJX_KILL_AT=<point>:<step>`` set, :func:`kill_point` SIGKILLs the process
@@ -29,12 +29,9 @@ written). tests/test_resume.py uses it.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import signal
-import sys
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +40,7 @@ import numpy as np
 from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import checkpoint as ppo_checkpoint
 
+from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import networks
 from so101_mjx.training.policy import PolicyWeights
 
@@ -70,7 +68,7 @@ def read_run(path: Path) -> dict[str, Any]:
     try:
         return json.loads((Path(path) / RUN_FILE).read_text())
     except (OSError, json.JSONDecodeError) as err:
-        raise ValueError(f"{path} is not a so101_mjx checkpoint (no readable {RUN_FILE}: {err})") from None
+        raise InputError(f"{path} is not a so101_mjx checkpoint (no readable {RUN_FILE}: {err})") from None
 
 
 def steps(run_dir: Path) -> list[Path]:
@@ -84,12 +82,12 @@ def resolve(path: str | Path) -> Path:
     """The step directory meant by ``path`` (latest step for a run or checkpoints directory)."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"checkpoint not found: {path}")
+        raise MissingFileError(f"checkpoint not found: {path}")
     if (path / RUN_FILE).is_file() and path.parent.name == CHECKPOINTS:
         return path
     found = steps(path.parent if path.name == CHECKPOINTS else path)
     if not found:
-        raise ValueError(f"no complete checkpoint under {path} (expected {CHECKPOINTS}/<step>/{RUN_FILE})")
+        raise InputError(f"no complete checkpoint under {path} (expected {CHECKPOINTS}/<step>/{RUN_FILE})")
     return found[-1]
 
 
@@ -109,7 +107,7 @@ def save(run_dir: Path, step: int, params: Any, run: dict[str, Any], state: Any 
     if state is not None:
         _save_tree(staged / STATE_FILE, state)
     write_run(staged, {**run, "step": step})
-    shutil.rmtree(path, ignore_errors=True)  # an incomplete directory of an older version
+    shutil.rmtree(path, ignore_errors=True)  # an incomplete directory (no run.json) of an interrupted write
     staged.rename(path)
     return path
 
@@ -118,9 +116,7 @@ def load(path: str | Path) -> tuple[dict[str, Any], Any]:
     """``(run, params)`` of the checkpoint meant by ``path`` (see :func:`resolve`)."""
     step_dir = resolve(path)
     run = read_run(step_dir)
-    if (step_dir / PARAMS_FILE).is_file():
-        return run, _load_tree(step_dir / PARAMS_FILE, _params_template(run), check_dtype=False)
-    return run, _load_orbax(step_dir)  # written before params.npz existed
+    return run, _load_tree(step_dir / PARAMS_FILE, _params_template(run), check_dtype=False)
 
 
 def load_state(path: str | Path, template: Any) -> Any:
@@ -131,7 +127,7 @@ def load_state(path: str | Path, template: Any) -> Any:
     """
     step_dir = resolve(path)
     if not (step_dir / STATE_FILE).is_file():
-        raise ValueError(f"{step_dir} holds no {STATE_FILE} (written by an older so101_mjx): it cannot be resumed exactly")
+        raise InputError(f"{step_dir} holds no {STATE_FILE}: it cannot be resumed exactly")
     return _load_tree(step_dir / STATE_FILE, template, check_dtype=True)
 
 
@@ -143,28 +139,6 @@ def inference_fn(run: dict[str, Any], params: Any):
     """Brax's deterministic policy for a loaded checkpoint: obs -> env action."""
     factory = networks.network_factory(**run["network"])
     return networks.inference_fn(factory, run["obs_size"], run["action_size"], run["normalize_observations"], params)
-
-
-def _load_orbax(step_dir: Path) -> Any:
-    """Brax's Orbax params of ``step_dir``; ValueError (one line) when Orbax cannot read them.
-
-    A damaged checkpoint makes Orbax fail with a kilobyte tensorstore message and leaves asyncio
-    callbacks that report "Event loop is closed" through ``sys.unraisablehook`` during the call:
-    that hook, Orbax's warnings and absl's log are silenced while it runs.
-    """
-    hook, absl = sys.unraisablehook, logging.getLogger("absl")
-    level = absl.level
-    sys.unraisablehook = lambda unraisable: None
-    absl.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ppo_checkpoint.load(step_dir.absolute())
-    except Exception as err:  # Orbax and tensorstore raise many types
-        raise ValueError(f"{step_dir}: unreadable Orbax checkpoint ({type(err).__name__})") from None
-    finally:
-        sys.unraisablehook = hook
-        absl.setLevel(level)
 
 
 def _params_template(run: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -187,7 +161,7 @@ def _load_tree(file: Path, template: Any, check_dtype: bool) -> Any:
         with np.load(file, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
     except Exception as err:  # zipfile, zlib, OSError, ValueError: a truncated or foreign file
-        raise ValueError(f"{file}: unreadable checkpoint file ({type(err).__name__})") from None
+        raise InputError(f"{file}: unreadable checkpoint file ({type(err).__name__})") from None
     leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
     names = [jax.tree_util.keystr(p) for p, _ in leaves]
     problems = [f"{n} missing" for n in names if n not in arrays]
@@ -197,6 +171,6 @@ def _load_tree(file: Path, template: Any, check_dtype: bool) -> Any:
         if got is not None and (got.shape != want.shape or (check_dtype and got.dtype != want.dtype)):
             problems.append(f"{name} {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)} here")
     if problems:
-        raise ValueError(f"{file} does not fit this run (another num_envs, network, device count or float precision?): "
+        raise InputError(f"{file} does not fit this run (another num_envs, network, device count or float precision?): "
                          f"{'; '.join(problems[:3])}")
     return jax.tree_util.tree_unflatten(treedef, [arrays[n] for n in names])

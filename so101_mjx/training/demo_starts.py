@@ -24,6 +24,7 @@ from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.errors import InputError
 from so101_mjx.sim.state import State
 
 MAX_BANK = 4096  # states kept (subsampled uniformly): the bank is a constant of the jitted step
@@ -45,7 +46,7 @@ def scripted_bank(env, rng: Array, episodes: int = 256, max_states: int = MAX_BA
     steps = np.arange(out["actions"].shape[1])
     keep = success[:, None] & (steps[None, :] < length[:, None] - 1)  # (B, T)
     if not keep.any():
-        raise ValueError(f"demo starts: the demonstrator of {env.name} solved none of {episodes} episodes "
+        raise InputError(f"demo starts: the demonstrator of {env.name} solved none of {episodes} episodes "
                          "under this env config, so there is no demonstration to start from")
     index = np.flatnonzero(keep.reshape(-1))
     if len(index) > max_states:

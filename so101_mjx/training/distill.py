@@ -33,10 +33,9 @@ from flax import traverse_util
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx import _argtypes as cliargs
-from so101_mjx.render.batch import QUALITIES
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env, make
+from so101_mjx.errors import InputError
 from so101_mjx.training.pixel_policy import PixelStudent
 
 PIXELS = "pixels/front"
@@ -118,7 +117,7 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds``; then a last
     row (``driver`` "final student") for the final student on ``episodes`` fresh episodes, nothing added."""
     if env.cameras is None or PIXELS not in env.observation_size:
-        raise ValueError("distill needs an env made with image_obs=True (backend c) and the front camera")
+        raise InputError("distill needs an env made with image_obs=True (backend c) and the front camera")
     student = student or PixelStudent()
     key = jax.random.PRNGKey(config.seed)
     size = env.config.image_size
@@ -162,25 +161,12 @@ def load_params(path: str | Path):
         return traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(z[k]) for k in z.files})
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("teacher", help="the state policy: a checkpoint or an exported .onnx / .npz")
-    parser.add_argument("--out", type=cliargs.output_dir, required=True, help="directory for student.npz and distill.json")
-    parser.add_argument("--image-size", type=cliargs.positive_int, default=64)
-    parser.add_argument("--image-quality", choices=QUALITIES, default="shadowed",
-                        help="render model of the training frames (shadowed: what the gym envs' full renders look like)")
-    parser.add_argument("--visual-randomization", type=cliargs.visual_randomization, default=None, metavar="standard|JSON",
-                        help="randomize lighting, colours and camera pose per episode of the training frames: 'standard' "
-                             "or a JSON object of so101_mjx.render.visual_randomization.VisualRandomization's fields")
-    for field in dataclasses.fields(DistillConfig):
-        kind = cliargs.positive_float if field.type == "float" else (cliargs.seed if field.name == "seed" else cliargs.positive_int)
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=kind, default=field.default)
-
-
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import evaluate
 
     teacher, meta = evaluate.load(args.teacher)
-    config = DistillConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DistillConfig)})
+    config = DistillConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DistillConfig)
+                              if getattr(args, f.name) is not None})
     env_config = {**meta["env_config"], "image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
                   "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization)}
     env = make(meta["env"], backend="c", **env_config)

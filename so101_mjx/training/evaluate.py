@@ -24,10 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import _argtypes as cliargs
 from so101_mjx.envs import make
 from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.errors import InputError
 from so101_mjx.training.export import load_checkpoint, load_exported
 from so101_mjx.training.policy import forward
 from so101_mjx.training.replay import policy_env
@@ -52,7 +52,7 @@ def parse_backends(text: str) -> tuple[str, ...]:
     """``"mjx,c"`` -> ``("mjx", "c")``; ValueError naming ``--backend`` for anything else."""
     names = tuple(b.strip() for b in text.split(","))
     if not names or any(b not in BACKENDS for b in names) or len(set(names)) != len(names):
-        raise ValueError(f"--backend must be one or more of {BACKENDS} separated by commas, got {text!r}")
+        raise InputError(f"--backend must be one or more of {BACKENDS} separated by commas, got {text!r}")
     return names
 
 
@@ -65,7 +65,7 @@ def evaluate(
     ``seconds`` (compile + run), and with two backends ``agreement`` (fraction of episodes with the
     same success)."""
     if episodes < 1:
-        raise ValueError(f"--episodes must be >= 1, got {episodes}")
+        raise InputError(f"--episodes must be >= 1, got {episodes}")
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", x64)
     try:
@@ -101,17 +101,6 @@ def report(result: dict[str, Any]) -> None:
               f"mean return {r['mean_return']:.3f}, mean episode length {r['mean_length']:.1f}  ({r['seconds']:.0f} s)")
     if "agreement" in result:
         print(f"  per-episode outcome agreement {'/'.join(result['backends'])}: {result['agreement']:.3f}")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("policy", help="checkpoint (run, checkpoints/ or step directory) or exported .onnx / .npz")
-    parser.add_argument("--env", default=None, help="env name (default: the policy's; another one needs --force)")
-    parser.add_argument("--backend", default="c", help="mjx, c, or both as mjx,c (same seeds: outcome agreement)")
-    parser.add_argument("--episodes", type=cliargs.positive_int, default=100, help="episodes per backend (vmapped worlds)")
-    parser.add_argument("--seed", type=cliargs.seed, default=0)
-    parser.add_argument("--x64", action="store_true", help="float64 (default float32)")
-    parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
-    parser.add_argument("--json", type=cliargs.output_file, default=None, help="also write the results (per-episode outcomes too) to this file")
 
 
 def run(args: argparse.Namespace) -> int:

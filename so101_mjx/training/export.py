@@ -26,7 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from so101_mjx.training.onnx_graph import METADATA_KEY, OPSET, graph_model
+from so101_mjx.errors import InputError, MissingFileError
+from so101_mjx.training.onnx_graph import METADATA_KEY, graph_model
 from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights, check_metadata
 
 AGENT_POS_LAYOUT = "agent_pos[0:14] = arm qpos (5), arm qvel (5), gripper_pose (1, -1 closed), ee_pos (3)"
@@ -78,7 +79,7 @@ def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.nd
         elif weights.activation in ("relu", "tanh"):
             x = node(weights.activation.capitalize(), [x], f"hidden_{i}")
         else:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)} for ONNX, got {weights.activation!r}")
+            raise InputError(f"activation must be one of {sorted(ACTIVATIONS)} for ONNX, got {weights.activation!r}")
     for name, value in (("loc_start", 0), ("loc_end", weights.action_size), ("loc_axis", 1)):
         inits.append(numpy_helper.from_array(np.asarray([value], np.int64), name))
     x = node("Slice", [x, "loc_start", "loc_end", "loc_axis"], "loc")
@@ -104,12 +105,12 @@ def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
     step_dir = checkpoint.resolve(path)
     run = check_metadata(checkpoint.read_run(step_dir), step_dir / checkpoint.RUN_FILE)
     if not isinstance(run.get("network"), dict) or not isinstance(run.get("normalize_observations"), bool):
-        raise ValueError(f"{step_dir / checkpoint.RUN_FILE}: 'network' (object) and 'normalize_observations' (bool) are required")
+        raise InputError(f"{step_dir / checkpoint.RUN_FILE}: 'network' (object) and 'normalize_observations' (bool) are required")
     _, params = checkpoint.load(step_dir)
     try:
         weights = checkpoint.policy_weights(run, params)
     except (KeyError, TypeError, IndexError) as err:
-        raise ValueError(f"{step_dir}: params do not hold a Brax PPO policy: {err!r}") from None
+        raise InputError(f"{step_dir}: params do not hold a Brax PPO policy: {err!r}") from None
     return NumpyPolicy.checked(weights, run, step_dir), params
 
 
@@ -133,7 +134,7 @@ def read_onnx(path: str | Path) -> NumpyPolicy:
         )
         scale, offset = inits["action_scale"].tolist(), inits["action_offset"].tolist()
     except Exception as err:  # protobuf, key or JSON errors: not one of our exports
-        raise ValueError(f"{path} is not an exported so101_mjx ONNX policy: {err!r}") from None
+        raise InputError(f"{path} is not an exported so101_mjx ONNX policy: {err!r}") from None
     if isinstance(meta, dict) and isinstance(meta.get("action_map"), dict):
         meta = {**meta, "action_map": {**meta["action_map"], "scale": scale, "offset": offset}}  # the graph's own
     return NumpyPolicy.checked(weights, meta, path)
@@ -143,16 +144,16 @@ def load_exported(path: str | Path) -> NumpyPolicy:
     """A checked policy from an exported ``.onnx`` (needs onnx; else the ``.npz`` beside it) or ``.npz``."""
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"policy not found: {path}")
+        raise MissingFileError(f"policy not found: {path}")
     if path.suffix == ".npz":
         return NumpyPolicy.load(path)
     if path.suffix != ".onnx":
-        raise ValueError(f"policy must be a .onnx or .npz file, got {path}")
+        raise InputError(f"policy must be a .onnx or .npz file, got {path}")
     try:
         import onnx  # noqa: F401
     except ImportError:
         if not path.with_suffix(".npz").is_file():
-            raise ValueError(f"reading {path} needs onnx (pip install so101-mjx[export]) and {path.with_suffix('.npz')} is missing") from None
+            raise InputError(f"reading {path} needs onnx (pip install so101-mjx[export]) and {path.with_suffix('.npz')} is missing") from None
         print(f"onnx is not installed: using {path.with_suffix('.npz')}")
         return NumpyPolicy.load(path.with_suffix(".npz"))
     return read_onnx(path)
@@ -162,7 +163,7 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
     """Write ``out`` (.onnx) and the ``.npz`` beside it. Returns their paths (ONNX None without onnx)."""
     out = Path(out)
     if out.suffix != ".onnx":
-        raise ValueError(f"--out must end in .onnx, got {out}")
+        raise InputError(f"--out must end in .onnx, got {out}")
     policy, _ = load_checkpoint(checkpoint_path)
     meta, weights, scale, offset = metadata(policy.metadata), policy.weights, policy.scale, policy.offset
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -176,15 +177,6 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
     onnx.save(onnx_model(weights, meta, scale, offset), out)
     print(f"exported step {meta['step']:,} of {meta['env']} -> {out} and {npz}")
     return out, npz
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from so101_mjx._argtypes import output_file
-
-    parser.add_argument("checkpoint", help="run directory, its checkpoints/ directory, or one step directory; "
-                        "or a distill directory (its pixel student -> student.onnx)")
-    parser.add_argument("--out", type=output_file, default=None, help="ONNX path (default: <run dir>/policy.onnx, "
-                        "<distill dir>/student.onnx); a state policy's .npz goes beside it")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,13 +17,14 @@ from brax.training.acme import running_statistics
 from brax.training.agents.ppo import networks as ppo_networks
 from jax import Array
 
+from so101_mjx.errors import InputError
 from so101_mjx.training.brax_env import to_env_action
 
 
 def network_factory(policy_hidden_layer_sizes, value_hidden_layer_sizes, activation: str) -> Callable:
     """``network_factory`` for ``ppo.train`` (checkpointable: activation by registered name)."""
     if activation not in brax_networks.ACTIVATION:
-        raise ValueError(f"activation must be one of {sorted(brax_networks.ACTIVATION)}, got {activation!r}")
+        raise InputError(f"activation must be one of {sorted(brax_networks.ACTIVATION)}, got {activation!r}")
     return functools.partial(
         ppo_networks.make_ppo_networks,
         policy_hidden_layer_sizes=tuple(policy_hidden_layer_sizes),

@@ -26,6 +26,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.envs.arm import AGENT_POS_SIZE
+from so101_mjx.errors import InputError
 from so101_mjx.training.onnx_graph import METADATA_KEY, graph_model
 
 KIND = "pixel"
@@ -58,16 +59,16 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
     run_dir = Path(run_dir)
     for name in (STUDENT_FILE, META_FILE):
         if not (run_dir / name).is_file():
-            raise ValueError(f"{run_dir} is not a distill directory: {name} is missing")
+            raise InputError(f"{run_dir} is not a distill directory: {name} is missing")
     try:
         run = json.loads((run_dir / META_FILE).read_text())
         env, env_config = run["env"], dict(run["env_config"])
         with np.load(run_dir / STUDENT_FILE) as z:
             params = {k: z[k] for k in z.files}
     except Exception as err:  # JSON, key or zip errors
-        raise ValueError(f"{run_dir}: unreadable distill output: {err!r}") from None
+        raise InputError(f"{run_dir}: unreadable distill output: {err!r}") from None
     if not all(np.all(np.isfinite(v)) for v in params.values()):
-        raise ValueError(f"{run_dir / STUDENT_FILE}: the student's weights are not all finite")
+        raise InputError(f"{run_dir / STUDENT_FILE}: the student's weights are not all finite")
     from so101_mjx import __version__
     from so101_mjx.envs.registry import task
 
@@ -91,7 +92,7 @@ def _dense(params: dict[str, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray]
     (and numbers) the head first, ``Dense_0``; ValueError unless the hidden layer feeds the head."""
     layers = _layers(params, "Dense")
     if len(layers) != 2 or layers[1][0].shape[1] != layers[0][0].shape[0] or layers[0][0].shape[1] != 4:
-        raise ValueError(f"student params must hold a hidden Dense layer feeding a 4-action head, got shapes {[k.shape for k, _ in layers]}")
+        raise InputError(f"student params must hold a hidden Dense layer feeding a 4-action head, got shapes {[k.shape for k, _ in layers]}")
     return layers[0], layers[1]
 
 
@@ -111,7 +112,7 @@ def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
 
     convs, (head, hidden) = _layers(params, "Conv"), _dense(params)
     if len(convs) != len(CONV_STRIDES):
-        raise ValueError(f"student params must hold {len(CONV_STRIDES)} Conv layers, got {len(convs)}")
+        raise InputError(f"student params must hold {len(CONV_STRIDES)} Conv layers, got {len(convs)}")
     dense = (hidden, head)
     x = node("Cast", ["pixels"], "pixels_float", to=TensorProto.FLOAT)
     x = node("Div", [x, const("byte_scale", 255.0)], "pixels_unit")
@@ -151,7 +152,7 @@ def export(run_dir: str | Path, out: str | Path | None = None) -> Path:
     params, meta = read_run(run_dir)
     out = Path(out) if out is not None else Path(run_dir) / ONNX_FILE
     if out.suffix != ".onnx":
-        raise ValueError(f"--out must end in .onnx, got {out}")
+        raise InputError(f"--out must end in .onnx, got {out}")
     out.parent.mkdir(parents=True, exist_ok=True)
     onnx.save(onnx_model(params, meta), out)
     print(f"exported the pixel student of {meta['env']} ({run_dir}) -> {out}")

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx.errors import InputError
+
 # Activations over an array module ``xp`` (numpy or jax.numpy); names as brax.training.networks.ACTIVATION.
 ACTIVATIONS = {
     "relu": lambda xp, x: xp.maximum(x, 0.0),
@@ -64,29 +66,29 @@ class PolicyWeights:
         """ValueError naming ``source`` unless these layers are the network ``meta`` describes
         (obs and action sizes, ``network.policy_hidden_layer_sizes`` when given) with finite weights."""
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"{source}: activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+            raise InputError(f"{source}: activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
         if not self.kernels or len(self.kernels) != len(self.biases):
-            raise ValueError(f"{source}: {len(self.kernels)} kernels and {len(self.biases)} biases (need equal, >= 1)")
+            raise InputError(f"{source}: {len(self.kernels)} kernels and {len(self.biases)} biases (need equal, >= 1)")
         obs_size, action_size = meta["obs_size"], meta["action_size"]
         if self.mean.shape != (obs_size,) or self.std.shape != (obs_size,):
-            raise ValueError(f"{source}: normalizer mean {self.mean.shape} / std {self.std.shape}, expected ({obs_size},)")
+            raise InputError(f"{source}: normalizer mean {self.mean.shape} / std {self.std.shape}, expected ({obs_size},)")
         width = obs_size
         for i, (kernel, bias) in enumerate(zip(self.kernels, self.biases)):
             if kernel.ndim != 2 or kernel.shape[0] != width or bias.shape != kernel.shape[1:]:
-                raise ValueError(f"{source}: layer {i} has kernel {kernel.shape} and bias {bias.shape}; its input is {width} wide")
+                raise InputError(f"{source}: layer {i} has kernel {kernel.shape} and bias {bias.shape}; its input is {width} wide")
             width = kernel.shape[1]
         if width != 2 * action_size:
-            raise ValueError(f"{source}: last layer outputs {width}, expected 2 x action_size = {2 * action_size}")
+            raise InputError(f"{source}: last layer outputs {width}, expected 2 x action_size = {2 * action_size}")
         hidden = [int(k.shape[1]) for k in self.kernels[:-1]]
         expected = meta.get("network", {}).get("policy_hidden_layer_sizes")
         if expected is not None and hidden != list(expected):
-            raise ValueError(f"{source}: hidden layers {hidden}, but its metadata says policy_hidden_layer_sizes {list(expected)} (truncated network?)")
+            raise InputError(f"{source}: hidden layers {hidden}, but its metadata says policy_hidden_layer_sizes {list(expected)} (truncated network?)")
         for name, value in (("mean", self.mean), ("std", self.std), *((f"kernel_{i}", k) for i, k in enumerate(self.kernels)),
                             *((f"bias_{i}", b) for i, b in enumerate(self.biases))):
             if not np.all(np.isfinite(value)):
-                raise ValueError(f"{source}: {name} holds {np.size(value) - np.isfinite(value).sum()} non-finite values")
+                raise InputError(f"{source}: {name} holds {np.size(value) - np.isfinite(value).sum()} non-finite values")
         if not np.all(self.std > 0):
-            raise ValueError(f"{source}: std must be positive, has {int(np.sum(~(self.std > 0)))} entries <= 0")
+            raise InputError(f"{source}: std must be positive, has {int(np.sum(~(self.std > 0)))} entries <= 0")
 
 
 def check_metadata(meta: Any, source: str | Path) -> dict[str, Any]:
@@ -94,7 +96,7 @@ def check_metadata(meta: Any, source: str | Path) -> dict[str, Any]:
     rebuilds the env or the policy (``env``, ``env_config``, ``obs_size``, ``action_map``) is
     missing or of the wrong type."""
     if not isinstance(meta, dict):
-        raise ValueError(f"{source}: policy metadata must be a JSON object, got {type(meta).__name__}")
+        raise InputError(f"{source}: policy metadata must be a JSON object, got {type(meta).__name__}")
     action_map = meta.get("action_map")
     scale = action_map.get("scale") if isinstance(action_map, dict) else None
     meta = {"action_size": len(scale) if isinstance(scale, list) else 0, **meta}
@@ -102,12 +104,12 @@ def check_metadata(meta: Any, source: str | Path) -> dict[str, Any]:
                       ("network", dict)):
         value = meta.get(key, {} if key == "network" else None)
         if not isinstance(value, kind) or isinstance(value, bool):
-            raise ValueError(f"{source}: metadata field {key!r} must be a {kind.__name__}, got {type(value).__name__} {str(value)[:60]!r}")
+            raise InputError(f"{source}: metadata field {key!r} must be a {kind.__name__}, got {type(value).__name__} {str(value)[:60]!r}")
     for key in ("scale", "offset"):
         value = action_map.get(key)
         numbers = isinstance(value, list) and all(isinstance(v, (int, float)) and np.isfinite(v) for v in value)
         if not (numbers and len(value) == meta["action_size"]):
-            raise ValueError(f"{source}: metadata action_map.{key} must be {meta['action_size']} finite numbers, got {value!r}")
+            raise InputError(f"{source}: metadata action_map.{key} must be {meta['action_size']} finite numbers, got {value!r}")
     return meta
 
 
@@ -127,7 +129,7 @@ class NumpyPolicy:
 
     def __init__(self, weights: PolicyWeights, meta: dict[str, Any], action_scale: np.ndarray, action_offset: np.ndarray):
         if weights.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {weights.activation!r}")
+            raise InputError(f"activation must be one of {sorted(ACTIVATIONS)}, got {weights.activation!r}")
         self.weights, self.metadata = weights, meta
         self.scale, self.offset = np.asarray(action_scale, np.float32), np.asarray(action_offset, np.float32)
 
@@ -147,7 +149,7 @@ class NumpyPolicy:
                 meta = json.loads(str(f["metadata"]))
                 indices = sorted(int(k.removeprefix("kernel_")) for k in f.files if k.startswith("kernel_"))
                 if indices != list(range(len(indices))):
-                    raise ValueError(f"layers {indices}, expected 0..{len(indices) - 1}")
+                    raise InputError(f"layers {indices}, expected 0..{len(indices) - 1}")
                 weights = PolicyWeights(
                     mean=f["mean"], std=f["std"], kernels=tuple(f[f"kernel_{i}"] for i in indices),
                     biases=tuple(f[f"bias_{i}"] for i in indices), activation=str(f["activation"]),
@@ -155,7 +157,7 @@ class NumpyPolicy:
         except FileNotFoundError:
             raise
         except Exception as err:  # zip, key or JSON errors: not a policy file
-            raise ValueError(f"{path} is not an exported so101_mjx policy (.npz): {err}") from None
+            raise InputError(f"{path} is not an exported so101_mjx policy (.npz): {err}") from None
         return cls.checked(weights, meta, path)
 
     def save(self, path: str | Path) -> None:

@@ -29,7 +29,7 @@ import so101_mjx
 from so101_mjx import _argtypes as cliargs
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
-from so101_mjx.sim.physics import BACKENDS
+from so101_mjx.errors import InputError
 from so101_mjx.training import checkpoint, presets
 from so101_mjx.training import brax_env as envs
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
@@ -64,17 +64,17 @@ def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
     existing = checkpoint.steps(out)
     if not resume:
         if existing:
-            raise ValueError(f"{out} already holds checkpoints; pass --resume to continue it or choose another --out")
+            raise InputError(f"{out} already holds checkpoints; pass --resume to continue it or choose another --out")
         return None
     if not existing:
         if (out / checkpoint.RUN_FILE).is_file():
             print(f"--resume: no checkpoint under {out} yet: starting from step 0")
             return None
-        raise ValueError(f"--resume: no checkpoint under {out}")
+        raise InputError(f"--resume: no checkpoint under {out}")
     previous = checkpoint.read_run(existing[-1])
     diff = [f"{k} {previous.get(k)!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if previous.get(k) != run[k]]
     if diff:
-        raise ValueError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")
+        raise InputError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")
     return existing[-1]
 
 
@@ -138,22 +138,6 @@ def train(
     png = recorder.close(f"{env_name} ({preset_name}, seed {seed})")
     print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
     return checkpoint.resolve(out), metrics
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
-    choices = "; ".join(f"{env}: {', '.join(p)} (default {presets.DEFAULT_PRESET.get(env, 'none')})" for env, p in presets.PRESETS.items())
-    parser.add_argument("--preset", default=None, help=f"preset (so101_mjx/training/presets/): {choices}")
-    parser.add_argument("--backend", choices=BACKENDS, default=None, help="default: c on CPU, mjx on accelerators")
-    parser.add_argument("--seed", type=cliargs.seed, default=0)
-    parser.add_argument("--out", type=cliargs.output_dir, default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
-    parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
-    parser.add_argument("--num-timesteps", type=cliargs.positive_int, default=None, help="override the preset's env steps")
-    parser.add_argument("--num-evals", type=cliargs.positive_int, default=None, help="override the preset's number of evals (>= 2; one checkpoint each after the first)")
-    parser.add_argument("--demo-start-prob", type=cliargs.probability, default=None,
-                        help="override the preset's share of training resets from scripted states (0 = none; evals always reset normally)")
-    parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
-    parser.add_argument("--replay-episodes", type=cliargs.non_negative_int, default=0, help="replay N episodes of the export on CPU MuJoCo")
 
 
 def run(args: argparse.Namespace) -> int:

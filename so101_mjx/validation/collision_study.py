@@ -35,6 +35,7 @@ from so101_mjx.validation import parity
 from so101_mjx.envs.tasks.pick_place import PickPlace, PickPlaceConfig
 from so101_mjx.sim.physics import PhysicsState
 from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import JAW_PADS, scene_path, set_jaw_pads
 
 TIPS: tuple[str, ...] = ("fixed_jaw_tip_collision", "moving_jaw_tip_collision")
@@ -54,9 +55,9 @@ class Fit:
 
     def __post_init__(self) -> None:
         if self.shape not in ("capsule", "sphere"):
-            raise ValueError(f"Fit.shape must be 'capsule' or 'sphere', got {self.shape!r}")
+            raise InputError(f"Fit.shape must be 'capsule' or 'sphere', got {self.shape!r}")
         if self.count < 1 or self.count % 2 == 0 or (self.shape == "capsule" and self.count != 1):
-            raise ValueError(f"Fit.count must be odd (the middle piece keeps the box's centre and name), and 1 for a capsule, got {self.count!r}")
+            raise InputError(f"Fit.count must be odd (the middle piece keeps the box's centre and name), and 1 for a capsule, got {self.count!r}")
 
 
 VARIANTS: dict[str, dict[str, Fit]] = {
@@ -85,7 +86,7 @@ def fitted_pieces(size: np.ndarray, pos: np.ndarray, quat: np.ndarray, fit: Fit)
     quat = quat / np.linalg.norm(quat)  # MJCF quats (5 digits here) are normalized at compile; so are the pieces' offsets
     axis, thin = int(np.argmax(size)), int(np.argmin(size))
     if axis == thin:
-        raise ValueError(f"box size {size} has no longest axis to fit along")
+        raise InputError(f"box size {size} has no longest axis to fit along")
     r = size[thin]
     half = size[axis] - r  # capsule half-length / outer sphere centre offset: ends stay inside the box
     if fit.shape == "capsule":
@@ -107,13 +108,13 @@ def variant_model(variant: str, scene: str = SCENE) -> mujoco.MjModel:
     pieces are ``<name>_<k>`` with the box's contact parameters and collision bits.
     """
     if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
+        raise InputError(f"variant must be one of {list(VARIANTS)}, got {variant!r}")
     spec = mujoco.MjSpec.from_file(str(scene_path(scene)))
     copies: dict[str, str] = {}
     for name, fit in VARIANTS[variant].items():
         g = spec.geom(name)
         if g.type != mujoco.mjtGeom.mjGEOM_BOX or g.alt.type != mujoco.mjtOrientation.mjORIENTATION_QUAT:
-            raise ValueError(f"geom {name!r} must be a box oriented by quat to be refitted")
+            raise InputError(f"geom {name!r} must be a box oriented by quat to be refitted")
         pieces = fitted_pieces(g.size, g.pos, g.quat, fit)
         for k, (gtype, size, pos, quat) in enumerate(pieces):
             piece = g if k == 0 else g.parent.add_geom(name=f"{name}_{k}")

@@ -32,7 +32,6 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx import _argtypes as cliargs
 from so101_mjx.validation import reference
 from so101_mjx.sim.physics import BACKENDS, make_physics
 from so101_mjx.envs.rollout import run_episodes
@@ -282,17 +281,10 @@ def run_all(n_episodes: int, n_steps: int = max(HORIZONS)) -> dict[str, Any]:
     return results
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--x64", action="store_true", help="float64 (the contract's precision); default float32")
-    parser.add_argument("--episodes", type=cliargs.non_negative_int, default=256, help="seeds of the scripted pick-and-place (0 skips)")
-    parser.add_argument("--steps", type=cliargs.positive_int, default=max(HORIZONS), help="control steps of the open-loop episodes")
-    parser.add_argument("--json", type=cliargs.output_file, default=None, help="also write the results to this JSON file")
-
-
 def run(args: argparse.Namespace) -> int:
     jax.config.update("jax_enable_x64", bool(args.x64))
     t0 = time.perf_counter()
-    results = run_all(args.episodes, args.steps)
+    results = run_all(args.episodes, max(HORIZONS) if args.steps is None else args.steps)
     results["seconds"] = time.perf_counter() - t0
     print(format_table(results))
     if args.json:

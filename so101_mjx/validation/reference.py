@@ -3,7 +3,7 @@ building one with a task config.
 
 A task names the reference class it mirrors (``SO101Env.reference_env``); the parity harness,
 ``replay --reference`` and ``bench env`` build it through here. The package is optional (a test
-dependency): without it these functions raise ValueError saying what to install.
+dependency): without it these functions raise InputError saying what to install.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import inspect
 from typing import Any
 
 from so101_mjx.envs import registry
+from so101_mjx.errors import InputError
 
 INSTALL = "pip install lerobot_env_so101==0.4.0"
 
@@ -35,11 +36,11 @@ def reference_class(name: str) -> type:
     name = registry.canonical(name)
     tasks = mirrored()
     if name not in tasks:
-        raise ValueError(f"lerobot_env_so101 has no {name}; it has {sorted(tasks)}")
+        raise InputError(f"lerobot_env_so101 has no {name}; it has {sorted(tasks)}")
     try:
         import lerobot_env_so101 as ref
     except ImportError:
-        raise ValueError(f"the reference env needs lerobot_env_so101: {INSTALL}") from None
+        raise InputError(f"the reference env needs lerobot_env_so101: {INSTALL}") from None
     return getattr(ref, tasks[name])
 
 

@@ -23,6 +23,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.ik import iterative as ik
 from so101_mjx.envs import scripted
 from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_qpos_adr, fixed_array
+from so101_mjx.errors import InputError
 from so101_mjx.sim.state import State
 from so101_mjx.robot.scenes import EE_SITE
 
@@ -49,7 +50,7 @@ class BlockConfig(ArmConfig):
     def validate(self) -> None:
         super().validate()
         if not isinstance(self.reward_type, str) or self.reward_type not in REWARD_TYPES:
-            raise ValueError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
+            raise InputError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
         object.__setattr__(self, "random_block_position", checks.flag("random_block_position", self.random_block_position))
 
 
@@ -61,10 +62,10 @@ class PickCubeConfig(BlockConfig):
         super().validate()
         reward = checks.real("grasp_reward", self.grasp_reward)
         if not reward >= 0:
-            raise ValueError(f"grasp_reward must be >= 0 (a finite reward per step), got {self.grasp_reward!r}")
+            raise InputError(f"grasp_reward must be >= 0 (a finite reward per step), got {self.grasp_reward!r}")
         object.__setattr__(self, "grasp_reward", reward)
         if self.grasp_reward and self.reward_type != "dense":
-            raise ValueError(f"grasp_reward adds to the dense reward; it needs reward_type='dense', got {self.reward_type!r}")
+            raise InputError(f"grasp_reward adds to the dense reward; it needs reward_type='dense', got {self.reward_type!r}")
 
 
 

@@ -26,6 +26,7 @@ from jax import Array
 from so101_mjx.envs import scripted
 from so101_mjx.envs.base import SO101Env, block_dof_adr, fixed_array
 from so101_mjx.envs.tasks.pick_cube import PickCube, PickCubeConfig
+from so101_mjx.errors import InputError
 from so101_mjx.sim.state import State
 
 SAMPLING_BOUNDS = ((0.15, -0.1), (0.3, 0.1))
@@ -89,7 +90,7 @@ class PickPlaceConfig(PickCubeConfig):
     def validate(self) -> None:
         super().validate()
         if self.grasp_reward:
-            raise ValueError(f"grasp_reward must be 0 for PickPlace (its dense reward has a grasp stage), got {self.grasp_reward!r}")
+            raise InputError(f"grasp_reward must be 0 for PickPlace (its dense reward has a grasp stage), got {self.grasp_reward!r}")
 
 
 

