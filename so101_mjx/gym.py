@@ -97,7 +97,7 @@ class SO101MjxGymEnv(gymnasium.Env):
     def __init__(
         self,
         seed: int = 0,
-        render_spec: GymRenderingSpec = GymRenderingSpec(),  # noqa: B008
+        render_spec: GymRenderingSpec = GymRenderingSpec(),
         render_mode: str = "rgb_array",
         image_obs: bool = False,
         **config: Any,
@@ -362,20 +362,16 @@ def _marker_property(key: str) -> property:
     return property(lambda self: np.asarray(self._state.info.task[key], np.float64), doc=f"World position (3,) of the task's {key}.")
 
 
-ENV_CLASSES: dict[str, type[SO101MjxGymEnv]] = {name: gym_class(name) for name in registry.names()}
-globals().update({cls.__name__: cls for cls in ENV_CLASSES.values()})  # SO101PickCubeGymEnv, ... as module attributes
+ENV_CLASSES: dict[str, type[SO101MjxGymEnv]] = {}  # task name -> its gymnasium class, for every registered task
 
 
-def register() -> None:
-    """Register the ``so101_mjx/...`` ids with gymnasium (idempotent; done on import)."""
-    for name, cls in ENV_CLASSES.items():
-        env_id = NAMESPACE + name
-        if env_id not in gymnasium.registry:
-            gymnasium.register(
-                id=env_id,
-                entry_point=f"{__name__}:{cls.__name__}",
-                max_episode_steps=registry.default_config(name).episode_length,
-            )
+def _add(task: type) -> None:
+    """Give a registered task its gymnasium class (also a module attribute: ``SO101PickCubeGymEnv``, ...) and id."""
+    cls = ENV_CLASSES[task.name] = gym_class(task.name)
+    globals()[cls.__name__] = cls
+    env_id = NAMESPACE + task.name
+    if env_id not in gymnasium.registry:
+        gymnasium.register(id=env_id, entry_point=f"{__name__}:{cls.__name__}", max_episode_steps=task.default_config().episode_length)
 
 
-register()
+registry.on_register(_add)  # the built-in tasks now, any task registered later then

@@ -5,7 +5,7 @@ import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 
-import jax  # noqa: E402
+import jax
 
 jax.config.update("jax_enable_x64", True)
 

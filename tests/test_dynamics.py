@@ -159,7 +159,7 @@ def test_kinematics_matches_mujoco(jax_backend, mujoco_backend, samples):
     for frame in jax_backend.get_frame_names():
         jac = jax_backend.compute_jacobian(q, frame)
         assert jac.shape == (20, 6, 6)
-        assert _max_err(jac, _loop(lambda x: mujoco_backend.compute_jacobian(x, frame), q)) <= 1e-12, frame
+        assert _max_err(jac, _loop(lambda x, frame=frame: mujoco_backend.compute_jacobian(x, frame), q)) <= 1e-12, frame
 
 
 def test_batching_dtypes_and_transforms(jax_backend, samples):

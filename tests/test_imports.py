@@ -11,7 +11,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "so101_mjx"
 # Modules whose importlib calls load every module of a package (the preset discovery).
-DISCOVERS = {"so101_mjx.envs.registry": "so101_mjx.envs.tasks.", "so101_mjx.training.presets": "so101_mjx.training.presets."}
+DISCOVERS = {"so101_mjx.training.presets": "so101_mjx.training.presets."}
 # The layers, bottom up (docs/DESIGN.md): a unit (a top-level module or subpackage of so101_mjx)
 # imports only units of lower floors.
 FLOORS = [

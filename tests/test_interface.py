@@ -261,7 +261,9 @@ def test_interpolation_exact_on_linear_signal(dtype, tol, chunk_rate, control_ra
 
 def test_interpolation_holds_between_ticks_and_at_both_ends():
     targets = linear_chunk(4, 2, np.float64)  # rows at 0, 0.1, 0.2, 0.3 s
-    at = lambda t: np.asarray(interpolate_chunk(targets, 10, 20, t))
+    def at(t):
+        return np.asarray(interpolate_chunk(targets, 10, 20, t))
+
     np.testing.assert_array_equal(at(-1.0), targets[0])
     np.testing.assert_array_equal(at(-1e-9), targets[0])
     np.testing.assert_array_equal(at(0.3), targets[-1])

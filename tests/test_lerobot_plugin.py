@@ -18,7 +18,7 @@ import so101_mjx.gym as sgym
 from so101_mjx.envs import default_config, names
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "lerobot_env_so101_mjx"))
-from lerobot_env_so101_mjx import spec as plugin  # noqa: E402  (the checkout's plugin)
+from lerobot_env_so101_mjx import spec as plugin
 
 
 @pytest.mark.parametrize("name", names())

@@ -35,10 +35,14 @@ if backend == "c":  # Brax's own loop on the same devices, same seed
     from so101_mjx.training import brax_env as envs
     preset = presets.preset("SO101Reach-v0", "tiny")
     env = envs.make_env("SO101Reach-v0", preset.env_overrides(), "c")
-    _, theirs, _ = ppo_train.train(
-        environment=env, wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),
-        episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()), seed=3,
-        deterministic_eval=True, use_pmap_on_reset=False, **preset.ppo_kwargs())
+    from unittest import mock
+    from so101_mjx.training.ppo_loop import replicate
+    # brax 0.14.2's ppo.train calls jax.device_put_replicated, which jax 0.10 removed: for this call only
+    with mock.patch.object(jax, "device_put_replicated", replicate, create=True):
+        _, theirs, _ = ppo_train.train(
+            environment=env, wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),
+            episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()), seed=3,
+            deterministic_eval=True, use_pmap_on_reset=False, **preset.ppo_kwargs())
     ours = checkpoint.load(last)[1]
     report["equal_to_brax"] = all(np.array_equal(np.asarray(a), np.asarray(b))
                                   for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs)))

@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("mujoco_warp")
 
-from so101_mjx.render import batch as pixels  # noqa: E402
-from so101_mjx.envs import make  # noqa: E402
-from so101_mjx.render.warp import WarpBatchRenderer  # noqa: E402
+from so101_mjx.render import batch as pixels
+from so101_mjx.envs import make
+from so101_mjx.render.warp import WarpBatchRenderer
 
 SIZE, WORLDS = 64, 6
 

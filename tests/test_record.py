@@ -13,7 +13,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from so101_mjx import cli  # noqa: E402
-from so101_mjx.render import visual_randomization
+from so101_mjx.render import visual_randomization  # noqa: E402
 from so101_mjx.data.record import record  # noqa: E402
 
 REACH = "SO101Reach-v0"
@@ -251,7 +251,7 @@ def test_frames_are_the_gym_render():
     import gymnasium
     import jax
 
-    import so101_mjx.gym  # noqa: F401
+    import so101_mjx.gym
     from so101_mjx.data.record import _episode_fns, _Frames, load_policy, run_worlds
 
     _, env, policy, _ = load_policy("scripted", REACH, "c", SHORT)

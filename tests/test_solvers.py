@@ -136,7 +136,7 @@ def test_tcp_validation(solver):
         "reflection": np.diag([-1.0, 1.0, 1.0, 1.0]),
         "last row": np.vstack([np.eye(4)[:3], [0.1, 0, 0, 1]]),
     }
-    for name, tcp in bad.items():
+    for tcp in bad.values():
         with pytest.raises(ValueError, match="tcp"):
             solver.set_tcp(tcp)
     np.testing.assert_array_equal(solver.get_tcp(), np.eye(4))  # unchanged after the failures

@@ -2,6 +2,7 @@
 and every consumer (gym, rollout, export, parity, presets) derives from it."""
 
 import dataclasses
+import inspect
 
 import jax
 import jax.numpy as jnp
@@ -12,6 +13,8 @@ from so101_mjx.validation import reference
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import Info, make, names, task
 from so101_mjx.envs.base import SO101Env
+from so101_mjx.envs.block import BlockTask
+from so101_mjx.envs.tasks import BUILTIN
 from so101_mjx.validation.parity import initial_state
 from so101_mjx.data.record import environment_state_names
 from so101_mjx.robot.scenes import scene_names
@@ -33,7 +36,8 @@ def test_declaration_is_complete(env):
     assert all(isinstance(n, str) and isinstance(k, int) and k >= 1 for n, k in cls.observation_layout)
     for site in cls.markers:
         env.mj_model.site(site)  # KeyError when the scene lacks the marker site
-    assert set(cls.fixed_reset) <= set(cls.reset_to.__code__.co_varnames)
+    keywords = {n for n, p in inspect.signature(cls.reset_to).parameters.items() if p.kind is p.KEYWORD_ONLY}
+    assert set(cls.fixed_reset) <= keywords
 
 
 def test_layout_matches_the_observation(env):
@@ -56,10 +60,17 @@ def test_reward_is_the_sum_of_its_logged_terms(env):
     np.testing.assert_allclose(float(n.reward), sum(float(v) for v in terms.values()), rtol=1e-6, atol=1e-7)
 
 
-def test_fixed_reset_is_the_parity_initial_state(env):
+# reset_to keyword -> the observation entry (and its leading components) that shows where it was placed
+PLACED = {"block_xy": ("block_pos", 2), "goal_xy": ("goal", 2), "bottom_xy": ("bottom_block_pos", 2), "target": ("target", 3)}
+
+
+def test_fixed_reset_places_what_it_declares(env):
+    """The parity harness's initial state shows each fixed quantity where the task declares it."""
     s = initial_state(env)
-    again = env.reset_to(jax.random.PRNGKey(0), **type(env).fixed_reset)
-    np.testing.assert_array_equal(s.obs, again.obs)
+    at = env.observation_slices()
+    for keyword, value in type(env).fixed_reset.items():
+        entry, size = PLACED[keyword]
+        np.testing.assert_allclose(np.asarray(s.obs[at[entry]])[:size], value, atol=1e-9, err_msg=keyword)
     with pytest.raises((ValueError, TypeError)):
         env.reset_to(jax.random.PRNGKey(0), not_a_quantity=jnp.zeros(2))
 
@@ -95,9 +106,16 @@ def test_preset_lookup_names_what_exists():
         presets.preset("SO101Nope-v0")
 
 
-def test_discovery_ignores_classes_without_a_name():
-    assert all("name" in vars(task(n)) for n in names())
+def test_the_registry_holds_the_builtin_tasks_by_their_names():
+    assert len({cls.name for cls in BUILTIN}) == len(BUILTIN) == 5
+    assert all(task(cls.name) is cls and cls.name in names() for cls in BUILTIN)
     assert not hasattr(SO101Env, "name")
+
+
+def test_block_tasks_are_direct_subclasses_of_one_base():
+    blocks = [cls for cls in BUILTIN if issubclass(cls, BlockTask)]
+    assert [cls.name for cls in blocks] == ["SO101PickCube-v0", "SO101PickPlace-v0", "SO101PushCube-v0", "SO101StackCube-v0"]
+    assert all(cls.__bases__ == (BlockTask,) for cls in blocks)
 
 
 def test_backend_options_are_forwarded_and_checked():

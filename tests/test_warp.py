@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("mujoco_warp")
 
-from so101_mjx.sim.physics import MjxPhysics  # noqa: E402
+from so101_mjx.sim.physics import MjxPhysics
 
 SUBSTEPS = 5
 

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for batch in args.batch:
         q = jnp.asarray(rng.uniform(lo, hi, (batch, len(ARM_JOINTS))), dtype)
-        rate = batch / median_time(lambda: fn(q), args.repeats)
+        rate = batch / median_time(lambda q=q: fn(q), args.repeats)
         rows.append([batch, rate, c_rate, rate / c_rate])
     print(f"FK (pose) + Jacobian of gripperframe, {jax.default_backend()}, {jnp.dtype(dtype).name}; "
           f"MuJoCo C = mj_kinematics+mj_comPos+mj_jacSite per call from Python")

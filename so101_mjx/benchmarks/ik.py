@@ -89,7 +89,7 @@ def jax_rates(kin: Kinematics, lo: np.ndarray, hi: np.ndarray, targets: np.ndarr
     rows = []
     for b in batches:
         t, q0 = jnp.asarray(targets[:b], dtype), jnp.zeros((b, len(ARM_JOINTS)), dtype)
-        rows.append(_row(lambda: solve(q0, t), kin, targets[:b], repeats))
+        rows.append(_row(lambda q0=q0, t=t: solve(q0, t), kin, targets[:b], repeats))
     return rows
 
 
@@ -99,7 +99,7 @@ def pitched_rates(solver, targets: np.ndarray, pitches: np.ndarray, batches: lis
     home, rows = jnp.zeros(len(ARM_JOINTS), dtype), []
     for b in batches:
         t, p = jnp.asarray(targets[:b], dtype), jnp.asarray(pitches[:b], dtype)
-        rows.append(_row(lambda: solver.get_ik(t, qpos_seed=home, pitch=p)[1], solver.kin, targets[:b], repeats))
+        rows.append(_row(lambda t=t, p=p: solver.get_ik(t, qpos_seed=home, pitch=p)[1], solver.kin, targets[:b], repeats))
     return rows
 
 

@@ -219,12 +219,6 @@ class SO101Env(abc.ABC):
         asks only tasks with a ``reference_env``), or None."""
         return None
 
-    def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
-        """``(description, bool (...,))`` of what the scripted controller achieves from final
-        observations ``obs`` (..., obs_size) when that is not the task's success (PickCube's
-        reach-and-close closes on the block but does not lift it); None when it is the success."""
-        return None
-
     # -- the shared reset / step --------------------------------------------------------------
     def reset(self, rng: Array) -> State:
         """Initial state of one world: :meth:`sample_initial` then :meth:`reset_to`."""

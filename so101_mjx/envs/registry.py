@@ -1,41 +1,69 @@
-"""Env registry, derived from the task files: every :class:`SO101Env` subclass with a ``name``
-defined in a module of :mod:`so101_mjx.envs` is a registered task.
+"""The task registry: names to task classes, the built-in tasks and any registered from outside.
 
-Adding a task means adding its file (and its scene); gymnasium ids, ``rollout``'s scripted
-policy, export layouts, the parity harness and the benchmarks find it here.
+Built-in tasks are :data:`so101_mjx.envs.tasks.BUILTIN`, registered on first use. A task defined
+anywhere else joins with :func:`register`; from then on ``make``, gymnasium (``so101_mjx/<name>``),
+``rollout``, ``train`` (with the ``tiny`` preset, or presets of its own), ``export`` and ``replay``
+find it here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-import importlib
-import pkgutil
-from pathlib import Path
+from collections.abc import Callable
 
 from so101_mjx.envs.base import ArmConfig, SO101Env
 from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import BACKENDS, backend_options
 
 NAMESPACE = "so101_mjx/"
+_TASKS: dict[str, type[SO101Env]] = {}
+_LISTENERS: list[Callable[[type[SO101Env]], None]] = []  # told of every task registered (gym ids)
+_REQUIRED = ("name", "instruction", "config_class", "scene", "observation_layout")
 
 
-@functools.cache
+def register(task: type[SO101Env]) -> type[SO101Env]:
+    """Register ``task`` (an :class:`SO101Env` subclass declaring ``name``, ``instruction``,
+    ``config_class``, ``scene`` and ``observation_layout``); returns it, so it works as a decorator.
+
+    Registering the same class again does nothing; another class under a registered name is an InputError.
+    """
+    if not (isinstance(task, type) and issubclass(task, SO101Env)):
+        raise InputError(f"register() takes an SO101Env subclass, got {task!r}")
+    missing = [attr for attr in _REQUIRED if not hasattr(task, attr)]
+    if missing or "name" not in vars(task):
+        raise InputError(f"task {task.__qualname__} must declare {', '.join(missing or ['name'])} (see docs/DESIGN.md, 'A task')")
+    _builtins()
+    if _TASKS.get(task.name, task) is not task:
+        raise InputError(f"task name {task.name!r} is registered already, by {_TASKS[task.name].__module__}.{_TASKS[task.name].__qualname__}")
+    if task.name not in _TASKS:
+        _TASKS[task.name] = task
+        for listener in _LISTENERS:
+            listener(task)
+    return task
+
+
+def on_register(listener: Callable[[type[SO101Env]], None]) -> None:
+    """Call ``listener(task)`` for every registered task: those registered so far, then each new one."""
+    _LISTENERS.append(listener)
+    for task in tasks().values():
+        listener(task)
+
+
+def _builtins() -> None:
+    if not _TASKS:
+        from so101_mjx.envs.tasks import BUILTIN
+
+        _TASKS.update({task.name: task for task in BUILTIN})
+
+
 def tasks() -> dict[str, type[SO101Env]]:
-    """``{name: task class}`` of every task file in :mod:`so101_mjx.envs`, sorted by name."""
-    found: dict[str, type[SO101Env]] = {}
-    package = f"{__name__.rsplit('.', 1)[0]}.tasks"
-    for module_info in pkgutil.iter_modules([str(Path(__file__).parent / "tasks")]):
-        module = importlib.import_module(f"{package}.{module_info.name}")
-        for obj in vars(module).values():
-            if isinstance(obj, type) and issubclass(obj, SO101Env) and obj.__module__ == module.__name__ and "name" in vars(obj):
-                if obj.name in found:
-                    raise RuntimeError(f"task name {obj.name!r} is declared by {found[obj.name].__module__} and {module.__name__}")
-                found[obj.name] = obj
-    return dict(sorted(found.items()))
+    """``{name: task class}`` of every registered task, sorted by name."""
+    _builtins()
+    return dict(sorted(_TASKS.items()))
 
 
 def names() -> list[str]:
+    """The registered task names, sorted."""
     return list(tasks())
 
 

@@ -68,7 +68,7 @@ class ArmGeometry:
     qpos0: np.ndarray  # (5,) reference joint angles
 
     @classmethod
-    def from_kinematics(cls, kin: Kinematics, site: str, offset=None) -> "ArmGeometry":
+    def from_kinematics(cls, kin: Kinematics, site: str, offset=None) -> ArmGeometry:
         """Geometry of ``kin`` (the 5 arm joints) for the point ``offset`` (3,) in the ``site`` frame;
         ValueError when the chain does not have the SO-101's structure."""
         _check(kin.nq == 5, f"needs 5 joints, got {kin.joints}")

@@ -65,7 +65,7 @@ def cluster_mesh(triangles: np.ndarray, cell: float = CLUSTER_CELL) -> tuple[np.
     return vertices, faces[np.sort(first)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fast_mesh(path: str, cell: float) -> tuple[np.ndarray, np.ndarray]:
     return cluster_mesh(read_stl(path), cell)
 

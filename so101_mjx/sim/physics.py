@@ -36,7 +36,7 @@ from jax import Array
 from so101_mjx import _checks as checks  # compat before mujoco.mjx: it captures MJX's Warp import failures
 from so101_mjx import _compat as compat
 from so101_mjx.errors import InputError
-from mujoco import mjx  # noqa: E402  (isort: skip)
+from mujoco import mjx
 
 compat.install()
 

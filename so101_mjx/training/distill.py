@@ -111,7 +111,7 @@ def fit(student: PixelStudent, params, data: dict[str, np.ndarray], config: Dist
     return params, float(np.mean(jax.device_get(losses[-max(config.updates // 10, 1):])))
 
 
-def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillConfig = DistillConfig(),  # noqa: B008
+def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillConfig = DistillConfig(),
             student: PixelStudent | None = None, log: Callable[[dict[str, Any]], None] = lambda row: None):
     """DAgger; returns ``(student, params, rows)``, one row per iteration: ``driver``, ``success``
     (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds``; then a last

@@ -73,7 +73,8 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
     from so101_mjx.envs.registry import task
 
     meta = {"kind": KIND, "env": env, "env_config": env_config, "teacher": run.get("teacher"), "version": __version__,
-            "inputs": f"pixels (batch, {env_config['image_size']}, {env_config['image_size']}, 3) uint8 from the front camera; agent_pos (batch, {AGENT_POS_SIZE}) float32",
+            "inputs": f"pixels (batch, {env_config['image_size']}, {env_config['image_size']}, 3) uint8 from the front camera; "
+                      f"agent_pos (batch, {AGENT_POS_SIZE}) float32",
             "action_layout": task(env).action_layout}
     return params, meta
 

@@ -46,7 +46,7 @@ class PolicyWeights:
         return int(self.kernels[-1].shape[1]) // 2
 
     @classmethod
-    def from_params(cls, params: Any, normalize_observations: bool, activation: str) -> "PolicyWeights":
+    def from_params(cls, params: Any, normalize_observations: bool, activation: str) -> PolicyWeights:
         """From Brax PPO params ``(normalizer_state, policy_params, value_params)``."""
         normalizer, policy = params[0], params[1]["params"]
         layers = [policy[f"hidden_{i}"] for i in range(len(policy))]
@@ -134,14 +134,14 @@ class NumpyPolicy:
         self.scale, self.offset = np.asarray(action_scale, np.float32), np.asarray(action_offset, np.float32)
 
     @classmethod
-    def checked(cls, weights: PolicyWeights, meta: Any, source: str | Path) -> "NumpyPolicy":
+    def checked(cls, weights: PolicyWeights, meta: Any, source: str | Path) -> NumpyPolicy:
         """The policy after :func:`check_metadata` and :meth:`PolicyWeights.check` (ValueError naming ``source``)."""
         meta = check_metadata(meta, source)
         weights.check(meta, source)
         return cls(weights, meta, meta["action_map"]["scale"], meta["action_map"]["offset"])
 
     @classmethod
-    def load(cls, path: str | Path) -> "NumpyPolicy":
+    def load(cls, path: str | Path) -> NumpyPolicy:
         """From an ``.npz`` written by :meth:`save`; ValueError naming ``path`` when it is not a
         complete, finite policy (see :meth:`checked`)."""
         try:

@@ -28,7 +28,8 @@ from so101_mjx.render.frames import check_video_path, write_video
 from so101_mjx.training.export import load_exported, obs_layout
 
 Policy = Callable[[np.ndarray], np.ndarray]
-IMAGE_OPTIONS = ("image_obs", "image_size", "image_quality", "image_cameras", "visual_randomization")  # the jitted env's camera options: the gym envs take render_spec
+# the jitted env's camera options: the gym envs take render_spec instead
+IMAGE_OPTIONS = ("image_obs", "image_size", "image_quality", "image_cameras", "visual_randomization")
 
 
 def load_policy(path: str | Path) -> tuple[Policy, dict[str, Any]]:

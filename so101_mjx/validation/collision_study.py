@@ -247,7 +247,8 @@ def study_variant(variant: str, n_states: int, seeds: int, mjx_seeds: int) -> di
 def format_markdown(results: dict[str, dict[str, Any]], seeds: int, mjx_seeds: int) -> str:
     """Two markdown tables: contacts per primitive pair, and one-step deviation and success per variant."""
     lines = [
-        "| variant | primitive pair | geom pairs in contact | contacts C / MJX | MJX duplicates | C unmatched | max Δdist (m) | max Δpos (m) | max normal angle (rad) |",
+        "| variant | primitive pair | geom pairs in contact | contacts C / MJX | MJX duplicates | C unmatched | max Δdist (m) | max Δpos (m) "
+        "| max normal angle (rad) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for variant, r in results.items():

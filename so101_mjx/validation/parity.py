@@ -238,7 +238,8 @@ def outcome_agreement(n_episodes: int, n_steps: int = 300, seed: int = 0) -> dic
     cfg = {"action_scale": 0.025, "random_block_position": True}
     _progress(f"scripted pick-and-place closed loop, {n_episodes} seeds, backends c and mjx")
     key = jax.random.PRNGKey(seed)
-    succ = {b: np.asarray(run_episodes(make("SO101PickPlace-v0", b, **cfg), "scripted", key, n_episodes, n_steps, stop_when_done=True)["success"]) for b in ("c", "mjx")}
+    succ = {b: np.asarray(run_episodes(make("SO101PickPlace-v0", b, **cfg), "scripted", key, n_episodes, n_steps, stop_when_done=True)["success"])
+            for b in ("c", "mjx")}
     return {
         "episodes": n_episodes,
         "success_rate_c": float(succ["c"].mean()),

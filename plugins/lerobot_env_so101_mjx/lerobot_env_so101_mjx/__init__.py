@@ -10,4 +10,4 @@ lerobot only :mod:`lerobot_env_so101_mjx.spec` (features and gym kwargs, no torc
 import importlib.util
 
 if importlib.util.find_spec("lerobot") is not None:
-    from lerobot_env_so101_mjx import configuration as configuration  # noqa: F401  (registers "so101_mjx")
+    from lerobot_env_so101_mjx import configuration as configuration

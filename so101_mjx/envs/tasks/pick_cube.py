@@ -7,7 +7,7 @@ grown by 5 cm. Reset: arm at home, jaw command closed (ctrl 0), block at (0.3, 0
 the sampling box.
 
 Extension (not in the reference; off by default): ``grasp_reward`` > 0 adds that much dense
-reward on every step where :meth:`PickCube.grasped` holds, a contact-free grasp proxy that the
+reward on every step where :meth:`~so101_mjx.envs.block.BlockTask.grasped` holds, a contact-free grasp proxy that the
 training presets use to make closing on the block discoverable.
 """
 
@@ -20,38 +20,18 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.ik import iterative as ik
 from so101_mjx.envs import scripted
-from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_qpos_adr, fixed_array
+from so101_mjx.envs.base import fixed_array
+from so101_mjx.envs.block import BlockConfig, BlockTask
 from so101_mjx.errors import InputError
 from so101_mjx.sim.state import State
-from so101_mjx.robot.scenes import EE_SITE
 
 SAMPLING_BOUNDS = ((0.2, -0.1), (0.4, 0.1))
 FIXED_BLOCK_XY = (0.3, 0.0)
-BLOCK_OUT_OF_BOUNDS_MARGIN = 0.05
 LIFT_SUCCESS_HEIGHT = 0.1
 SUCCESS_DISTANCE = 0.05
 DEMO_LIFT_HEIGHT = 0.13  # metres above the grasp height the demonstrator lifts to (> LIFT_SUCCESS_HEIGHT)
 DENSE_CLOSE_WEIGHT, DENSE_LIFT_WEIGHT, DENSE_CLOSE_SHARPNESS = 0.3, 0.7, 20.0
-REWARD_TYPES = ("sparse", "dense")
-GRASP_COMMAND_CLOSED = 0.1  # jaw command (0 closed, 1 open) below which the jaw is told to close
-GRASP_MIN_OPENING = 0.15  # jaw opening (same scale) the block keeps when held: ~0.30 for the 4 cm block
-GRASP_MAX_DISTANCE = 0.02  # metres from the grasp point (top-down IK point) to the block centre
-
-
-@dataclasses.dataclass(frozen=True)
-class BlockConfig(ArmConfig):
-    """Fields of every block task: the reward type and whether placements are random."""
-
-    reward_type: str = "sparse"
-    random_block_position: bool = False
-
-    def validate(self) -> None:
-        super().validate()
-        if not isinstance(self.reward_type, str) or self.reward_type not in REWARD_TYPES:
-            raise InputError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
-        object.__setattr__(self, "random_block_position", checks.flag("random_block_position", self.random_block_position))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,8 +48,7 @@ class PickCubeConfig(BlockConfig):
             raise InputError(f"grasp_reward adds to the dense reward; it needs reward_type='dense', got {self.reward_type!r}")
 
 
-
-class PickCube(SO101Env):
+class PickCube(BlockTask):
     """Pick the block up; see the module docstring."""
 
     name = "SO101PickCube-v0"
@@ -82,19 +61,7 @@ class PickCube(SO101Env):
     sampling_bounds = SAMPLING_BOUNDS
     fixed_block_xy = FIXED_BLOCK_XY
 
-    def __init__(self, config: PickCubeConfig | None = None, backend: str | None = None, **physics_kwargs):
-        super().__init__(config, backend, **physics_kwargs)
-        self._block_adr = block_qpos_adr(self.mj_model)
-        self._block_z = float(self.mj_model.geom("block").size[2])
-        self._grasp_offset = ik.grasp_point_offset(self.mj_model)
-
     # -- reset ------------------------------------------------------------------------------------
-    def sample_initial(self, rng: Array, dtype) -> dict[str, Array]:
-        lo, hi = (jnp.asarray(b, dtype) for b in self.sampling_bounds)
-        if self.config.random_block_position:
-            return {"block_xy": jax.random.uniform(rng, (2,), dtype, lo, hi)}
-        return {"block_xy": jnp.asarray(self.fixed_block_xy, dtype)}
-
     def reference_initial(self, np_random) -> dict:
         if not self.config.random_block_position:
             return dict(self.fixed_reset)
@@ -106,43 +73,13 @@ class PickCube(SO101Env):
         rng, key = jax.random.split(rng)
         return self.start_with_block(rng, block_xy, self.sample_params(key, block_xy.dtype), {})
 
-    def start_with_block(self, rng: Array, block_xy: Array, params: dict | None, task: dict[str, Array]) -> State:
-        """Initial state with the block resting at ``block_xy``; task entries ``z_init`` plus ``task``."""
-        dtype = block_xy.dtype
-        block_z = self.block_half_height(params, dtype)
-        qpos = as_qpos0(self.mj_model, dtype)
-        qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, block_z[None]]))
-        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], **task})
-
     # -- task quantities -------------------------------------------------------------------------
-    def block_pos(self, state_physics) -> Array:
-        return self.physics.sensor(state_physics, "block_pos")
-
-    def block_half_height(self, params: dict | None, dtype) -> Array:
-        """Block half-size in z (metres): the model's, or this episode's randomized one."""
-        if params is None:
-            return jnp.asarray(self._block_z, dtype)
-        return params["geom_size"][self.mj_model.geom("block").id, 2]
-
     def task_observation(self, physics, info) -> dict[str, Array]:
         return {"block_pos": self.block_pos(physics)}
 
     def success(self, physics, info) -> Array:
         block, ee = self.block_pos(physics), self.arm.ee_pos(physics)
         return (jnp.linalg.norm(block - ee) < SUCCESS_DISTANCE) & (block[2] - info.task["z_init"] > LIFT_SUCCESS_HEIGHT)
-
-    def grasp_point(self, physics) -> Array:
-        """World position (3,) of the jaw-pad midpoint (the top-down grasp point) at the current joints."""
-        return self.arm.kin.point(self.arm.joint_q(physics), EE_SITE, self._grasp_offset)
-
-    def grasped(self, physics, grasp_point: Array | None = None) -> Array:
-        """Bool (): the jaw is commanded closed but held open by something, with the block centre
-        within ``GRASP_MAX_DISTANCE`` of the grasp point (a proxy that needs no contact data).
-        ``grasp_point``: :meth:`grasp_point`, when the caller has it already."""
-        command = self.arm.jaw_command(physics)
-        grasp_point = self.grasp_point(physics) if grasp_point is None else grasp_point
-        near = jnp.linalg.norm(grasp_point - self.block_pos(physics)) < GRASP_MAX_DISTANCE
-        return (command < GRASP_COMMAND_CLOSED) & (self.arm.jaw_opening(physics) > GRASP_MIN_OPENING) & near
 
     # -- reward, termination ---------------------------------------------------------------------
     def reward_weights(self) -> dict[str, float]:
@@ -163,11 +100,8 @@ class PickCube(SO101Env):
         return terms
 
     def terminated(self, physics, info) -> Array:
-        """The block left the sampling box grown by ``BLOCK_OUT_OF_BOUNDS_MARGIN``."""
-        xy = self.block_pos(physics)[:2]
-        lo = jnp.asarray(self.sampling_bounds[0], xy.dtype) - BLOCK_OUT_OF_BOUNDS_MARGIN
-        hi = jnp.asarray(self.sampling_bounds[1], xy.dtype) + BLOCK_OUT_OF_BOUNDS_MARGIN
-        return jnp.any(xy < lo) | jnp.any(xy > hi)
+        """The block left the sampling box grown by 5 cm (the reference's rule)."""
+        return self.left_sampling_box(physics)
 
     def scripted_controller(self):
         """The reference's reach-and-close (hover, descend, close; it does not lift)."""
@@ -187,8 +121,3 @@ class PickCube(SO101Env):
                 cs, self.arm.ik_point(s.physics), self.block_pos(s.physics), self.block_pos(s.physics), scale, DEMO_LIFT_HEIGHT
             ),
         )
-
-    def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
-        at = self.observation_slices()
-        closed = scripted.is_reach_close_success(obs[..., at["ee_pos"]], obs[..., at["block_pos"]], obs[..., at["gripper_pose"]])
-        return "scripted reach-and-close success (gripper closed within 5 cm of the block)", closed

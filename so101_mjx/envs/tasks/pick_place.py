@@ -8,7 +8,7 @@ leaves the workspace. Defaults: top-down IK and jaw pads on.
 
 Extension (not in the reference; opt-in): ``reward_type="dense"`` is a staged reward for
 training, each stage a term in [0, 1] gated by the one before (:data:`STAGED_WEIGHTS`): ``reach``
-(grasp point to the block), ``grasp`` (:meth:`PickCube.grasped`), ``lift`` (while grasped, up
+(grasp point to the block), ``grasp`` (:meth:`~so101_mjx.envs.block.BlockTask.grasped`), ``lift`` (while grasped, up
 to :data:`CARRY_HEIGHT`), ``carry`` (once carried, block to the goal in xy), ``place`` (at the
 goal, lowered to the table), ``release`` (placed, jaw open) and ``success``. Success itself is
 the reference's criterion either way.
@@ -24,8 +24,9 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.envs import scripted
-from so101_mjx.envs.base import SO101Env, block_dof_adr, fixed_array
-from so101_mjx.envs.tasks.pick_cube import PickCube, PickCubeConfig
+from so101_mjx.envs.base import fixed_array
+from so101_mjx.envs.block import BlockTask
+from so101_mjx.envs.tasks.pick_cube import PickCubeConfig
 from so101_mjx.errors import InputError
 from so101_mjx.sim.state import State
 
@@ -94,7 +95,7 @@ class PickPlaceConfig(PickCubeConfig):
 
 
 
-class PickPlace(PickCube):
+class PickPlace(BlockTask):
     """Pick and place; see the module docstring."""
 
     name = "SO101PickPlace-v0"
@@ -107,10 +108,6 @@ class PickPlace(PickCube):
     fixed_reset = {"block_xy": FIXED_BLOCK_XY, "goal_xy": FIXED_GOAL_XY}
     sampling_bounds = SAMPLING_BOUNDS
     fixed_block_xy = FIXED_BLOCK_XY
-
-    def __init__(self, config: PickPlaceConfig | None = None, backend: str | None = None, **physics_kwargs):
-        super().__init__(config, backend, **physics_kwargs)
-        self._block_dof = block_dof_adr(self.mj_model)
 
     def sample_goal_xy(self, rng: Array, block_xy: Array) -> Array:
         """Uniform in the sampling box, resampled until ≥ 8 cm from the block (fixed when not random)."""
@@ -143,12 +140,11 @@ class PickPlace(PickCube):
 
     def success(self, physics, info) -> Array:
         block = self.block_pos(physics)
-        speed = jnp.linalg.norm(physics.qvel[self._block_dof : self._block_dof + 3])
         return (
             info.task["was_carried"]
             & (jnp.linalg.norm(block[:2] - info.task["goal"][:2]) < PLACE_SUCCESS_DISTANCE)
             & (self.arm.jaw_opening(physics) > PLACE_OPEN_FRACTION)
-            & (speed < PLACE_MAX_BLOCK_SPEED)
+            & (self.block_speed(physics) < PLACE_MAX_BLOCK_SPEED)
         )
 
     def reward_weights(self) -> dict[str, float]:
@@ -176,8 +172,6 @@ class PickPlace(PickCube):
         lo, hi = (jnp.asarray(b, xy.dtype) for b in WORKSPACE_XY)
         return jnp.any(xy < lo) | jnp.any(xy > hi)
 
-    demonstrator = SO101Env.demonstrator  # its scripted controller aims at the task's success
-
     def scripted_controller(self):
         """The reference's ``PickPlaceController``: hover, descend, close, lift, traverse, lower, open, retreat."""
         scale = self.config.action_scale
@@ -185,6 +179,3 @@ class PickPlace(PickCube):
             lambda s: scripted.pick_place_init(self.block_pos(s.physics)),
             lambda cs, s: scripted.pick_place_act(cs, self.arm.ik_point(s.physics), self.block_pos(s.physics), s.info.task["goal"], scale),
         )
-
-    def scripted_criterion(self, obs: Array) -> None:
-        return None  # the pick-and-place controller aims at the task's own success

@@ -37,8 +37,8 @@ import numpy as np
 from flax import struct
 from jax import Array
 
-from so101_mjx.envs.base import SO101Env, block_dof_adr, fixed_array
-from so101_mjx.envs.tasks.pick_cube import BlockConfig, PickCube
+from so101_mjx.envs.base import fixed_array
+from so101_mjx.envs.block import BlockConfig, BlockTask
 from so101_mjx.envs.tasks.pick_place import sample_goal_xy
 from so101_mjx.robot.scenes import EE_SITE, GRIPPER_JOINT
 from so101_mjx.sim.state import State
@@ -94,7 +94,7 @@ def push_line(block: Array, goal: Array) -> tuple[Array, Array]:
     return jnp.where(dist > 1e-9, d / jnp.maximum(dist, 1e-9), jnp.asarray([1.0, 0.0], d.dtype)), dist
 
 
-class PushCube(PickCube):
+class PushCube(BlockTask):
     """Push the block into the goal disc; see the module docstring."""
 
     name = "SO101PushCube-v0"
@@ -111,7 +111,6 @@ class PushCube(PickCube):
 
     def __init__(self, config: PushCubeConfig | None = None, backend: str | None = None, **physics_kwargs):
         super().__init__(config, backend, **physics_kwargs)
-        self._block_dof = block_dof_adr(self.mj_model)
         self._pusher_offset = pusher_offset(self.mj_model)
 
     # -- reset --------------------------------------------------------------------------------------
@@ -143,9 +142,6 @@ class PushCube(PickCube):
         """World position (3,) of the closed fingertips' centre (the pushing point)."""
         return self.arm.kin.point(self.arm.joint_q(physics), EE_SITE, self._pusher_offset)
 
-    def block_speed(self, physics) -> Array:
-        return jnp.linalg.norm(physics.qvel[self._block_dof : self._block_dof + 3])
-
     def goal_distance(self, physics, info) -> Array:
         return jnp.linalg.norm(self.block_pos(physics)[:2] - info.task["goal"][:2])
 
@@ -162,7 +158,7 @@ class PushCube(PickCube):
 
     def terminated(self, physics, info) -> Array:
         """The block was lifted, or it left the sampling box grown by 5 cm (PickCube's rule)."""
-        return self.lifted(physics, info) | super().terminated(physics, info)
+        return self.lifted(physics, info) | self.left_sampling_box(physics)
 
     def task_metrics(self, physics, info) -> dict[str, Array]:
         return {"goal_distance": self.goal_distance(physics, info).astype(jnp.float32)}
@@ -184,8 +180,6 @@ class PushCube(PickCube):
         }
 
     # -- scripted controller --------------------------------------------------------------------------
-    demonstrator = SO101Env.demonstrator  # its scripted controller aims at the task's success
-
     def scripted_controller(self):
         """:func:`push_act` on the pusher, block and goal (assumes the default top-down IK)."""
         scale = self.config.action_scale
@@ -195,8 +189,6 @@ class PushCube(PickCube):
             lambda cs, s: push_act(cs, self.pusher_pos(s.physics), s.obs[at["block_pos"]], s.obs[at["goal"]], scale),
         )
 
-    def scripted_criterion(self, obs: Array) -> None:
-        return None  # the push controller aims at the task's own success
 
 
 @struct.dataclass

@@ -44,10 +44,10 @@ from jax import Array
 
 from so101_mjx.envs import scripted
 from so101_mjx.envs.base import as_qpos0, block_dof_adr, block_qpos_adr, fixed_array
-from so101_mjx.envs.tasks.pick_cube import BlockConfig
+from so101_mjx.envs.block import BlockConfig, BlockTask
 from so101_mjx.envs.tasks.pick_place import (
-    FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, STAGED_WEIGHTS, WORKSPACE_XY,
-    PickPlace, staged_terms,
+    FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, SAMPLING_BOUNDS, STAGED_WEIGHTS, WORKSPACE_XY,
+    sample_goal_xy, staged_terms,
 )
 from so101_mjx.sim.physics import PhysicsState
 from so101_mjx.sim.state import Info, State
@@ -65,7 +65,7 @@ class StackCubeConfig(BlockConfig):
     episode_length: int = 300
 
 
-class StackCube(PickPlace):
+class StackCube(BlockTask):
     """Stack ``block`` on ``bottom_block``; see the module docstring."""
 
     name = "SO101StackCube-v0"
@@ -76,6 +76,8 @@ class StackCube(PickPlace):
     markers = {}
     reference_env = None
     fixed_reset = {"block_xy": FIXED_BLOCK_XY, "bottom_xy": FIXED_GOAL_XY}
+    sampling_bounds = SAMPLING_BOUNDS  # PickPlace's, for both blocks
+    fixed_block_xy = FIXED_BLOCK_XY
 
     def __init__(self, config: StackCubeConfig | None = None, backend: str | None = None, **physics_kwargs):
         super().__init__(config, backend, **physics_kwargs)
@@ -91,7 +93,10 @@ class StackCube(PickPlace):
         block_xy = fixed_array("block_xy", block_xy, (2,))
         dtype = block_xy.dtype
         rng, key, params_key = jax.random.split(rng, 3)
-        bottom_xy = self.sample_goal_xy(key, block_xy) if bottom_xy is None else fixed_array("bottom_xy", bottom_xy, (2,)).astype(dtype)
+        if bottom_xy is None:  # as PickPlace samples its goal: >= 8 cm from the block
+            bottom_xy = sample_goal_xy(key, block_xy, SAMPLING_BOUNDS, FIXED_GOAL_XY, self.config.random_block_position)
+        else:
+            bottom_xy = fixed_array("bottom_xy", bottom_xy, (2,)).astype(dtype)
         params = self.sample_params(params_key, dtype)
         z = self.block_half_height(params, dtype)[None]
         qpos = as_qpos0(self.mj_model, dtype)
