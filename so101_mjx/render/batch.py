@@ -126,7 +126,9 @@ class _Worker:
         package_root = str(Path(__file__).resolve().parents[2])  # the worker imports so101_mjx from here too
         env = {"LP_NUM_THREADS": "1",  # Mesa's software rasterizer on one thread: a worker is one core's share
                **os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
-        self.process = subprocess.Popen([sys.executable, "-m", "so101_mjx.render.worker", str(child.fileno())],
+        # -P: the working directory is not put on the worker's sys.path, so a numpy.py (or any module)
+        # lying where the user runs so101-mjx is never imported: the worker sees the package and site-packages only.
+        self.process = subprocess.Popen([sys.executable, "-P", "-m", "so101_mjx.render.worker", str(child.fileno())],
                                         pass_fds=[child.fileno()], stdin=subprocess.DEVNULL, env=env)
         child.close()
         self.conn = parent

@@ -23,7 +23,7 @@ Test hook: with ``SO101_MJX_KILL_AT=<point>:<step>`` set, :func:`kill_point` SIG
 at that point (``train``: the epoch ending at ``step`` is computed, nothing of it written — what a
 kill anywhere in the epoch leaves; ``orbax``: Orbax has renamed its directory, the rest of the
 checkpoint is unwritten; ``checkpoint``: the checkpoint is published, its eval row is not
-written). tests/test_resume.py uses it.
+written). tests/training/test_resume.py uses it.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ deterministic for a given ``--seed`` on a given machine and backend, and ``--res
 continues from the latest checkpoint in ``--out`` with the whole training state (params, Adam
 moments, normalizer, env steps, the rollout's env states and RNG keys), re-runs that checkpoint's
 eval, rewrites ``metrics.csv`` to the rows before it, and ends with the params and metrics of the
-uninterrupted run (bitwise on backend ``c``; tests/test_resume.py kills runs with SIGKILL at
+uninterrupted run (bitwise on backend ``c``; tests/training/test_resume.py kills runs with SIGKILL at
 several moments). Killed before its first checkpoint, a run restarts at step 0 on ``--resume``.
 """
 

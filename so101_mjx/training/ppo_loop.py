@@ -2,7 +2,7 @@
 
 :func:`train` is ``brax.training.agents.ppo.train.train`` (brax 0.14.2) for the options the presets
 use, with the same key splitting, the same jitted epoch (``pmap`` over the local devices) and the
-same update order, so a fresh run gives Brax's params bitwise (tests/test_train.py). Everything
+same update order, so a fresh run gives Brax's params bitwise (tests/training/test_train.py). Everything
 else is Brax's: networks and inference (``ppo_networks``), the loss (``ppo_losses.compute_ppo_loss``),
 gradients (``gradients.gradient_update_fn``), acting (``acting.generate_unroll``, ``acting.Evaluator``),
 the observation normalizer (``running_statistics``) and ``TrainingState``.
@@ -11,7 +11,7 @@ What the loop adds: after every epoch it hands ``checkpoint_fn`` a :class:`LoopS
 the rest of the run depends on — the training state (params, Adam moments, normalizer, env steps),
 the env states of the rollout, the loop's RNG key and the evaluator's key — and ``restore`` starts a
 run from such a state. A run resumed from the checkpoint at step ``s`` re-runs the eval at ``s``
-and continues as the uninterrupted run does, bitwise (tests/test_resume.py; on backend ``c``, and
+and continues as the uninterrupted run does, bitwise (tests/training/test_resume.py; on backend ``c``, and
 on ``mjx`` as far as XLA is deterministic on the device).
 
 Not supported (the presets use none of them): vision, pixel augmentation, Brax's

@@ -2,7 +2,7 @@
 ends with the uninterrupted run's checkpoints bitwise (params, Adam moments, normalizer, env steps,
 env states, keys) and its ``metrics.csv`` except the wall-clock columns.
 
-Every run is a subprocess, ``python -m so101_mjx.cli.main train`` (float32, backend ``c``, the tiny preset with 4
+Every run is a subprocess, ``python -m so101_mjx train`` (float32, backend ``c``, the tiny preset with 4
 evals: epochs end at 128, 256 and 384 env steps), killed by :func:`so101_mjx.training.checkpoint.kill_point`
 (``SO101_MJX_KILL_AT=<point>:<step>``). The subprocesses compile at XLA's backend optimization level
 0, which halves their compile time; the uninterrupted reference run is compiled the same way and
@@ -25,7 +25,7 @@ TIMEOUT_S = 600
 
 
 def command(out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "so101_mjx.cli.main", "train", "--env", ENV, "--preset", "tiny", "--seed", "3", "--num-evals", "4",
+    return [sys.executable, "-m", "so101_mjx", "train", "--env", ENV, "--preset", "tiny", "--seed", "3", "--num-evals", "4",
             "--backend", "c", "--out", str(out), *extra]
 
 

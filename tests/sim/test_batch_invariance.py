@@ -1,4 +1,4 @@
-"""A world's trajectory does not depend on the batch it runs in (parity contract, docs/parity.md).
+"""A world's trajectory does not depend on the batch it runs in (parity contract, docs/DESIGN.md).
 
 On x86 CPUs XLA contracts ``a * b + c`` into fused multiply-adds in its vectorized loops but not
 always in the scalar ones, so which lanes a world lands in changes its rounding: batch 1 vs 64
@@ -51,7 +51,7 @@ def _deviation_in_subprocess(xla_flags: str | None) -> dict[str, float]:
     env.pop("XLA_FLAGS", None)
     if xla_flags:
         env["XLA_FLAGS"] = xla_flags
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=root, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])

@@ -1,5 +1,5 @@
 """PPO training CLI: logs, checkpoints, the loop equal to Brax's ppo.train, corrupt checkpoints, user errors
-(exact resume after SIGKILL: tests/test_resume.py).
+(exact resume after SIGKILL: tests/training/test_resume.py).
 
 Training runs in float32 (the library default; the test session enables x64 globally).
 """

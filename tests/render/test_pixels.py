@@ -94,6 +94,20 @@ def test_batch_renderer_workers_jit_vmap_and_one_thread_agree(fast_model):
         two.close()
 
 
+def test_workers_never_import_modules_from_the_working_directory(fast_model, tmp_path, monkeypatch):
+    """A numpy.py (or any module) in the directory so101-mjx runs in is not imported by the render workers."""
+    marker = tmp_path / "imported"
+    for name in ("numpy", "mujoco", "so101_mjx"):
+        (tmp_path / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write('{name} ')\nraise SystemExit(3)\n")
+    monkeypatch.chdir(tmp_path)
+    renderer = pixels.BatchRenderer(fast_model, SIZE, SIZE, markers=("goal",), workers=1)
+    try:
+        images = renderer.render(np.tile(fast_model.qpos0, (2, 1)), np.tile([0.2, 0.08, 0.01], (2, 1, 1)))
+    finally:
+        renderer.close()
+    assert images.shape == (2, SIZE, SIZE, 3) and not marker.exists()
+
+
 def test_renderer_workers_stop_when_dropped_and_restart_after_a_crash(fast_model):
     """Envs made again and again (notebooks) drop renderers without close(): their render processes
     stop. A worker that dies fails that call with a RuntimeError; the next call starts new workers."""

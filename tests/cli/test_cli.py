@@ -134,8 +134,33 @@ def test_imports_print_nothing_on_stdout():
     assert result.stdout == ""
 
 
+def test_python_m_so101_mjx_is_the_console_script():
+    help_ = subprocess.run([sys.executable, "-m", "so101_mjx", "--help"], capture_output=True, text=True, timeout=60)
+    assert help_.returncode == 0 and help_.stdout.startswith("usage: so101-mjx")
+    bad = subprocess.run([sys.executable, "-m", "so101_mjx", "rollout", "--num-envs", "0"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "argument --num-envs: expected an integer >= 1" in bad.stderr
+
+
+def test_only_input_errors_are_one_line(monkeypatch, capsys):
+    """An InputError from a command is one line and status 2; any other ValueError is a bug: its traceback propagates."""
+    from so101_mjx.errors import InputError
+    from so101_mjx.envs import rollout
+
+    def raising(error):
+        def run(args):
+            raise error
+        return run
+
+    monkeypatch.setattr(rollout, "run", raising(InputError("steps must be small")))
+    assert cli.main(["rollout"]) == 2
+    assert capsys.readouterr().err == "so101-mjx rollout: error: steps must be small\n"
+    monkeypatch.setattr(rollout, "run", raising(ValueError("an internal bug")))
+    with pytest.raises(ValueError, match="an internal bug"):
+        cli.main(["rollout"])
+
+
 def test_info_starts_with_its_own_output():
-    result = subprocess.run([sys.executable, "-m", "so101_mjx.cli.main", "info"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "so101_mjx", "info"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0
     assert result.stdout.startswith("so101_mjx ")
     assert "MJX Warp implementation:" in result.stdout
@@ -173,7 +198,7 @@ def test_mujoco_warnings_go_to_logging_not_a_file(tmp_path, monkeypatch, caplog,
 
 def test_train_entry_point_of_the_checkout():
     """``python -m train.ppo`` from the repository root is ``so101-mjx train``."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     result = subprocess.run([sys.executable, "-m", "train.ppo", "--help"], cwd=root, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "--preset" in result.stdout, result.stderr
     bad = subprocess.run([sys.executable, "-m", "train.ppo", "--env", "NoSuchEnv-v0"], cwd=root, capture_output=True, text=True, timeout=120)
