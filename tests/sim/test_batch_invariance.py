@@ -40,7 +40,7 @@ def trajectories(batches: tuple[int, ...], steps: int, dtype) -> dict[int, np.nd
 
 _SCRIPT = """
 import json, jax, jax.numpy as jnp, numpy as np
-from tests.test_batch_invariance import trajectories
+from tests.sim.test_batch_invariance import trajectories
 t = trajectories((1, 5, 16), 6, jnp.float32)
 print(json.dumps({str(n): float(np.max(np.abs(t[n] - t[16]))) for n in (1, 5)}))
 """
