@@ -34,6 +34,7 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -216,7 +217,8 @@ def ppo_run(env_name: str, preset_name: str, preset, out: Path, backend: str, ti
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # the child shares the device with this process
     child = multiprocessing.get_context("spawn").Process(target=_train_child, args=(env_name, preset_name, preset, str(out), backend))
     start = time.perf_counter()
-    child.start()
+    with mock.patch.dict(os.environ, {"PYTHONSAFEPATH": "1"}):  # the child never imports from the working directory
+        child.start()
     child.join(max(timeout, 0.0))
     stopped = child.is_alive()
     if stopped:

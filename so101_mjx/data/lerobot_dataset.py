@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from so101_mjx._lock import LOCK_FILE
 from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats, feature_stats, image_stats
 from so101_mjx.errors import ExistingFileError, InputError, MissingFileError
 
@@ -223,7 +224,7 @@ class DatasetWriter:
             self.tasks = pq.read_table(self.root / TASKS_PATH).column("task").to_pylist()
             starts = {p: next_file(rows[-1][p + "chunk_index"], rows[-1][p + "file_index"], self.info["chunks_size"]) for p in starts}
         else:
-            if self.root.exists() and (not self.root.is_dir() or any(self.root.iterdir())):
+            if self.root.exists() and (not self.root.is_dir() or any(p.name != LOCK_FILE for p in self.root.iterdir())):
                 raise ExistingFileError(f"{self.root} exists and is not an empty directory (resume to append to a dataset there)")
             self.info = {
                 "codebase_version": CODEBASE_VERSION, "robot_type": robot_type, "total_episodes": 0, "total_frames": 0,

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from so101_mjx._lock import exclusive
 from so101_mjx.envs import scripted
 from so101_mjx.render import visual_randomization
 from so101_mjx.envs import make
@@ -232,47 +233,48 @@ def record(
     fps = round(rate) if fps is None else fps
     if abs(fps - rate) > 1e-6:
         raise InputError(f"--fps must be {name}'s control rate 1 / control_dt = {rate:g} Hz (a frame is a control step), got {fps}")
-    provenance = Path(out) / PROVENANCE
-    runs = json.loads(provenance.read_text())["runs"] if resume and provenance.is_file() else []
-    offset = sum(r["tried"] for r in runs if r["seed"] == seed)
-    max_tries = max_tries or 10 * episodes
-    worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
-    tried = kept = successes = frames = 0
-    renderer = _Frames(jax_env, image_size, cameras, image_quality, visual) if image_size else None  # a GL failure: before anything is written
-    visual_base = jax.random.fold_in(base, VISUAL_STREAM)
-    start = time.perf_counter()
-    try:
-        writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
+    with exclusive(out, "recording"):  # one writer per dataset, from its provenance read to the last rename
+        provenance = Path(out) / PROVENANCE
+        runs = json.loads(provenance.read_text())["runs"] if resume and provenance.is_file() else []
+        offset = sum(r["tried"] for r in runs if r["seed"] == seed)
+        max_tries = max_tries or 10 * episodes
+        worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
+        tried = kept = successes = frames = 0
+        renderer = _Frames(jax_env, image_size, cameras, image_quality, visual) if image_size else None  # a GL failure: before anything is written
+        visual_base = jax.random.fold_in(base, VISUAL_STREAM)
+        start = time.perf_counter()
         try:
-            while kept < episodes and tried < max_tries:
-                ids = jnp.asarray(offset + tried + np.arange(worlds), jnp.uint32)
-                traj = run_worlds(jax_env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
-                for w in range(worlds):
-                    if kept == episodes or tried == max_tries:
-                        break
-                    tried += 1
-                    success = bool(traj["success"][w, traj["length"][w] - 1])
-                    successes += success
-                    if only_success and not success:
-                        continue
-                    images = renderer.episode(traj, w, jax.random.fold_in(visual_base, int(ids[w]))) if renderer else None
-                    writer.add_episode(_episode(traj, w), task(name).instruction, images)
-                    kept, frames = kept + 1, frames + int(traj["length"][w])
-                    _progress(kept, episodes, tried, frames, time.perf_counter() - start)
-        finally:  # an interrupted recording still leaves a complete dataset of the episodes so far
-            writer.close()
-            if writer.added:
-                runs.append({"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend,
-                             "policy": source, "seed": seed, "tried": tried, "kept": kept, "only_success": only_success,
-                             "visual_randomization": visual and dataclasses.asdict(visual),
-                             "first_episode": writer.total_episodes - writer.added})
-                provenance.write_text(json.dumps({"runs": runs}, indent=1, default=str))
-    finally:
-        if renderer:
-            renderer.close()
-    seconds = time.perf_counter() - start
-    return {"env": name, "backend": jax_env.backend, "policy": source, "tried": tried, "kept": kept, "successes": successes,
-            "frames": frames, "seconds": seconds, "total_episodes": writer.total_episodes, "out": str(out)}
+            writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
+            try:
+                while kept < episodes and tried < max_tries:
+                    ids = jnp.asarray(offset + tried + np.arange(worlds), jnp.uint32)
+                    traj = run_worlds(jax_env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
+                    for w in range(worlds):
+                        if kept == episodes or tried == max_tries:
+                            break
+                        tried += 1
+                        success = bool(traj["success"][w, traj["length"][w] - 1])
+                        successes += success
+                        if only_success and not success:
+                            continue
+                        images = renderer.episode(traj, w, jax.random.fold_in(visual_base, int(ids[w]))) if renderer else None
+                        writer.add_episode(_episode(traj, w), task(name).instruction, images)
+                        kept, frames = kept + 1, frames + int(traj["length"][w])
+                        _progress(kept, episodes, tried, frames, time.perf_counter() - start)
+            finally:  # an interrupted recording still leaves a complete dataset of the episodes so far
+                writer.close()
+                if writer.added:
+                    runs.append({"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend,
+                                 "policy": source, "seed": seed, "tried": tried, "kept": kept, "only_success": only_success,
+                                 "visual_randomization": visual and dataclasses.asdict(visual),
+                                 "first_episode": writer.total_episodes - writer.added})
+                    provenance.write_text(json.dumps({"runs": runs}, indent=1, default=str))
+        finally:
+            if renderer:
+                renderer.close()
+        seconds = time.perf_counter() - start
+        return {"env": name, "backend": jax_env.backend, "policy": source, "tried": tried, "kept": kept, "successes": successes,
+                "frames": frames, "seconds": seconds, "total_episodes": writer.total_episodes, "out": str(out)}
 
 
 def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:

@@ -10,6 +10,7 @@ and speed, the top-down grasp point and a contact-free grasp proxy. Each block t
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import ClassVar
 
 import jax
@@ -17,7 +18,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_dof_adr, block_qpos_adr
+from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_dof_adr, block_qpos_adr, fixed_array
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.scenes import EE_SITE
@@ -71,6 +72,18 @@ class BlockTask(SO101Env):
         qpos = as_qpos0(self.mj_model, dtype)
         qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, block_z[None]]))
         return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], **task})
+
+    def start_with_goal(self, rng: Array, block_xy: Array, goal_xy: Array | None,
+                        sample_goal_xy: Callable[[Array, Array], Array], task: Callable[[Array, Array], dict[str, Array]]) -> State:
+        """``reset_to`` of a task with a goal on the table: the block at ``block_xy`` (2,) m, the goal
+        at ``goal_xy`` (2,) m (``sample_goal_xy(key, block_xy)`` when None) at the block's resting
+        height; ``task(goal (3,), goal_xy)`` gives the task entries besides ``z_init``."""
+        block_xy = fixed_array("block_xy", block_xy, (2,))
+        rng, key, params_key = jax.random.split(rng, 3)
+        goal_xy = sample_goal_xy(key, block_xy) if goal_xy is None else fixed_array("goal_xy", goal_xy, (2,)).astype(block_xy.dtype)
+        params = self.sample_params(params_key, block_xy.dtype)
+        goal = jnp.concatenate([goal_xy, self.block_half_height(params, block_xy.dtype)[None]])
+        return self.start_with_block(rng, block_xy, params, task(goal, goal_xy))
 
     # -- the block and the grasp ------------------------------------------------------------------
     def block_pos(self, state_physics) -> Array:

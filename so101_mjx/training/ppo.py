@@ -27,6 +27,7 @@ from typing import Any
 
 import so101_mjx
 from so101_mjx import _argtypes as cliargs
+from so101_mjx._lock import exclusive
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError
@@ -97,47 +98,48 @@ def train(
     env_name: str, preset_name: str, preset: presets.Preset, out: Path, *,
     backend: str | None = None, seed: int = 0, resume: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
-    """Train (or resume) into ``out``. Returns the last checkpoint and the last eval's metrics."""
+    """Train (or resume) into ``out``, holding its writer lock. Returns the last checkpoint and the last eval's metrics."""
     from so101_mjx.training import networks
     from so101_mjx.training import ppo_loop as loop
 
     env_name = canonical(env_name)
     env = envs.make_env(env_name, preset.env_overrides(), backend)
     run = run_metadata(env_name, preset_name, preset, env, seed)
-    restore = _resume_point(out, run, resume)
-    step = checkpoint.read_run(restore)["step"] if restore else 0
-    rows = read_csv(out / CSV_FILE)
-    if step >= preset.total_steps and rows and rows[-1]["step"] == step:
-        print(f"{out}: already trained {step:,} of {preset.total_steps:,} steps")
-        return restore, {}
-    checkpoint.write_run(out, run)
-    recorder = Recorder(out, preset.total_steps, step)
+    with exclusive(out, "training run"):
+        restore = _resume_point(out, run, resume)
+        step = checkpoint.read_run(restore)["step"] if restore else 0
+        rows = read_csv(out / CSV_FILE)
+        if step >= preset.total_steps and rows and rows[-1]["step"] == step:
+            print(f"{out}: already trained {step:,} of {preset.total_steps:,} steps")
+            return restore, {}
+        checkpoint.write_run(out, run)
+        recorder = Recorder(out, preset.total_steps, step)
 
-    def save(step: int, params, state) -> None:
-        checkpoint.kill_point("train", step)
-        checkpoint.save(out, step, params, run, state)
-        checkpoint.kill_point("checkpoint", step)
+        def save(step: int, params, state) -> None:
+            checkpoint.kill_point("train", step)
+            checkpoint.save(out, step, params, run, state)
+            checkpoint.kill_point("checkpoint", step)
 
-    print(f"{env_name} preset={preset_name} backend={env.backend} seed={seed} obs={run['obs_size']} "
-          f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
-    wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus)
-    _, _, metrics = loop.train(
-        env,
-        wrap_env_fn=functools.partial(wrap, **demo_starts(env, preset, seed)),
-        wrap_eval_env_fn=wrap,
-        episode_length=env.episode_length,
-        network_factory=networks.network_factory(**run["network"]),
-        seed=seed,
-        deterministic_eval=True,
-        use_pmap_on_reset=False,
-        progress_fn=recorder,
-        checkpoint_fn=save,
-        restore=None if restore is None else functools.partial(checkpoint.load_state, restore),
-        **preset.ppo_kwargs(),
-    )
-    png = recorder.close(f"{env_name} ({preset_name}, seed {seed})")
-    print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
-    return checkpoint.resolve(out), metrics
+        print(f"{env_name} preset={preset_name} backend={env.backend} seed={seed} obs={run['obs_size']} "
+              f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
+        wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus)
+        _, _, metrics = loop.train(
+            env,
+            wrap_env_fn=functools.partial(wrap, **demo_starts(env, preset, seed)),
+            wrap_eval_env_fn=wrap,
+            episode_length=env.episode_length,
+            network_factory=networks.network_factory(**run["network"]),
+            seed=seed,
+            deterministic_eval=True,
+            use_pmap_on_reset=False,
+            progress_fn=recorder,
+            checkpoint_fn=save,
+            restore=None if restore is None else functools.partial(checkpoint.load_state, restore),
+            **preset.ppo_kwargs(),
+        )
+        png = recorder.close(f"{env_name} ({preset_name}, seed {seed})")
+        print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
+        return checkpoint.resolve(out), metrics
 
 
 def run(args: argparse.Namespace) -> int:

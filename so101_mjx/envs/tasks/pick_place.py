@@ -24,7 +24,6 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.envs import scripted
-from so101_mjx.envs.base import fixed_array
 from so101_mjx.envs.block import BlockTask
 from so101_mjx.envs.tasks.pick_cube import PickCubeConfig
 from so101_mjx.errors import InputError
@@ -124,12 +123,8 @@ class PickPlace(BlockTask):
 
     def reset_to(self, rng: Array, *, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the block at ``block_xy`` (2,) and the goal at ``goal_xy`` (2,) (sampled when None)."""
-        block_xy = fixed_array("block_xy", block_xy, (2,))
-        rng, key, params_key = jax.random.split(rng, 3)
-        goal_xy = self.sample_goal_xy(key, block_xy) if goal_xy is None else fixed_array("goal_xy", goal_xy, (2,)).astype(block_xy.dtype)
-        params = self.sample_params(params_key, block_xy.dtype)
-        goal = jnp.concatenate([goal_xy, self.block_half_height(params, block_xy.dtype)[None]])
-        return self.start_with_block(rng, block_xy, params, {"goal": goal, "was_carried": jnp.zeros((), bool)})
+        return self.start_with_goal(rng, block_xy, goal_xy, self.sample_goal_xy,
+                                    lambda goal, _: {"goal": goal, "was_carried": jnp.zeros((), bool)})
 
     def task_observation(self, physics, info) -> dict[str, Array]:
         return {"block_pos": self.block_pos(physics), "goal": info.task["goal"]}

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
@@ -122,12 +121,8 @@ class PushCube(BlockTask):
     def reset_to(self, rng: Array, *, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the block at ``block_xy`` (2,) m and the goal at ``goal_xy`` (2,) m (sampled when None)."""
         block_xy = fixed_array("block_xy", block_xy, (2,))
-        rng, key, params_key = jax.random.split(rng, 3)
-        goal_xy = self.sample_goal_xy(key, block_xy) if goal_xy is None else fixed_array("goal_xy", goal_xy, (2,)).astype(block_xy.dtype)
-        params = self.sample_params(params_key, block_xy.dtype)
-        goal = jnp.concatenate([goal_xy, self.block_half_height(params, block_xy.dtype)[None]])
-        task = {"goal": goal, "start_distance": jnp.linalg.norm(goal_xy - block_xy)}
-        return self.start_with_block(rng, block_xy, params, task)
+        return self.start_with_goal(rng, block_xy, goal_xy, self.sample_goal_xy,
+                                    lambda goal, xy: {"goal": goal, "start_distance": jnp.linalg.norm(xy - block_xy)})
 
     # -- step: the jaw held closed --------------------------------------------------------------------
     def step(self, state: State, action: Array) -> State:
