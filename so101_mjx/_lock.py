@@ -3,7 +3,8 @@
 ``so101-mjx train`` and ``so101-mjx record`` hold it for as long as they write. A second writer is
 refused with one line naming the holder's pid. The kernel releases a lock when its process ends,
 however it ends, so a lock file left by a killed run never blocks the next one (its pid is
-simply overwritten). The lock file is opened without following a symlink.
+simply overwritten). The lock file is opened without following a symlink, and a directory holding
+a symlink anywhere inside it is refused: a writer never writes through a link to a file elsewhere.
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ def exclusive(directory: str | Path, what: str) -> Iterator[Path]:
                              f"one {what} per directory: wait for it, or choose another directory") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _refuse_symlinks(directory)
         yield path
     finally:
         os.close(fd)  # releases the lock
+
+
+def _refuse_symlinks(directory: Path) -> None:
+    """InputError naming the first symlink found inside ``directory`` (links are not followed)."""
+    for root, dirs, files in os.walk(directory):
+        for name in sorted(dirs + files):
+            if os.path.islink(os.path.join(root, name)):
+                link = Path(root, name)
+                raise InputError(f"{link} is a symlink (to {os.readlink(link)}): so101-mjx does not write through links "
+                                 f"inside an output directory; replace it with a file or choose another directory")

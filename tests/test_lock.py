@@ -61,3 +61,20 @@ def test_a_symlink_in_place_of_the_lock_is_refused(tmp_path):
         with exclusive(out, "test"):
             pass
     assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize(("argv", "link"), [
+    (["train", "--env", "SO101Reach-v0", "--preset", "tiny", "--resume"], "run.json"),
+    (["record", "--env", "SO101Reach-v0", "--episodes", "1", "--no-video", "--resume"], "meta/stats.json"),
+])
+def test_no_writer_follows_a_symlink_inside_out(tmp_path, argv, link, capsys):
+    """A link planted inside --out (here to a file outside it) is refused before anything is written."""
+    outside = tmp_path / "outside.json"
+    outside.write_text("untouched")
+    out = tmp_path / "out"
+    (out / link).parent.mkdir(parents=True)
+    (out / link).symlink_to(outside)
+    assert cli.main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{out / link} is a symlink" in err[0]
+    assert outside.read_text() == "untouched"
