@@ -203,3 +203,12 @@ def test_train_entry_point_of_the_checkout():
     assert result.returncode == 0 and "--preset" in result.stdout, result.stderr
     bad = subprocess.run([sys.executable, "-m", "train.ppo", "--env", "NoSuchEnv-v0"], cwd=root, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown env" in bad.stderr
+
+
+def test_the_version_is_written_once():
+    """pyproject.toml reads the version from so101_mjx.__version__: the installed metadata agrees."""
+    import importlib.metadata
+
+    import so101_mjx
+
+    assert importlib.metadata.version("so101-mjx") == so101_mjx.__version__
