@@ -1,4 +1,4 @@
-"""The arguments of every ``so101-mjx`` command and ``bench`` target, declared without importing them.
+"""The arguments of every ``so101-mjx`` command, declared without importing it (``bench`` targets: :mod:`so101_mjx.cli.benches`).
 
 Each entry names the module whose ``run(args) -> int`` carries the command out; that module (and
 JAX, MuJoCo) is imported only to run it, so ``--help`` of any command starts in a fraction of a

@@ -19,9 +19,9 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     import so101_mjx
-    from so101_mjx import _compat as compat
+    from so101_mjx import _compat as compat  # first: it imports mujoco.mjx, capturing its Warp import errors
     from so101_mjx.sim import physics  # noqa: F401  (installs the shims)
-    from mujoco.mjx import warp as mjx_warp
+    from mujoco.mjx import warp as mjx_warp  # after _compat
     from so101_mjx.robot.scenes import load_model, scene_names, scenes_dir
 
     print(f"so101_mjx {so101_mjx.__version__}  (python {platform.python_version()}, {platform.machine()})")

@@ -77,13 +77,13 @@ class BlockTask(SO101Env):
                         sample_goal_xy: Callable[[Array, Array], Array], task: Callable[[Array, Array], dict[str, Array]]) -> State:
         """``reset_to`` of a task with a goal on the table: the block at ``block_xy`` (2,) m, the goal
         at ``goal_xy`` (2,) m (``sample_goal_xy(key, block_xy)`` when None) at the block's resting
-        height; ``task(goal (3,), goal_xy)`` gives the task entries besides ``z_init``."""
+        height; ``task(block_xy (2,), goal (3,))`` gives the task entries besides ``z_init``."""
         block_xy = fixed_array("block_xy", block_xy, (2,))
         rng, key, params_key = jax.random.split(rng, 3)
         goal_xy = sample_goal_xy(key, block_xy) if goal_xy is None else fixed_array("goal_xy", goal_xy, (2,)).astype(block_xy.dtype)
         params = self.sample_params(params_key, block_xy.dtype)
         goal = jnp.concatenate([goal_xy, self.block_half_height(params, block_xy.dtype)[None]])
-        return self.start_with_block(rng, block_xy, params, task(goal, goal_xy))
+        return self.start_with_block(rng, block_xy, params, task(block_xy, goal))
 
     # -- the block and the grasp ------------------------------------------------------------------
     def block_pos(self, state_physics) -> Array:

@@ -54,14 +54,23 @@ def unpmap(tree: Any) -> Any:
 
 def strip_weak_type(tree: Any) -> Any:
     """``tree`` with weakly typed leaves made strong, so an epoch never recompiles for a weak type."""
-    return jax.tree_util.tree_map(lambda leaf: jnp.astype(jnp.asarray(leaf), jnp.asarray(leaf).dtype), tree)
+
+    def strong(leaf: Any) -> Array:
+        x = jnp.asarray(leaf)
+        return jnp.astype(x, x.dtype)
+
+    return jax.tree_util.tree_map(strong, tree)
+
+
+def device_sharding(devices: list[jax.Device]) -> jax.sharding.NamedSharding:
+    """Axis 0 split over ``devices`` (the pmap axis :data:`AXIS`): how the epoch holds its states."""
+    return jax.sharding.NamedSharding(jax.sharding.Mesh(np.asarray(devices), (AXIS,)), jax.sharding.PartitionSpec(AXIS))
 
 
 def replicate(tree: Any, devices: list[jax.Device]) -> Any:
     """One copy of every leaf of ``tree`` per device, stacked on a new leading axis sharded over ``devices``."""
-    mesh = jax.sharding.Mesh(np.asarray(devices), (AXIS,))
     stacked = jax.tree_util.tree_map(lambda leaf: jnp.stack([jnp.asarray(leaf)] * len(devices)), tree)
-    return jax.device_put(stacked, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(AXIS)))
+    return jax.device_put(stacked, device_sharding(devices))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -224,9 +233,9 @@ def _initial_training_state(ppo_network: Any, optimizer: Any, key_policy: Array,
     )
 
 
-def _learner(ppo_network: Any, learning_rate: float, max_grad_norm: float | None, **loss: float) -> tuple[Any, Any, Callable]:
-    """``(ppo_network, optimizer, update_fn)``: Adam (after gradient clipping when ``max_grad_norm``)
-    on Brax's PPO loss with ``loss``'s coefficients, its gradients averaged over the devices."""
+def _learner(ppo_network: Any, learning_rate: float, max_grad_norm: float | None, **loss: float) -> tuple[Any, Callable]:
+    """``(optimizer, update_fn)``: Adam (after gradient clipping when ``max_grad_norm``) on Brax's
+    PPO loss of ``ppo_network`` with ``loss``'s coefficients, its gradients averaged over the devices."""
     optimizer = optax.adam(learning_rate=learning_rate)
     if max_grad_norm is not None:
         optimizer = optax.chain(optax.clip_by_global_norm(max_grad_norm), optimizer)
@@ -234,7 +243,7 @@ def _learner(ppo_network: Any, learning_rate: float, max_grad_norm: float | None
         ppo_losses.compute_ppo_loss, ppo_network=ppo_network, **loss, normalize_advantage=True, vf_coefficient=0.5,
         clipping_epsilon_value=None, use_distributional_critic=False,
     )
-    return ppo_network, optimizer, gradients.gradient_update_fn(loss_fn, optimizer, pmap_axis_name=AXIS, has_aux=True)
+    return optimizer, gradients.gradient_update_fn(loss_fn, optimizer, pmap_axis_name=AXIS, has_aux=True)
 
 
 def _epochs(epoch: Callable, evaluator: acting.Evaluator, training_state: TrainingState, env_state: Any, key: Array,
@@ -295,11 +304,10 @@ def train(
     process_count, process_id = jax.process_count(), jax.process_index()
     devices = jax.local_devices()[: max_devices_per_host or None]
     _check_sizes(num_timesteps, num_envs, batch_size, num_minibatches, len(devices) * process_count, restore)
-    env_steps_per_training_step = batch_size * unroll_length * num_minibatches
     num_evals_after_init = max(num_evals - 1, 1)
-    sizes = Sizes(num_envs, batch_size, num_minibatches, unroll_length, num_updates_per_batch,
-                  int(np.ceil(num_timesteps / (num_evals_after_init * env_steps_per_training_step))))
-    total_steps = num_evals_after_init * sizes.steps_per_epoch * env_steps_per_training_step
+    epoch_steps = int(np.ceil(num_timesteps / (num_evals_after_init * batch_size * unroll_length * num_minibatches)))
+    sizes = Sizes(num_envs, batch_size, num_minibatches, unroll_length, num_updates_per_batch, epoch_steps)
+    total_steps = num_evals_after_init * sizes.steps_per_epoch * sizes.env_steps_per_training_step
 
     # Keys exactly as ppo.train splits them.
     global_key, local_key = jax.random.split(jax.random.PRNGKey(seed))
@@ -310,11 +318,11 @@ def train(
     env = wrap_env_fn(environment, episode_length=episode_length, action_repeat=1, randomization_fn=None)
     env_state = _reset(env, key_env, num_envs // process_count, devices, use_pmap_on_reset)
     obs_shape = jax.tree_util.tree_map(lambda x: x.shape[2:], env_state.obs)
-    ppo_network, optimizer, update_fn = _learner(
-        network_factory(obs_shape, env.action_size, preprocess_observations_fn=(
-            running_statistics.normalize if normalize_observations else (lambda x, y: x))),
-        learning_rate, max_grad_norm, entropy_cost=entropy_cost, discounting=discounting, reward_scaling=reward_scaling,
-        gae_lambda=gae_lambda, clipping_epsilon=clipping_epsilon,
+    normalize = running_statistics.normalize if normalize_observations else (lambda x, y: x)
+    ppo_network = network_factory(obs_shape, env.action_size, preprocess_observations_fn=normalize)
+    optimizer, update_fn = _learner(
+        ppo_network, learning_rate, max_grad_norm, entropy_cost=entropy_cost, discounting=discounting,
+        reward_scaling=reward_scaling, gae_lambda=gae_lambda, clipping_epsilon=clipping_epsilon,
     )
     make_policy = ppo_networks.make_inference_fn(ppo_network)
     epoch = timed(training_epoch_fn(env, make_policy, update_fn, sizes, learning_rate), sizes)
@@ -326,8 +334,7 @@ def train(
         env_state, local_key, eval_key = state.env, state.key, state.eval_key
     # The env states as the epoch returns them (sharded over the local devices along axis 0), so
     # that every epoch, the first included and a restored one, runs the same executable: one compile.
-    mesh = jax.sharding.Mesh(np.asarray(devices), (AXIS,))
-    env_state = jax.device_put(env_state, jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(AXIS)))
+    env_state = jax.device_put(env_state, device_sharding(devices))
 
     eval_env = (wrap_eval_env_fn or wrap_env_fn)(environment, episode_length=episode_length, action_repeat=1, randomization_fn=None)
     evaluator = acting.Evaluator(

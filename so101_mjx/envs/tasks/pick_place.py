@@ -124,7 +124,7 @@ class PickPlace(BlockTask):
     def reset_to(self, rng: Array, *, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the block at ``block_xy`` (2,) and the goal at ``goal_xy`` (2,) (sampled when None)."""
         return self.start_with_goal(rng, block_xy, goal_xy, self.sample_goal_xy,
-                                    lambda goal, _: {"goal": goal, "was_carried": jnp.zeros((), bool)})
+                                    lambda _, goal: {"goal": goal, "was_carried": jnp.zeros((), bool)})
 
     def task_observation(self, physics, info) -> dict[str, Array]:
         return {"block_pos": self.block_pos(physics), "goal": info.task["goal"]}

@@ -36,7 +36,6 @@ import numpy as np
 from flax import struct
 from jax import Array
 
-from so101_mjx.envs.base import fixed_array
 from so101_mjx.envs.block import BlockConfig, BlockTask
 from so101_mjx.envs.tasks.pick_place import sample_goal_xy
 from so101_mjx.robot.scenes import EE_SITE, GRIPPER_JOINT
@@ -120,9 +119,8 @@ class PushCube(BlockTask):
 
     def reset_to(self, rng: Array, *, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the block at ``block_xy`` (2,) m and the goal at ``goal_xy`` (2,) m (sampled when None)."""
-        block_xy = fixed_array("block_xy", block_xy, (2,))
         return self.start_with_goal(rng, block_xy, goal_xy, self.sample_goal_xy,
-                                    lambda goal, xy: {"goal": goal, "start_distance": jnp.linalg.norm(xy - block_xy)})
+                                    lambda block_xy, goal: {"goal": goal, "start_distance": jnp.linalg.norm(goal[:2] - block_xy)})
 
     # -- step: the jaw held closed --------------------------------------------------------------------
     def step(self, state: State, action: Array) -> State:

@@ -14,7 +14,7 @@ PickPlace's staged reward (:func:`~so101_mjx.envs.tasks.pick_place.staged_terms`
 :data:`~so101_mjx.envs.tasks.pick_place.STAGED_WEIGHTS`) with the stacked position as its target:
 
 - ``reach``: 1 − tanh(10·d), d = grasp point to top block (m),
-- ``grasp``: :meth:`~so101_mjx.envs.tasks.pick_cube.PickCube.grasped` (contact-free proxy) or placed,
+- ``grasp``: :meth:`~so101_mjx.envs.block.BlockTask.grasped` (contact-free proxy) or placed,
 - ``lift``: while grasped or placed, the top block's rise over its reset height / (2 half-heights + 1 cm),
 - ``carry``: once the block has risen that high (``was_lifted``, a latch: its underside cleared
   the bottom block's top by 1 cm), 1 − tanh(10·xy), xy = top to stacked centre in the plane,
