@@ -212,3 +212,30 @@ def test_the_version_is_written_once():
     import so101_mjx
 
     assert importlib.metadata.version("so101-mjx") == so101_mjx.__version__
+
+
+def test_help_texts_name_what_the_library_tables_hold():
+    """The CLI declares its options without importing the library: what its help texts list is checked here
+    against the tables they mirror (backends, qualities, policies, IK solvers, DistillConfig, defaults)."""
+    from so101_mjx.cli import commands
+    from so101_mjx.envs import arm, rollout, scripted
+    from so101_mjx.render.batch import QUALITIES
+    from so101_mjx.sim.physics import BACKENDS
+    from so101_mjx.training.distill import DistillConfig
+    from so101_mjx.validation.parity import HORIZONS
+
+    def helps(argv):
+        from so101_mjx.cli.main import build_parser
+
+        parser = build_parser()
+        sub = parser._subparsers._group_actions[0].choices[argv[0]]
+        if len(argv) > 1:
+            sub = sub._subparsers._group_actions[0].choices[argv[1]]
+        return {a.dest: a.help or "" for a in sub._actions}
+
+    assert all(b in commands.BACKEND_HELP for b in BACKENDS) and all(q in commands.QUALITY_HELP for q in QUALITIES)
+    assert all(p in helps(["rollout"])["policy"] for p in rollout.POLICIES)
+    assert str(scripted.DEFAULT_ACTION_SCALE) in helps(["rollout"])["action_scale"]
+    assert f"longest horizon, {max(HORIZONS)}" in helps(["parity"])["steps"]
+    assert all(s in helps(["bench", "env"])["ik_solver"] for s in arm.IK_SOLVERS)
+    assert set(commands.DISTILL_FIELDS) == {f.name for f in dataclasses.fields(DistillConfig)}
