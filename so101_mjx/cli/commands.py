@@ -142,7 +142,9 @@ def _record(parser: argparse.ArgumentParser) -> None:
                         help="with --only-success: give up after this many episodes (default 10 x --episodes)")
     parser.add_argument("--fps", type=types.positive_int, default=None, help="frames per second: the env's control rate (the default)")
     parser.add_argument("--seed", type=types.seed, default=0)
-    parser.add_argument("--resume", action="store_true", help="append to the dataset at --out")
+    parser.add_argument("--resume", action="store_true", help="append to the dataset at --out (checked for consistency first)")
+    parser.add_argument("--repair", action="store_true",
+                        help="truncate the dataset at --out to its last complete episode, then append (implies --resume)")
     parser.add_argument("--no-video", action="store_true", help="record no camera frames")
     parser.add_argument("--num-envs", type=types.positive_int, default=64, help="worlds simulated at a time")
 

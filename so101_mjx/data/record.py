@@ -18,11 +18,15 @@ used before continues its attempts instead of repeating them.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib.util
 import json
+import signal
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +207,7 @@ def record(
     env: str | None, policy: str, episodes: int, out: str | Path, backend: str | None = None, image_size: int | None = 128,
     cameras: tuple[str, ...] = ("front",), only_success: bool = False, fps: int | None = None, seed: int = 0,
     resume: bool = False, num_envs: int = 64, max_tries: int | None = None, config: dict[str, Any] | None = None,
-    image_quality: str = "shadowed", visual: VisualRandomization | dict | str | None = None,
+    image_quality: str = "shadowed", visual: VisualRandomization | dict | str | None = None, repair: bool = False,
 ) -> dict[str, Any]:
     """Record ``episodes`` episodes into the dataset at ``out`` (appended with ``resume``).
 
@@ -212,10 +216,16 @@ def record(
     ``config`` overrides env config fields; ``image_quality`` picks the camera's render model
     (:func:`so101_mjx.render.batch.render_model`: ``fast`` or ``full``, the reference's look); ``visual``
     randomizes each episode's lighting, colours and camera pose (:mod:`so101_mjx.render.visual_randomization`;
-    the draw follows from ``seed`` and the episode's attempt number). Returns ``tried``, ``kept``, ``successes``, ``frames``,
-    ``seconds`` and the dataset's ``total_episodes``. ValueError names a bad argument.
+    the draw follows from ``seed`` and the episode's attempt number); ``repair`` first truncates the
+    dataset at ``out`` to its complete episodes (:func:`so101_mjx.data.dataset_check.repair`) and
+    implies ``resume``. The episodes of each batch of ``num_envs`` worlds are committed together
+    (:class:`~so101_mjx.data.lerobot_dataset.DatasetWriter`); an interrupt (Ctrl-C, SIGTERM) commits the
+    complete episodes of the batch under way, a kill loses them and nothing else. Returns ``tried``,
+    ``kept``, ``successes``, ``frames``, ``seconds`` and the dataset's ``total_episodes``. ValueError
+    names a bad argument.
     """
     dataset = _dataset_module()
+    resume = resume or repair
     cameras = list(cameras)
     visual = visual_randomization.parse(visual)
     for flag, value in (("--episodes", episodes), ("--num-envs", num_envs), ("--max-tries", 1 if max_tries is None else max_tries)):
@@ -234,47 +244,88 @@ def record(
     if abs(fps - rate) > 1e-6:
         raise InputError(f"--fps must be {name}'s control rate 1 / control_dt = {rate:g} Hz (a frame is a control step), got {fps}")
     with exclusive(out, "recording"):  # one writer per dataset, from its provenance read to the last rename
+        if repair:
+            _repair(Path(out))
         provenance = Path(out) / PROVENANCE
         runs = json.loads(provenance.read_text())["runs"] if resume and provenance.is_file() else []
-        offset = sum(r["tried"] for r in runs if r["seed"] == seed)
+        offset = sum(r["tried"] for r in runs if r.get("seed") == seed)
         max_tries = max_tries or 10 * episodes
         worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
-        tried = kept = successes = frames = 0
+        counts = {"tried": 0, "kept": 0, "successes": 0, "frames": 0}
         renderer = _Frames(jax_env, image_size, cameras, image_quality, visual) if image_size else None  # a GL failure: before anything is written
-        visual_base = jax.random.fold_in(base, VISUAL_STREAM)
+        writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
+        run_record = {"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend, "policy": source,
+                      "seed": seed, "only_success": only_success, "visual_randomization": visual and dataclasses.asdict(visual),
+                      "first_episode": writer.total_episodes}
+
+        def provenance_file() -> dict[str, str]:
+            this = run_record | {"tried": counts["tried"], "kept": writer.added}
+            return {PROVENANCE: json.dumps({"runs": [*runs, this]}, indent=1, default=str)}
+
         start = time.perf_counter()
         try:
-            writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
+            with _sigterm_interrupts():
+                while counts["kept"] < episodes and counts["tried"] < max_tries:
+                    _record_batch(jax_env, fns, renderer, writer, name, only_success, episodes, max_tries, counts, start,
+                                  jnp.asarray(offset + counts["tried"] + np.arange(worlds), jnp.uint32), base)
+                    writer.commit(provenance_file())
+        finally:  # an interrupted recording keeps every complete episode: the pending ones are committed
             try:
-                while kept < episodes and tried < max_tries:
-                    ids = jnp.asarray(offset + tried + np.arange(worlds), jnp.uint32)
-                    traj = run_worlds(jax_env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
-                    for w in range(worlds):
-                        if kept == episodes or tried == max_tries:
-                            break
-                        tried += 1
-                        success = bool(traj["success"][w, traj["length"][w] - 1])
-                        successes += success
-                        if only_success and not success:
-                            continue
-                        images = renderer.episode(traj, w, jax.random.fold_in(visual_base, int(ids[w]))) if renderer else None
-                        writer.add_episode(_episode(traj, w), task(name).instruction, images)
-                        kept, frames = kept + 1, frames + int(traj["length"][w])
-                        _progress(kept, episodes, tried, frames, time.perf_counter() - start)
-            finally:  # an interrupted recording still leaves a complete dataset of the episodes so far
-                writer.close()
-                if writer.added:
-                    runs.append({"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend,
-                                 "policy": source, "seed": seed, "tried": tried, "kept": kept, "only_success": only_success,
-                                 "visual_randomization": visual and dataclasses.asdict(visual),
-                                 "first_episode": writer.total_episodes - writer.added})
-                    provenance.write_text(json.dumps({"runs": runs}, indent=1, default=str))
-        finally:
-            if renderer:
-                renderer.close()
+                writer.close(provenance_file())
+            finally:
+                if renderer:
+                    renderer.close()
         seconds = time.perf_counter() - start
-        return {"env": name, "backend": jax_env.backend, "policy": source, "tried": tried, "kept": kept, "successes": successes,
-                "frames": frames, "seconds": seconds, "total_episodes": writer.total_episodes, "out": str(out)}
+        return {"env": name, "backend": jax_env.backend, "policy": source, **counts, "seconds": seconds,
+                "total_episodes": writer.total_episodes, "out": str(out)}
+
+
+def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: str, only_success: bool, episodes: int,
+                  max_tries: int, counts: dict[str, int], start: float, ids: jax.Array, base: jax.Array) -> None:
+    """One batch of worlds (attempts ``ids``) run, their kept episodes added to ``writer`` (not committed)."""
+    traj = run_worlds(env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
+    visual_base = jax.random.fold_in(base, VISUAL_STREAM)
+    for w in range(len(ids)):
+        if counts["kept"] == episodes or counts["tried"] == max_tries:
+            return
+        success = bool(traj["success"][w, traj["length"][w] - 1])
+        if success or not only_success:  # an attempt counts as tried once kept (or dropped): an interrupt retries it
+            images = renderer.episode(traj, w, jax.random.fold_in(visual_base, int(ids[w]))) if renderer else None
+            writer.add_episode(_episode(traj, w), task(name).instruction, images)
+            counts["kept"] += 1
+            counts["frames"] += int(traj["length"][w])
+        counts["tried"] += 1
+        counts["successes"] += success
+        _progress(counts["kept"], episodes, counts["tried"], counts["frames"], time.perf_counter() - start)
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so the pending episodes are committed (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _repair(out: Path) -> None:
+    """Truncate the dataset at ``out`` to its complete episodes, saying what was wrong on stderr."""
+    from so101_mjx._files import recover
+    from so101_mjx.data import dataset_check
+
+    recover(out)
+    kept, problems = dataset_check.repair(out, PROVENANCE)
+    for problem in problems:
+        print(f"record --repair: {out}: {problem}", file=sys.stderr)
+    print(f"record --repair: {out} holds {kept} complete episodes" + (" (nothing to repair)" if not problems else ""), file=sys.stderr)
 
 
 def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:
@@ -289,7 +340,7 @@ def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float)
 def run(args: argparse.Namespace) -> int:
     r = record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
                tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
-               args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization)
+               args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization, repair=args.repair)
     print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
     print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
           f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")

@@ -29,9 +29,7 @@ written). tests/training/test_resume.py uses it.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ import numpy as np
 from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import checkpoint as ppo_checkpoint
 
+from so101_mjx._files import KILL_ENV, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import networks
 from so101_mjx.training.policy import PolicyWeights
@@ -49,13 +48,6 @@ PARAMS_FILE = "params.npz"
 STATE_FILE = "training_state.npz"
 CHECKPOINTS = "checkpoints"
 STAGING = ".staging"
-KILL_ENV = "SO101_MJX_KILL_AT"
-
-
-def kill_point(point: str, step: int) -> None:
-    """Test hook: SIGKILL this process when ``$SO101_MJX_KILL_AT`` is ``<point>:<step>``."""
-    if os.environ.get(KILL_ENV) == f"{point}:{step}":
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def write_run(path: Path, run: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 from so101_mjx import cli  # noqa: E402
 from so101_mjx.render import visual_randomization  # noqa: E402
 from so101_mjx.data.record import record  # noqa: E402
+from tests.data.dataset_reader import assert_consistent, read_parquets  # noqa: E402
 
 REACH = "SO101Reach-v0"
 SHORT = {"episode_length": 6}  # scripted Reach: some episodes reach the target within 6 steps, some do not
@@ -22,10 +23,6 @@ FLOAT_VECTORS = {"observation.state": 14, "observation.environment_state": 6, "a
 SCALARS = {"next.reward": pa.float32(), "next.done": pa.bool_(), "next.success": pa.bool_(), "timestamp": pa.float32(),
            "frame_index": pa.int64(), "episode_index": pa.int64(), "index": pa.int64(), "task_index": pa.int64()}
 STAT_KEYS = ("min", "max", "mean", "std", "count", "q01", "q10", "q50", "q90", "q99")
-
-
-def read_parquets(root: Path, folder: str) -> pa.Table:
-    return pa.concat_tables([pq.read_table(p) for p in sorted((root / folder).glob("chunk-*/file-*.parquet"))])
 
 
 def columns(table: pa.Table) -> dict[str, np.ndarray]:
@@ -60,6 +57,7 @@ def video_dataset(tmp_path_factory):
 
 def test_info_data_and_episodes_agree(video_dataset):
     root, summary = video_dataset
+    assert_consistent(root)
     info = json.loads((root / "meta/info.json").read_text())
     data = read_parquets(root, "data")
     episodes = read_parquets(root, "meta/episodes").to_pylist()

@@ -1,0 +1,179 @@
+"""Writing files so that an interrupted writer leaves the old state or the new one, never a half.
+
+- :func:`atomic_write`: one file, written beside its destination and renamed over it (a rename
+  replaces a symlink rather than writing through it).
+- :class:`Transaction`: several files under one directory, staged in ``<root>/.staging/`` and
+  published by renames listed in a manifest. Writing the manifest is the commit point:
+  :func:`recover` (run by the next writer) finishes a commit whose manifest exists and discards a
+  staging area without one. SIGINT and SIGTERM wait while the renames run.
+- :func:`disk_errors`: an out-of-space, read-only or permission OSError as one line naming the
+  path and saying that nothing was changed.
+
+Test hook: with ``SO101_MJX_KILL_AT=<point>:<n>`` set, :func:`kill_point` SIGKILLs the process at
+that point (:class:`Transaction`: ``staged`` before the manifest is written, ``publishing`` after
+the first rename; ``n`` counts the commits of the process from 1).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from so101_mjx.errors import InputError
+
+STAGING = ".staging"
+MANIFEST = "MANIFEST.json"
+KILL_ENV = "SO101_MJX_KILL_AT"
+DISK_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
+               errno.EACCES: "permission denied", errno.EPERM: "operation not permitted", errno.ENAMETOOLONG: "file name too long",
+               errno.EFBIG: "file too large"}
+
+
+def kill_point(point: str, count: int) -> None:
+    """Test hook: SIGKILL this process when ``$SO101_MJX_KILL_AT`` is ``<point>:<count>``."""
+    if os.environ.get(KILL_ENV) == f"{point}:{count}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@contextlib.contextmanager
+def disk_errors(what: str | Path) -> Iterator[None]:
+    """Re-raise an OSError of :data:`DISK_ERRNOS` as one line: ``<reason> while writing <what>; nothing was changed``."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in DISK_ERRNOS:
+            raise
+        raise InputError(f"{DISK_ERRNOS[err.errno]} while writing {what}; nothing was changed") from None
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: str | Path, data: bytes | str) -> None:
+    """Write ``data`` to ``path`` through a temporary file in its directory and a rename.
+
+    An error (out of space included: one line, see :func:`disk_errors`) leaves ``path`` as it was.
+    """
+    path = Path(path)
+    with disk_errors(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:32]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.encode() if isinstance(data, str) else data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync(path.parent)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM held until the block ends (main thread; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def recover(root: str | Path) -> bool:
+    """Finish the commit staged under ``root`` if its manifest was written, else discard the staging
+    area. True when a commit was finished. Callers hold ``root``'s writer lock."""
+    stage = Path(root) / STAGING
+    if not (stage / MANIFEST).is_file():
+        shutil.rmtree(stage, ignore_errors=True)
+        return False
+    _publish(Path(root), json.loads((stage / MANIFEST).read_text()))
+    return True
+
+
+def _publish(root: Path, manifest: dict[str, list[str]]) -> None:
+    """Apply a manifest: ``replace`` renames staged files into place, then ``delete`` removes files
+    (both idempotent, so a publish cut short can run again); then the staging area goes."""
+    stage = root / STAGING
+    for n, rel in enumerate(manifest["replace"]):
+        if (stage / rel).exists():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(stage / rel, root / rel)
+        if n == 0:
+            kill_point("publishing", Transaction.commits)
+    for rel in manifest["delete"]:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(root / rel)
+    for directory in {(root / rel).parent for rel in manifest["replace"] + manifest["delete"]}:
+        if directory.is_dir():
+            _fsync(directory)
+    os.unlink(stage / MANIFEST)
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+class Transaction:
+    """Files staged under ``<root>/.staging/`` and published together by :meth:`commit`.
+
+    :meth:`path` gives the staging path of a file relative to ``root`` (published in the order
+    asked, so the file that marks a state complete goes last); :meth:`delete` removes a file at
+    publication; :meth:`scratch` is a directory for temporary files that are never published.
+    Callers hold ``root``'s writer lock (:func:`so101_mjx._lock.exclusive`).
+    """
+
+    commits = 0  # commits begun by this process (the kill_point count)
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        recover(self.root)
+        self.dir = self.root / STAGING
+        self.dir.mkdir(parents=True)
+        self.replace: list[str] = []
+        self.deletes: list[str] = []
+
+    def path(self, rel: str) -> Path:
+        """Where to write the file published at ``root/rel``."""
+        if rel in self.replace:
+            self.replace.remove(rel)
+        self.replace.append(rel)
+        path = self.dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def delete(self, rel: str) -> None:
+        self.deletes.append(rel)
+
+    def scratch(self) -> Path:
+        path = self.dir / ".scratch"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def commit(self) -> None:
+        """Sync the staged files, write the manifest (the commit point), publish."""
+        Transaction.commits += 1
+        for rel in self.replace:
+            _fsync(self.dir / rel)
+        kill_point("staged", Transaction.commits)
+        with _signals_deferred():
+            atomic_write(self.dir / MANIFEST, json.dumps({"replace": self.replace, "delete": self.deletes}))
+            _publish(self.root, {"replace": self.replace, "delete": self.deletes})
+
+    def abort(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
