@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -70,28 +71,47 @@ def one_of(module: str, table: str, name: str) -> Callable[[str], str]:
     return parse
 
 
+NAME_MAX, PATH_MAX = 255, 4096  # bytes: Linux's limits on one path component and a whole path
+
+
+def _short(text: str) -> str:
+    return repr(text) if len(text) <= 80 else repr(f"{text[:40]}...{text[-30:]}")
+
+
+def _valid_length(path: Path, text: str) -> None:
+    """ArgumentValueError when a component of ``path`` or the whole absolute path is longer than Linux allows."""
+    if any(len(part.encode()) > NAME_MAX for part in path.parts) or len(str(path.absolute()).encode()) >= PATH_MAX:
+        raise ArgumentValueError(f"{_short(text)} is too long: at most {NAME_MAX} bytes per name and {PATH_MAX - 1} in all")
+
+
 def _creatable(path: Path, text: str) -> None:
-    """ArgumentValueError unless ``path`` is a directory or can be made one (its nearest existing ancestor is a directory)."""
+    """ArgumentValueError unless ``path`` is a directory or can be made one: its nearest existing
+    ancestor is a directory this process may write into."""
+    _valid_length(path, text)
     ancestor = path
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         where = "" if ancestor == Path(text) else f": {str(ancestor)!r}"
-        raise ArgumentValueError(f"{text!r}{where} is a file, not a directory")
+        raise ArgumentValueError(f"{_short(text)}{where} is a file, not a directory")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ArgumentValueError(f"{_short(text)}: {str(ancestor)!r} is not writable")
 
 
 def input_file(text: str) -> str:
     """An existing file to read."""
+    _valid_length(Path(text), text)
     if not Path(text).is_file():
-        raise ArgumentValueError(f"{text!r} is not a file" if Path(text).exists() else f"{text!r} does not exist")
+        raise ArgumentValueError(f"{_short(text)} is not a file" if Path(text).exists() else f"{_short(text)} does not exist")
     return text
 
 
 def output_file(text: str) -> str:
     """A file to (over)write: not an existing directory, and its directory exists or can be created."""
     path = Path(text)
+    _valid_length(path, text)
     if path.is_dir():
-        raise ArgumentValueError(f"{text!r} is a directory, expected a file path")
+        raise ArgumentValueError(f"{_short(text)} is a directory, expected a file path")
     _creatable(path.parent, text)
     return text
 

@@ -1,7 +1,8 @@
 """Writing files so that an interrupted writer leaves the old state or the new one, never a half.
 
-- :func:`atomic_write`: one file, written beside its destination and renamed over it (a rename
-  replaces a symlink rather than writing through it).
+- :func:`atomic_path` / :func:`atomic_write`: one file, written beside its destination and renamed
+  over it (a rename replaces a symlink rather than writing through it). Every file so101_mjx writes
+  outside a :class:`Transaction` goes through them.
 - :class:`Transaction`: several files under one directory, staged in ``<root>/.staging/`` and
   published by renames listed in a manifest. Writing the manifest is the commit point:
   :func:`recover` (run by the next writer) finishes a commit whose manifest exists and discards a
@@ -32,6 +33,8 @@ from so101_mjx.errors import InputError
 STAGING = ".staging"
 MANIFEST = "MANIFEST.json"
 KILL_ENV = "SO101_MJX_KILL_AT"
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: files get the permissions open() would give them
 DISK_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
                errno.EACCES: "permission denied", errno.EPERM: "operation not permitted", errno.ENAMETOOLONG: "file name too long",
                errno.EFBIG: "file too large"}
@@ -62,26 +65,33 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: str | Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` through a temporary file in its directory and a rename.
-
-    An error (out of space included: one line, see :func:`disk_errors`) leaves ``path`` as it was.
-    """
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same suffix, for writers that pick a format by it) to write
+    in the block; renamed over ``path`` when the block succeeds, removed when it fails. A rename
+    replaces a symlink at ``path`` instead of writing through it; out of space (and the other
+    :data:`DISK_ERRNOS`) is one line, with ``path`` as it was."""
     path = Path(path)
     with disk_errors(path):
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:32]}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem[:32]}.", suffix=f".tmp{path.suffix}", dir=path.parent)
+        os.close(fd)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data.encode() if isinstance(data, str) else data)
-                f.flush()
-                os.fsync(f.fileno())
+            os.chmod(tmp, 0o666 & ~_UMASK)
+            yield Path(tmp)
+            _fsync(Path(tmp))
             os.replace(tmp, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
         _fsync(path.parent)
+
+
+def atomic_write(path: str | Path, data: bytes | str) -> None:
+    """Write ``data`` (str as UTF-8) to ``path`` through :func:`atomic_path`."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from so101_mjx._files import disk_errors
 from so101_mjx.errors import InputError
 
 LOCK_FILE = ".so101_mjx.lock"
@@ -24,7 +25,8 @@ LOCK_FILE = ".so101_mjx.lock"
 def exclusive(directory: str | Path, what: str) -> Iterator[Path]:
     """Hold ``directory``'s writer lock (creating the directory); ``what`` names the writer in the refusal."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    with disk_errors(directory):
+        directory.mkdir(parents=True, exist_ok=True)
     path = directory / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)

@@ -16,7 +16,8 @@ DISCOVERS = {"so101_mjx.training.presets": "so101_mjx.training.presets."}
 # imports only units of lower floors.
 FLOORS = [
     {"errors", "_compat"},
-    {"_checks", "_lock", "_files", "robot"},
+    {"_files"},
+    {"_checks", "_lock", "robot"},
     {"ik", "dynamics", "sim", "render"},
     {"_argtypes"},
     {"envs"},

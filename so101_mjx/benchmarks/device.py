@@ -40,6 +40,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from so101_mjx._files import atomic_write
 from so101_mjx.envs import rollout
 from so101_mjx.envs import scripted
 from so101_mjx.benchmarks import compile_cost, peak_device_bytes
@@ -288,10 +289,10 @@ def run(args: argparse.Namespace) -> int:
         record["seconds"] = time.perf_counter() - start
         record["peak_device_bytes"] = peak_device_bytes()
         result["sections"][name] = record
-        (out / "device.json").write_text(json.dumps(result, indent=1, default=float))
+        atomic_write(out / "device.json", json.dumps(result, indent=1, default=float))
     result["total_s"] = time.perf_counter() - t0
-    (out / "device.json").write_text(json.dumps(result, indent=1, default=float))
-    (out / "device.md").write_text(markdown(result))
+    atomic_write(out / "device.json", json.dumps(result, indent=1, default=float))
+    atomic_write(out / "device.md", markdown(result))
     print(markdown(result))
     print(f"bench device: {out / 'device.json'}, {out / 'device.md'} ({result['total_s']:.0f} s)")
     return 0

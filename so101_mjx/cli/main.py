@@ -3,7 +3,9 @@
 The parser is built from :mod:`so101_mjx.cli.commands` and :mod:`so101_mjx.cli.benches`, which
 declare every command's arguments without importing it; the chosen command's module is imported
 to run it. A :class:`~so101_mjx.errors.InputError` (bad input: a value, a file, an env name) is
-reported as one line with exit status 2; any other exception is a bug and keeps its traceback.
+reported as one line with exit status 2, and so is an OSError of the disk (out of space, quota,
+read-only, permission, name too long: :data:`so101_mjx._files.DISK_ERRNOS`); any other exception is a
+bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 
 from so101_mjx.cli.benches import BENCHES
 from so101_mjx.cli.commands import COMMANDS, Command
+from so101_mjx._files import DISK_ERRNOS
 from so101_mjx.errors import InputError
 
 
@@ -46,6 +49,11 @@ def main(argv: list[str] | None = None) -> int:
         return int(importlib.import_module(args._module).run(args) or 0)
     except InputError as err:
         print(f"so101-mjx {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        if err.errno not in DISK_ERRNOS:
+            raise
+        print(f"so101-mjx {args.command}: error: {DISK_ERRNOS[err.errno]}: {err.filename or err}", file=sys.stderr)
         return 2
 
 

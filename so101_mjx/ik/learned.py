@@ -46,6 +46,7 @@ import optax
 from flax import struct, traverse_util
 from jax import Array
 
+from so101_mjx._files import atomic_path
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
@@ -177,7 +178,8 @@ def train(kin: Kinematics, net: SeedNet, *, steps: int = 6000, batch: int = 512,
 def save(net: SeedNet, path: str | os.PathLike) -> None:
     """Write ``net`` to ``path`` (``.npz``: the flattened params and the net's description)."""
     flat = {f"params/{k}": np.asarray(v) for k, v in traverse_util.flatten_dict(net.params, sep="/").items()}
-    np.savez(path, **flat, lower=net.lower, upper=net.upper, center=net.center, scale=net.scale, offset=net.offset,
+    with atomic_path(path) as tmp, open(tmp, "wb") as file:
+        np.savez(file, **flat, lower=net.lower, upper=net.upper, center=net.center, scale=net.scale, offset=net.offset,
              hidden=np.asarray(net.hidden, np.int64), heads=np.int64(net.heads), site=np.str_(net.site))
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
+from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError
 
 
@@ -72,23 +73,25 @@ def write_video(frames: Iterable[np.ndarray], path: str | Path, fps: float) -> P
         from PIL import Image
 
         images = [Image.fromarray(np.asarray(f)) for f in frames]
-        images[0].save(path, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0)
+        with atomic_path(path) as tmp:
+            images[0].save(tmp, save_all=True, append_images=images[1:], duration=round(1000 / fps), loop=0)
         return path
     import imageio_ffmpeg
 
-    writer = None
-    try:
-        for frame in frames:
-            if writer is None:
-                h, w = frame.shape[:2]
-                writer = imageio_ffmpeg.write_frames(str(path), (w, h), fps=fps, macro_block_size=1, quality=7)
-                with warnings.catch_warnings():  # JAX warns on any fork; ffmpeg is a plain subprocess
-                    warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
-                    writer.send(None)
-            writer.send(np.ascontiguousarray(frame))
-    finally:
-        if writer is not None:
-            writer.close()
+    with atomic_path(path) as tmp:
+        writer = None
+        try:
+            for frame in frames:
+                if writer is None:
+                    h, w = frame.shape[:2]
+                    writer = imageio_ffmpeg.write_frames(f"file:{tmp}", (w, h), fps=fps, macro_block_size=1, quality=7)
+                    with warnings.catch_warnings():  # JAX warns on any fork; ffmpeg is a plain subprocess
+                        warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
+                        writer.send(None)
+                writer.send(np.ascontiguousarray(frame))
+        finally:
+            if writer is not None:
+                writer.close()
     return path
 
 

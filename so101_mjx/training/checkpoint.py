@@ -38,7 +38,7 @@ import numpy as np
 from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import checkpoint as ppo_checkpoint
 
-from so101_mjx._files import KILL_ENV, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
+from so101_mjx._files import KILL_ENV, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import networks
 from so101_mjx.training.policy import PolicyWeights
@@ -51,8 +51,7 @@ STAGING = ".staging"
 
 
 def write_run(path: Path, run: dict[str, Any]) -> None:
-    path.mkdir(parents=True, exist_ok=True)
-    (path / RUN_FILE).write_text(json.dumps(run, indent=2, sort_keys=True))
+    atomic_write(path / RUN_FILE, json.dumps(run, indent=2, sort_keys=True))
 
 
 def read_run(path: Path) -> dict[str, Any]:
@@ -144,7 +143,8 @@ def _params_template(run: dict[str, Any]) -> tuple[Any, Any, Any]:
 def _save_tree(file: Path, tree: Any) -> None:
     """The leaves of ``tree`` as an ``.npz``, named by their key paths."""
     leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    np.savez(file, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})
+    with atomic_path(file) as tmp, open(tmp, "wb") as file:
+        np.savez(file, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})
 
 
 def _load_tree(file: Path, template: Any, check_dtype: bool) -> Any:

@@ -32,6 +32,7 @@ import optax
 from flax import traverse_util
 from jax import Array
 
+from so101_mjx._files import atomic_path, atomic_write
 from so101_mjx import _checks as checks
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env, make
@@ -148,10 +149,10 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
 
 def save(out: Path, params, meta: dict[str, Any]) -> Path:
     """``out/student.npz`` (params flattened by '/'-joined path) and ``out/distill.json``."""
-    out.mkdir(parents=True, exist_ok=True)
     flat = {"/".join(k): np.asarray(v) for k, v in traverse_util.flatten_dict(params).items()}
-    np.savez(out / "student.npz", **flat)
-    (out / "distill.json").write_text(json.dumps(meta, indent=1, default=str))
+    with atomic_path(out / "student.npz") as tmp, open(tmp, "wb") as file:
+        np.savez(file, **flat)
+    atomic_write(out / "distill.json", json.dumps(meta, indent=1, default=str))
     return out / "student.npz"
 
 

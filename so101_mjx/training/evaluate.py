@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from so101_mjx._files import atomic_write
 from so101_mjx.envs import make
 from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.envs.rollout import run_episodes
@@ -106,7 +107,6 @@ def report(result: dict[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     result = evaluate(args.policy, args.env, parse_backends(args.backend), args.episodes, args.seed, args.x64, args.force)
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(result, indent=1))
+        atomic_write(args.json, json.dumps(result, indent=1))
         print(f"results: {args.json}")
     return 0

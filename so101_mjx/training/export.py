@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training.onnx_graph import METADATA_KEY, graph_model
 from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights, check_metadata
@@ -166,7 +167,6 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
         raise InputError(f"--out must end in .onnx, got {out}")
     policy, _ = load_checkpoint(checkpoint_path)
     meta, weights, scale, offset = metadata(policy.metadata), policy.weights, policy.scale, policy.offset
-    out.parent.mkdir(parents=True, exist_ok=True)
     npz = out.with_suffix(".npz")
     NumpyPolicy(weights, meta, scale, offset).save(npz)
     try:
@@ -174,7 +174,8 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
     except ImportError:
         print(f"onnx is not installed (pip install so101-mjx[export]): wrote only {npz}")
         return None, npz
-    onnx.save(onnx_model(weights, meta, scale, offset), out)
+    with atomic_path(out) as tmp:
+        onnx.save(onnx_model(weights, meta, scale, offset), tmp)
     print(f"exported step {meta['step']:,} of {meta['env']} -> {out} and {npz}")
     return out, npz
 

@@ -25,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from so101_mjx._files import atomic_path
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.errors import InputError
 from so101_mjx.training.onnx_graph import METADATA_KEY, graph_model
@@ -154,8 +155,8 @@ def export(run_dir: str | Path, out: str | Path | None = None) -> Path:
     out = Path(out) if out is not None else Path(run_dir) / ONNX_FILE
     if out.suffix != ".onnx":
         raise InputError(f"--out must end in .onnx, got {out}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    onnx.save(onnx_model(params, meta), out)
+    with atomic_path(out) as tmp:
+        onnx.save(onnx_model(params, meta), tmp)
     print(f"exported the pixel student of {meta['env']} ({run_dir}) -> {out}")
     return out
 

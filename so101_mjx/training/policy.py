@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError
 
 # Activations over an array module ``xp`` (numpy or jax.numpy); names as brax.training.networks.ACTIVATION.
@@ -163,7 +164,8 @@ class NumpyPolicy:
     def save(self, path: str | Path) -> None:
         w = self.weights
         layers = {f"kernel_{i}": k for i, k in enumerate(w.kernels)} | {f"bias_{i}": b for i, b in enumerate(w.biases)}
-        np.savez(path, mean=w.mean, std=w.std, activation=w.activation, metadata=json.dumps(self.metadata), **layers)
+        with atomic_path(path) as tmp, open(tmp, "wb") as file:
+            np.savez(file, mean=w.mean, std=w.std, activation=w.activation, metadata=json.dumps(self.metadata), **layers)
 
     @property
     def obs_size(self) -> int:

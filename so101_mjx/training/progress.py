@@ -11,10 +11,13 @@ excluded). ``wall_s`` and ``steps_per_s`` are the only columns that depend on th
 from __future__ import annotations
 
 import csv
+import io
 import math
 import time
 from pathlib import Path
 from typing import Any
+
+from so101_mjx._files import atomic_path, atomic_write
 
 COLUMNS = ("step", "wall_s", "steps_per_s", "eval_reward", "eval_success", "eval_episode_length")
 WALL_CLOCK_COLUMNS = ("wall_s", "steps_per_s")  # the columns that differ between identical runs
@@ -47,12 +50,7 @@ class Recorder:
         self.rows = [r for r in read_csv(self.out / CSV_FILE) if r["step"] < resume_step]
         self._wall_offset = self.rows[-1]["wall_s"] if self.rows else 0.0
         self._start = time.perf_counter()
-        partial = self.out / f".{CSV_FILE}.partial"
-        with open(partial, "w", newline="") as f:  # drop rows from the resumed step on
-            writer = csv.DictWriter(f, COLUMNS)
-            writer.writeheader()
-            writer.writerows({k: row[k] for k in COLUMNS} for row in self.rows)
-        partial.replace(self.out / CSV_FILE)
+        self._write_csv()  # drops the rows from the resumed step on
         try:
             from tensorboardX import SummaryWriter
         except ImportError:
@@ -70,14 +68,21 @@ class Recorder:
             **{col: float(metrics.get(key, math.nan)) for col, key in EVAL_KEYS.items()},
         }
         self.rows.append(row)
-        with open(self.out / CSV_FILE, "a", newline="") as f:
-            csv.DictWriter(f, COLUMNS).writerow(row)
+        self._write_csv()
         if self._tb is not None:
             for key, value in metrics.items():
                 if "_std" not in key and math.isfinite(float(value)):
                     self._tb.add_scalar(key, float(value), step)
             self._tb.flush()
         print(self.line(row), flush=True)
+
+    def _write_csv(self) -> None:
+        """``metrics.csv`` rewritten whole (a few dozen rows) through a rename: never a torn row."""
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, COLUMNS)
+        writer.writeheader()
+        writer.writerows({k: row[k] for k in COLUMNS} for row in self.rows)
+        atomic_write(self.out / CSV_FILE, text.getvalue())
 
     def line(self, row: dict[str, float]) -> str:
         pct = 100 * row["step"] / max(self.total_steps, 1)
@@ -113,6 +118,7 @@ def plot(rows: list[dict[str, float]], path: Path, title: str) -> Path | None:
     for ax in (ax_r, ax_s):
         ax.grid(alpha=0.3)
     fig.suptitle(title)
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
     return path

@@ -24,7 +24,6 @@ import dataclasses
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -32,6 +31,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from so101_mjx._files import atomic_write
 from so101_mjx.validation import reference
 from so101_mjx.sim.physics import BACKENDS, make_physics
 from so101_mjx.envs.rollout import run_episodes
@@ -289,7 +289,5 @@ def run(args: argparse.Namespace) -> int:
     results["seconds"] = time.perf_counter() - t0
     print(format_table(results))
     if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=1)
+        atomic_write(args.json, json.dumps(results, indent=1))
     return 0
