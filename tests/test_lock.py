@@ -1,4 +1,4 @@
-"""One writer per output directory: a second ``train`` or ``record`` on the same ``--out`` is refused."""
+"""One writer per output directory: a second ``train``, ``record`` or ``distill`` on the same ``--out`` is refused."""
 
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ def test_a_dead_holders_lock_is_free(held):
 
 
 @pytest.mark.parametrize("argv", [["train", "--env", "SO101Reach-v0", "--preset", "tiny"],
-                                  ["record", "--env", "SO101Reach-v0", "--episodes", "1", "--no-video"]])
-def test_train_and_record_refuse_a_directory_in_use(held, argv, capsys):
+                                  ["record", "--env", "SO101Reach-v0", "--episodes", "1", "--no-video"],
+                                  ["distill", "tests/fixtures/v0.1.0/pick_cube_run/policy.npz"]])
+def test_writers_refuse_a_directory_in_use(held, argv, capsys):
     out, pid = held
     assert cli.main([*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -33,6 +33,7 @@ from flax import traverse_util
 from jax import Array
 
 from so101_mjx._files import atomic_path, atomic_write
+from so101_mjx._lock import exclusive
 from so101_mjx import _checks as checks
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env, make
@@ -171,19 +172,20 @@ def run(args: argparse.Namespace) -> int:
     env_config = {**meta["env_config"], "image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
                   "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization)}
     env = make(meta["env"], backend="c", **env_config)
-    print(f"distill {args.teacher} ({meta['env']}) into a pixel student: {config}", flush=True)
-    log = lambda r: print(f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "  # noqa: E731
-                          f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
-    _, params, rows = distill(env, teacher, config, log=log)
-    path = save(Path(args.out), params, {"teacher": str(args.teacher), "env": meta["env"], "env_config": env_config,
-                                         "config": dataclasses.asdict(config), "iterations": rows})
-    print(f"student: {path}")
-    try:
-        import onnx  # noqa: F401
-    except ImportError:
-        print("onnx is not installed (pip install so101-mjx[export]): no student.onnx")
-    else:
-        from so101_mjx.training import pixel_policy
+    with exclusive(args.out, "distillation"):  # one writer per --out, from the start (a second run is refused at once)
+        print(f"distill {args.teacher} ({meta['env']}) into a pixel student: {config}", flush=True)
+        log = lambda r: print(f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "  # noqa: E731
+                              f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
+        _, params, rows = distill(env, teacher, config, log=log)
+        path = save(Path(args.out), params, {"teacher": str(args.teacher), "env": meta["env"], "env_config": env_config,
+                                             "config": dataclasses.asdict(config), "iterations": rows})
+        print(f"student: {path}")
+        try:
+            import onnx  # noqa: F401
+        except ImportError:
+            print("onnx is not installed (pip install so101-mjx[export]): no student.onnx")
+        else:
+            from so101_mjx.training import pixel_policy
 
-        pixel_policy.export(args.out)
+            pixel_policy.export(args.out)
     return 0
