@@ -40,6 +40,8 @@ def _unit_page(unit: str) -> str:
     lines = [f"# `so101_mjx.{unit}`", ""]
     for module in _public_modules(unit):
         lines += [f"::: {module}", ""]
+        if module == f"so101_mjx.{unit}" and (PACKAGE / unit).is_dir():  # a package's re-exports: under their modules
+            lines[-1:] = ["    options:", "      members: false", ""]
     return "\n".join(lines)
 
 
