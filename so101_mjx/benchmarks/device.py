@@ -310,7 +310,7 @@ def _gib(x: float | None) -> str:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    """The README's "GPU" tables, filled from one run's JSON."""
+    """The accelerator tables (docs/benchmarks.md, "GPU"), filled from one run's JSON."""
     s = result["sections"]
     lines = [f"Device: {result['device_kind']} ({result['platform']}), JAX {result['jax']}, total {result.get('total_s', 0):.0f} s"
              f"{' (smoke sizes)' if result['smoke'] else ''}.", ""]

@@ -13,7 +13,7 @@ noslip off (our scenes have none, MJX lacks it) and on (the reference's default)
 - the scripted pick-and-place closed loop over N random seeds on ``mjx`` and ``c``: success
   rates and per-episode outcome agreement.
 
-Everything runs in float32 unless ``--x64``; the contract (README, docs/DESIGN.md) is stated in float64.
+Everything runs in float32 unless ``--x64``; the contract (docs/backends.md, docs/DESIGN.md) is stated in float64.
 """
 
 from __future__ import annotations

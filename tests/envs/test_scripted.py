@@ -55,7 +55,7 @@ def test_reach_close_success_is_judged_per_world():
 
 @pytest.mark.parametrize("name, expected", [("SO101PickPlace-v0", 1.0), ("SO101Reach-v0", 0.9)])
 def test_batched_scripted_success(name, expected):
-    """A small batched closed-loop check (the 256-seed figures are in the README)."""
+    """A small batched closed-loop check (the 256-seed figures are in docs/tasks.md)."""
     config = {"action_scale": 0.025, "random_block_position": True} if "Pick" in name else {}
     out = run_episodes(make(name, "c", **config), "scripted", jax.random.PRNGKey(0), 8)
     assert float(np.mean(out["success"])) >= expected

@@ -42,7 +42,7 @@ def test_gym_env_is_the_c_backend(episodes):
 
 # Box–box contacts (jaws and pads on the block) are outside the one-step contract: MJX's box–box
 # collider returns other contact points than MuJoCo C's (positions along the normal, duplicated
-# points), so grasp states differ by ~1e-3 rad in one control step. See the README.
+# points), so grasp states differ by ~1e-3 rad in one control step. See docs/backends.md.
 CONTRACT_CLASSES = ("contact-free", "block on floor")
 
 

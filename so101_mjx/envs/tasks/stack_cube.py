@@ -27,7 +27,7 @@ Unlike PickPlace, a placed block keeps paying ``grasp`` and ``lift`` and ``relea
 command rather than the jaw's measured opening: opening the jaw on the stack only ever adds, from
 the first step it is commanded. With PickPlace's terms a policy holding the placed block closed
 lost 0.5 per step the moment it began to open and was paid for the opening only steps later; one
-of two seeds settled there (see the README).
+of two seeds settled there (see docs/training.md).
 
 Domain randomization (``config.randomization``) scales both blocks alike: the bottom block takes
 the top block's sampled friction, mass and size.

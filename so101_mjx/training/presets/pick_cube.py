@@ -15,7 +15,7 @@ PRESETS = {
     # 4 epochs of 532,480 env steps (a checkpoint and eval after each), half of the training
     # episodes starting along the pick-and-lift demonstrator's episodes (demo starts; evals reset
     # normally). Without demo starts the same recipe needed 9 epochs (4.79M steps) to first succeed.
-    # Measured: see the README.
+    # Measured: see docs/tasks.md.
     "cpu": Preset(
         num_timesteps=4 * 532_480, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
         num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=5,

@@ -15,7 +15,7 @@ PRESETS = {
     "tiny": tiny(**PLACE_CONFIG),
     # 6 epochs of 1,024,000 env steps; episodes of 150 control steps (the scripted controller
     # places in ~50 at this action scale). Measured, seed 0: eval success 0.36 after epoch 2,
-    # 1.000 from epoch 3 (3.07M steps); see the README.
+    # 1.000 from epoch 3 (3.07M steps); see docs/tasks.md.
     "cpu": Preset(
         num_timesteps=6 * 1_024_000, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
         num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=7,
