@@ -95,17 +95,23 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
-    """SIGINT and SIGTERM held until the block ends (main thread; elsewhere a no-op)."""
+def deferred_signals() -> Iterator[None]:
+    """SIGINT and SIGTERM held until the block ends, then delivered to the handlers in place: what
+    must happen together is not split by an interrupt. Python runs signal handlers in the main
+    thread whichever thread the kernel picks, so the handlers are swapped rather than the thread's
+    signal mask (main thread only; elsewhere a no-op)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        for sig in caught:
+            signal.raise_signal(sig)
 
 
 def recover(root: str | Path) -> bool:
@@ -157,6 +163,7 @@ class Transaction:
         self.dir.mkdir(parents=True)
         self.replace: list[str] = []
         self.deletes: list[str] = []
+        self.published = False  # the manifest is written: the commit happens (now, or by the next writer's recover)
 
     def path(self, rel: str) -> Path:
         """Where to write the file published at ``root/rel``."""
@@ -170,6 +177,13 @@ class Transaction:
     def delete(self, rel: str) -> None:
         self.deletes.append(rel)
 
+    def unstage(self) -> None:
+        """Forget the files staged for publication (the scratch directory stays)."""
+        for rel in self.replace:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.dir / rel)
+        self.replace, self.deletes = [], []
+
     def scratch(self) -> Path:
         path = self.dir / ".scratch"
         path.mkdir(exist_ok=True)
@@ -181,8 +195,9 @@ class Transaction:
         for rel in self.replace:
             _fsync(self.dir / rel)
         kill_point("staged", Transaction.commits)
-        with _signals_deferred():
+        with deferred_signals():
             atomic_write(self.dir / MANIFEST, json.dumps({"replace": self.replace, "delete": self.deletes}))
+            self.published = True
             _publish(self.root, {"replace": self.replace, "delete": self.deletes})
 
     def abort(self) -> None:

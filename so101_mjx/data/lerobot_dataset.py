@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from so101_mjx._files import STAGING, Transaction, disk_errors, recover
+from so101_mjx._files import STAGING, Transaction, deferred_signals, disk_errors, recover
 from so101_mjx._lock import LOCK_FILE
 from so101_mjx.data import dataset_check
 from so101_mjx.data import lerobot_format as fmt
@@ -93,8 +93,8 @@ class DatasetWriter:
             }
         with disk_errors(self.root):
             self.root.mkdir(parents=True, exist_ok=True)
-        self.features, self.fps, self.added, self.committed = features, fps, 0, 0
-        self.pending: list[dict[str, Any]] = []  # episodes added since the last commit
+        self.features, self.fps, self.committed = features, fps, 0  # committed: episodes this writer has published
+        self.pending: list[dict[str, Any]] = []  # episodes added since the last commit: appending one is add_episode's only change
         self.txn: Transaction | None = None
         self.hf_metadata = fmt.hf_metadata(features)
 
@@ -115,7 +115,17 @@ class DatasetWriter:
 
     @property
     def total_episodes(self) -> int:
-        return self.info["total_episodes"]
+        """Episodes in the dataset, the pending ones included."""
+        return self.info["total_episodes"] + len(self.pending)
+
+    @property
+    def added(self) -> int:
+        """Episodes this writer added (published or pending)."""
+        return self.committed + len(self.pending)
+
+    def _tasks(self) -> list[str]:
+        """The dataset's tasks, the pending episodes' included (in order of first use)."""
+        return list(dict.fromkeys([*self.tasks, *(e["task"] for e in self.pending)]))
 
     def add_episode(self, data: dict[str, np.ndarray], task: str, frames: dict[str, np.ndarray] | None = None) -> int:
         """Add one episode to the pending batch (its videos encoded); returns its episode index.
@@ -125,8 +135,8 @@ class DatasetWriter:
         """
         frames = frames or {}
         length = len(next(iter(data.values())))
-        episode, start = self.info["total_episodes"], self.info["total_frames"]
-        tasks = self.tasks + [task] * (task not in self.tasks)
+        episode, start = self.total_episodes, self.info["total_frames"] + sum(e["length"] for e in self.pending)
+        tasks = list(dict.fromkeys([*self._tasks(), task]))
         steps = np.arange(length)
         data = {**data, "timestamp": steps / self.fps, "frame_index": steps, "episode_index": np.full(length, episode),
                 "index": start + steps, "task_index": np.full(length, tasks.index(task))}
@@ -144,37 +154,50 @@ class DatasetWriter:
                 fmt.encode(frames[k], self.fps, parts[k])
         self.pending.append({"episode": episode, "task": task, "length": length, "start": start, "stats": stats,
                              "table": table, "parts": parts})
-        self.tasks = tasks
-        self.episode_stats.append(stats)
-        self.info["total_episodes"] += 1
-        self.info["total_frames"] += length
-        self.added += 1
         return episode
 
     def commit(self, extra: dict[str, str] | None = None) -> None:
         """Publish the pending episodes, with ``extra`` files (path relative to the root -> text)."""
         if not self.pending:
             return
-        with disk_errors(f"the dataset at {self.root}"):
-            rows = self._stage_data()
-            for key in self.video_keys:
-                for i, columns in self._stage_video(key).items():
-                    rows[i] |= columns
-            for i, e in enumerate(self.pending):
-                rows[i] |= {f"stats/{f}/{k}": v.tolist() for f, s in e["stats"].items() for k, v in s.items()}
-            index = self._advance("meta/episodes/")
-            table = pa.Table.from_pylist([rows[i] | {"meta/episodes/chunk_index": index[0], "meta/episodes/file_index": index[1]}
-                                          for i in range(len(self.pending))])
-            fmt.write_parquet(self.txn.path(fmt.file_path("meta/episodes/", index)), [table], fmt.METADATA_ROWS_PER_WRITE)
-            pq.write_table(fmt.tasks_table(self.tasks), self.txn.path(fmt.TASKS_PATH))
-            stats = aggregate_stats(self.episode_stats)
-            self._stage_json(fmt.STATS_PATH, {f: {k: v.tolist() for k, v in s.items()} for f, s in stats.items()})
-            for rel, text in (extra or {}).items():
-                self.txn.path(rel).write_text(text)
-            self.info |= {"total_tasks": len(self.tasks), "splits": {"train": f"0:{self.info['total_episodes']}"}}
-            self._stage_json(fmt.INFO_PATH, self.info)
+        first_files = dict(self.next)
+        try:
+            with disk_errors(f"the dataset at {self.root}"):
+                self._stage_and_publish(extra)
+        except BaseException:
+            if self.txn is not None and self.txn.published:  # publication cut short: the next writer's recover finishes it
+                self.txn, self.pending = None, []
+            elif self.txn is not None:  # nothing published: a retry stages the same episodes into the same files
+                self.next = first_files
+                self.txn.unstage()
+            raise
+
+    def _stage_and_publish(self, extra: dict[str, str] | None) -> None:
+        """Stage the pending episodes' files, then publish them and take them as committed (signals held)."""
+        rows = self._stage_data()
+        for key in self.video_keys:
+            for i, columns in self._stage_video(key).items():
+                rows[i] |= columns
+        for i, e in enumerate(self.pending):
+            rows[i] |= {f"stats/{f}/{k}": v.tolist() for f, s in e["stats"].items() for k, v in s.items()}
+        index = self._advance("meta/episodes/")
+        table = pa.Table.from_pylist([rows[i] | {"meta/episodes/chunk_index": index[0], "meta/episodes/file_index": index[1]}
+                                      for i in range(len(self.pending))])
+        fmt.write_parquet(self.txn.path(fmt.file_path("meta/episodes/", index)), [table], fmt.METADATA_ROWS_PER_WRITE)
+        tasks, episode_stats = self._tasks(), [*self.episode_stats, *(e["stats"] for e in self.pending)]
+        pq.write_table(fmt.tasks_table(tasks), self.txn.path(fmt.TASKS_PATH))
+        stats = aggregate_stats(episode_stats)
+        self._stage_json(fmt.STATS_PATH, {f: {k: v.tolist() for k, v in s.items()} for f, s in stats.items()})
+        for rel, text in (extra or {}).items():
+            self.txn.path(rel).write_text(text)
+        total = self.total_episodes
+        info = self.info | {"total_episodes": total, "total_frames": self.info["total_frames"] + sum(e["length"] for e in self.pending),
+                            "total_tasks": len(tasks), "splits": {"train": f"0:{total}"}}
+        self._stage_json(fmt.INFO_PATH, info)
+        with deferred_signals():  # published and taken as committed, or neither: an interrupt never splits them
             self.txn.commit()
-        self.txn, self.committed, self.pending = None, self.committed + len(self.pending), []
+            self.info, self.tasks, self.episode_stats = info, tasks, episode_stats
+            self.txn, self.committed, self.pending = None, self.committed + len(self.pending), []
 
     def _advance(self, prefix: str) -> tuple[int, int]:
         index = self.next[prefix]

@@ -142,3 +142,44 @@ def test_odd_characters_in_the_path(tmp_path):
     root = tmp_path / "a #b 'c' %d?" / "ds"
     write(root, ((3, 2),))
     assert assert_consistent(root)["total_episodes"] == 2
+
+
+@pytest.mark.parametrize("where", ["write_parquet", "commit"])
+def test_an_interrupted_commit_retried_by_close_publishes_each_episode_once(tmp_path, monkeypatch, where):
+    """Ctrl-C while a commit stages its files: close() (record's finally) commits the same episodes again, once."""
+    rng = np.random.default_rng(0)
+    writer = DatasetWriter(tmp_path / "ds", FEATURES, 10, "so101")
+    for n in (3, 4):
+        writer.add_episode({"action": rng.normal(size=(n, 2))}, "task", {"observation.images.cam": rng.integers(0, 256, (n, 16, 16, 3), np.uint8)})
+    target = (_files.Transaction, "commit") if where == "commit" else (dataset_check.fmt, "write_parquet")
+    real = getattr(*target)
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # the second call of the first commit
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(*target, interrupted if where == "write_parquet" else lambda self: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        writer.commit()
+    monkeypatch.setattr(*target, real)
+    writer.close()
+    info = assert_consistent(tmp_path / "ds")
+    assert info["total_episodes"] == 2 and info["total_frames"] == 7
+    assert [p.name for p in sorted((tmp_path / "ds/data/chunk-000").iterdir())] == ["file-000.parquet"]
+
+
+def test_deferred_signals_hold_an_interrupt_sent_to_the_process():
+    import os
+    import signal
+
+    order = []
+    with pytest.raises(KeyboardInterrupt):
+        with _files.deferred_signals():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # the handler would run here, between bytecodes
+                pass
+            order.append("block finished")
+    assert order == ["block finished"]
