@@ -24,6 +24,7 @@ from so101_mjx.errors import InputError
 
 T = TypeVar("T")
 SEED_LIMIT = 2**32  # jax.random.PRNGKey keeps 32 bits without x64: larger seeds would collide
+INT32_MAX = 2**31 - 1  # JAX's integers are int32 without x64: a longer scan or loop count overflows
 
 
 class ArgumentValueError(argparse.ArgumentTypeError, InputError):
@@ -51,6 +52,14 @@ non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0", "non_negat
 seed = _checked(int, lambda v: 0 <= v < SEED_LIMIT, f"an integer in [0, 2**32) = [0, {SEED_LIMIT - 1}]", "seed")
 positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0", "positive_float")
 probability = _checked(float, lambda v: 0 <= v <= 1, "a number in [0, 1]", "probability")
+
+
+def int_in(low: int, high: int, name: str) -> Callable[[str], int]:
+    """A ``type=`` function accepting the integers in ``[low, high]``."""
+    return _checked(int, lambda v: low <= v <= high, f"an integer >= {low} and <= {high}", name)
+
+
+steps = int_in(1, INT32_MAX, "steps")  # a count JAX loops over (control steps, updates): int32
 
 
 def one_of(module: str, table: str, name: str) -> Callable[[str], str]:
