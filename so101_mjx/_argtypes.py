@@ -8,7 +8,9 @@ built or anything is compiled (called from a ``run()``, e.g. on a default, the e
     parser.add_argument("--num-envs", type=positive_int, default=64)
     parser.add_argument("--out", type=output_dir)
 
-Output paths are checked, not created: a writer makes the missing parent directories itself.
+Output paths are checked, not created: a writer makes the missing parent directories itself. The
+check writes (and drops at once) a nameless temporary file in the nearest existing directory, so a
+path the user cannot write is refused before a command runs, not after.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -80,13 +84,18 @@ def one_of(module: str, table: str, name: str) -> Callable[[str], str]:
 
 
 def _creatable(path: Path, text: str) -> None:
-    """ArgumentValueError unless ``path`` is a directory or can be made one (its nearest existing ancestor is a directory)."""
+    """ArgumentValueError unless ``path`` is a directory or can be made one: its nearest existing
+    ancestor is a directory this process can create files in."""
     ancestor = path
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
     if not ancestor.is_dir():
         where = "" if ancestor == Path(text) else f": {str(ancestor)!r}"
         raise ArgumentValueError(f"{text!r}{where} is a file, not a directory")
+    try:
+        tempfile.TemporaryFile(dir=ancestor).close()
+    except OSError as err:
+        raise ArgumentValueError(f"{text!r}: cannot write in {str(ancestor)!r} ({err.strerror or err})") from None
 
 
 def input_file(text: str) -> str:
@@ -102,6 +111,8 @@ def output_file(text: str) -> str:
     if path.is_dir():
         raise ArgumentValueError(f"{text!r} is a directory, expected a file path")
     _creatable(path.parent, text)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ArgumentValueError(f"{text!r} exists and is not writable")
     return text
 
 

@@ -87,3 +87,14 @@ def test_record_num_envs_past_the_machines_memory_writes_nothing(tmp_path):
     assert_one_line_error(result, "--num-envs", "needs about", "this machine has")
     assert not (tmp_path / "ds").exists()
 
+
+def test_rollout_video_into_an_unwritable_directory_fails_before_the_rollout(tmp_path):
+    """The video's directory is checked while parsing: nothing is simulated for a video that cannot be written."""
+    if os.geteuid() == 0:  # permissions do not stop root: /proc/self takes no new files
+        where = Path("/proc/self")
+    else:
+        where = tmp_path / "read-only"
+        where.mkdir(mode=0o500)
+    result = so101_mjx("rollout", "--env", "SO101Reach-v0", "--num-envs", "1", "--steps", "2", "--video", str(where / "out" / "v.mp4"))
+    assert_one_line_error(result, "--video", "cannot write in", str(where))
+    assert "success rate" not in result.stdout
