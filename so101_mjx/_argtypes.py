@@ -8,7 +8,9 @@ built or anything is compiled (called from a ``run()``, e.g. on a default, the e
     parser.add_argument("--num-envs", type=positive_int, default=64)
     parser.add_argument("--out", type=output_dir)
 
-Output paths are checked, not created: a writer makes the missing parent directories itself.
+Output paths are checked, not created: a writer makes the missing parent directories itself. The
+check writes (and drops at once) a nameless temporary file in the nearest existing directory, so a
+path the user cannot write is refused before a command runs, not after.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import importlib
 import math
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -25,6 +28,7 @@ from so101_mjx.errors import InputError
 
 T = TypeVar("T")
 SEED_LIMIT = 2**32  # jax.random.PRNGKey keeps 32 bits without x64: larger seeds would collide
+INT32_MAX = 2**31 - 1  # JAX's integers are int32 without x64: a longer scan or loop count overflows
 
 
 class ArgumentValueError(argparse.ArgumentTypeError, InputError):
@@ -52,6 +56,14 @@ non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0", "non_negat
 seed = _checked(int, lambda v: 0 <= v < SEED_LIMIT, f"an integer in [0, 2**32) = [0, {SEED_LIMIT - 1}]", "seed")
 positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0", "positive_float")
 probability = _checked(float, lambda v: 0 <= v <= 1, "a number in [0, 1]", "probability")
+
+
+def int_in(low: int, high: int, name: str) -> Callable[[str], int]:
+    """A ``type=`` function accepting the integers in ``[low, high]``."""
+    return _checked(int, lambda v: low <= v <= high, f"an integer >= {low} and <= {high}", name)
+
+
+steps = int_in(1, INT32_MAX, "steps")  # a count JAX loops over (control steps, updates): int32
 
 
 def one_of(module: str, table: str, name: str) -> Callable[[str], str]:
@@ -86,7 +98,7 @@ def _valid_length(path: Path, text: str) -> None:
 
 def _creatable(path: Path, text: str) -> None:
     """ArgumentValueError unless ``path`` is a directory or can be made one: its nearest existing
-    ancestor is a directory this process may write into."""
+    ancestor is a directory this process can create files in."""
     _valid_length(path, text)
     ancestor = path
     while not ancestor.exists() and ancestor != ancestor.parent:
@@ -94,8 +106,10 @@ def _creatable(path: Path, text: str) -> None:
     if not ancestor.is_dir():
         where = "" if ancestor == Path(text) else f": {str(ancestor)!r}"
         raise ArgumentValueError(f"{_short(text)}{where} is a file, not a directory")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise ArgumentValueError(f"{_short(text)}: {str(ancestor)!r} is not writable")
+    try:
+        tempfile.TemporaryFile(dir=ancestor).close()
+    except OSError as err:
+        raise ArgumentValueError(f"{_short(text)}: cannot write in {str(ancestor)!r} ({err.strerror or err})") from None
 
 
 def input_file(text: str) -> str:
@@ -113,6 +127,8 @@ def output_file(text: str) -> str:
     if path.is_dir():
         raise ArgumentValueError(f"{_short(text)} is a directory, expected a file path")
     _creatable(path.parent, text)
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ArgumentValueError(f"{_short(text)} exists and is not writable")
     return text
 
 

@@ -4,12 +4,19 @@ Each returns the value as a plain Python ``float`` / ``int`` / ``bool`` (JSON-re
 ``ValueError`` naming the field and what is allowed: bad input never becomes a ``TypeError``
 traceback or a NaN deep inside jit. ``bool`` is rejected where a number is expected (Python
 treats it as an ``int``), and numbers are rejected where a flag is expected.
+
+:func:`fits_memory` refuses a size whose arrays would not fit the machine, before anything is
+allocated: the caller estimates the bytes from array sizes (bytes per world, state or frame times
+their count); the limit is the host's total RAM, or the default JAX device's memory for arrays on
+an accelerator that reports it. An estimate, not a guarantee: XLA's temporaries, other processes
+and container limits are not counted.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any
 
 import jax
@@ -83,3 +90,38 @@ def dataclass_from_dict(cls: type, name: str, value: dict) -> Any:
     if unknown:
         raise InputError(f"unknown {name} field(s) {unknown}; expected some of {fields}")
     return cls(**value)
+
+
+def host_memory() -> int:
+    """The host's total RAM in bytes (``os.sysconf``, else ``/proc/meminfo``'s MemTotal; 0 when unknown)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemTotal:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        return 0
+
+
+def machine_memory(device: bool = False) -> tuple[int, str]:
+    """``(bytes, what they are)`` an allocation may use: with ``device``, the default JAX device's
+    memory when it reports a limit (GPUs, TPUs; a CPU device does not), else the host's RAM."""
+    if device:
+        stats = jax.devices()[0].memory_stats() or {}
+        if stats.get("bytes_limit"):
+            return int(stats["bytes_limit"]), f"memory on {jax.devices()[0].device_kind}"
+    return host_memory(), "RAM"
+
+
+def _size(nbytes: float) -> str:
+    return f"{nbytes / 2**30:,.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.1f} MiB"
+
+
+def fits_memory(setting: str, nbytes: float, what: str, *, device: bool = False) -> None:
+    """InputError naming ``setting`` (e.g. ``"--num-envs = 4096"``) when ``nbytes``, an estimate of what
+    it allocates (``what``), exceeds :func:`machine_memory` (nothing is refused when that is unknown)."""
+    limit, kind = machine_memory(device)
+    if limit and nbytes > limit:
+        raise InputError(f"{setting} needs about {_size(nbytes)} ({what}); this machine has {_size(limit)} of {kind}")

@@ -9,6 +9,8 @@ from typing import Any
 
 import jax
 
+from so101_mjx import _checks as checks
+
 
 def median_time(fn: Callable[[], object], repeats: int = 5, min_time: float = 0.2) -> float:
     """Median seconds per call of ``fn`` over ``repeats`` timed runs (each repeated to last ``min_time``).
@@ -79,6 +81,12 @@ def compile_cost(fn: Callable, *args: Any) -> tuple[Any, dict[str, float]]:
         figures["temp_bytes"] = float(mem.temp_size_in_bytes)
         figures["total_bytes"] = float(mem.argument_size_in_bytes + mem.output_size_in_bytes - mem.alias_size_in_bytes + mem.temp_size_in_bytes)
     return compiled, figures
+
+
+def check_batches(batches: list[int], per_item: float, what: str) -> None:
+    """InputError naming ``--batch`` when its largest batch, at ``per_item`` bytes each (``what``), would not
+    fit the device's memory (:func:`so101_mjx._checks.fits_memory`)."""
+    checks.fits_memory(f"--batch {max(batches)}", max(batches) * per_item, f"{per_item:,.0f} B per {what}", device=True)
 
 
 def peak_device_bytes() -> int | None:

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.dynamics.backend import DynamicsBackend, JaxBackend
 from so101_mjx.dynamics.mujoco_backend import MujocoBackend
 
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     dtype = jnp.float64 if args.x64 else jnp.float32
+    check_batches(args.batch, 49152, "configuration (the Coriolis matrix, the largest quantity, in float64: XLA's buffers)")
     jb, mb = JaxBackend(), MujocoBackend()
     rng = np.random.default_rng(0)
     c_rate = mujoco_rates(mb, *sample(jb, mb, args.samples, rng), args.repeats)

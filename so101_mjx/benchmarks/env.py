@@ -24,10 +24,10 @@ import mujoco
 import numpy as np
 from mujoco import rollout
 
-from so101_mjx.benchmarks import compile_cost, median_time, print_table
+from so101_mjx.benchmarks import check_batches, compile_cost, median_time, print_table
 from so101_mjx.validation import reference
 from so101_mjx.envs import make
-from so101_mjx.envs.rollout import placement_config
+from so101_mjx.envs.rollout import check_memory, placement_config
 
 CARDS_GB = (16, 80)
 
@@ -107,6 +107,10 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     env = make(args.env, backend=args.backend, **config)
     make_s = time.perf_counter() - start
+    check_memory(env, max(args.batch), args.steps, True, f"--batch {max(args.batch)}")
+    state_size = mujoco.mj_stateSize(env.mj_model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    check_batches(args.batch, 8 * env.n_substeps * (state_size + env.mj_model.nsensordata + env.mj_model.nu),
+                  "world of the raw mujoco.rollout (float64 states, sensors and ctrl of each substep)")
     ref = None if args.no_reference else reference_rate(args.env, {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
     rows = []
     for batch in args.batch:

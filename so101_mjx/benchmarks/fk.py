@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx.ik import iterative as ik
-from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, joint_qpos_ids, load_model
 
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     dtype = jnp.float64 if args.x64 else jnp.float32
+    check_batches(args.batch, 1024, "configuration (pose and Jacobian in float64: XLA's buffers, about 1000 B)")
     model = load_model("pick_cube")
     kin = Kinematics.from_model(model, ARM_JOINTS)
     lo, hi = ik.joint_limits(model)

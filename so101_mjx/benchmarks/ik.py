@@ -34,7 +34,7 @@ from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik import learned as neural_ik
 from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
-from so101_mjx.benchmarks import median_time, print_table
+from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
 
@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     if args.x64:
         jax.config.update("jax_enable_x64", True)
     dtype = jnp.float64 if args.x64 else jnp.float32
+    check_batches(args.batch, 2048, "target (LM, analytic and learned solves in float64: XLA's buffers, at most about 1200 B)")
     model = load_model("pick_cube")
     kin = Kinematics.from_model(model, ARM_JOINTS)
     lo, hi = ik.joint_limits(model)

@@ -26,7 +26,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx.render import batch as pixels
-from so101_mjx.benchmarks import interleaved_times, median_time, print_table
+from so101_mjx.benchmarks import check_batches, interleaved_times, median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
 from so101_mjx.envs import make
 from so101_mjx.render.worker import draw
@@ -85,6 +85,7 @@ def batch_rates(renderer: pixels.BatchRenderer, batch: int, repeats: int) -> tup
 
 
 def run(args: argparse.Namespace) -> int:
+    check_batches(args.batch, 6 * max(args.size) ** 2, "frame (the renderer's output and the workers' shares)")
     rows = []
     for size in args.size:
         base = baseline_rate(size, args.repeats)

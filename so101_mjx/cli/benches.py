@@ -47,7 +47,7 @@ def _env(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
     _batches(parser, [1024])
     _repeats(parser)
-    parser.add_argument("--steps", type=types.positive_int, default=5, help="control steps per timed run")
+    parser.add_argument("--steps", type=types.steps, default=5, help="control steps per timed run")
     parser.add_argument("--no-reference", action="store_true", help="skip the lerobot_env_so101 baseline")
     parser.add_argument("--ik-solver", type=types.one_of("so101_mjx.envs.arm", "IK_SOLVERS", "IK solver"), default=None,
                         help="the env's ik_solver: lm or analytic (default: the task's; 'analytic' needs a top-down task, e.g. PickPlace)")
@@ -76,7 +76,7 @@ def _train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", default="cpu", help="the preset whose sizes, networks and env config are timed")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
     parser.add_argument("--epochs", type=types.positive_int, default=3, help="timed PPO epochs (after one compiling epoch)")
-    parser.add_argument("--updates-per-epoch", type=types.positive_int, default=2, help="PPO training steps per epoch")
+    parser.add_argument("--updates-per-epoch", type=types.steps, default=2, help="PPO training steps per epoch")
     _repeats(parser)
 
 
@@ -88,7 +88,7 @@ def _device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--worlds", type=types.positive_int, nargs="+", default=None, help="env batch sizes (default 1024 4096 16384)")
     parser.add_argument("--pixel-worlds", type=types.positive_int, nargs="+", default=None,
                         help="env batch sizes of the pixels section (default 1024 4096)")
-    parser.add_argument("--steps", type=types.positive_int, default=None, help="control steps per env program (default 25)")
+    parser.add_argument("--steps", type=types.steps, default=None, help="control steps per env program (default 25)")
 
 
 BENCHES: dict[str, Command] = {

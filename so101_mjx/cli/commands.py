@@ -20,9 +20,12 @@ BACKEND = types.one_of("so101_mjx.sim.physics", "BACKENDS", "backend")
 QUALITY = types.one_of("so101_mjx.render.batch", "QUALITIES", "image quality")
 BACKEND_HELP = "physics backend: mjx or c (default: c on CPU, mjx on accelerators)"
 QUALITY_HELP = "camera render model: fast, shadowed or full"
+# Frame sizes (px): the pixel student's convolutions need 36 (so101_mjx.training.pixel_policy.MIN_IMAGE_SIZE), the env
+# renders up to 1024 (so101_mjx.envs.base.MAX_IMAGE_SIZE); record writes 16 to 8192 (so101_mjx.data.record.IMAGE_SIZES).
+DISTILL_IMAGE_SIZES, RECORD_IMAGE_SIZES = (36, 1024), (16, 8192)
 # DistillConfig's fields (so101_mjx.training.distill), each an option; None keeps the dataclass default.
-DISTILL_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_int, "steps": types.positive_int,
-                  "updates": types.positive_int, "batch_size": types.positive_int,
+DISTILL_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps,
+                  "updates": types.steps, "batch_size": types.positive_int,
                   "learning_rate": types.positive_float, "seed": types.seed}
 
 
@@ -42,7 +45,7 @@ def _info(parser: argparse.ArgumentParser) -> None:
 def _rollout(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101PickPlace-v0")
     parser.add_argument("--num-envs", type=types.positive_int, default=64)
-    parser.add_argument("--steps", type=types.positive_int, default=None, help="control steps (default: the env's episode length)")
+    parser.add_argument("--steps", type=types.steps, default=None, help="control steps (default: the env's episode length)")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
     parser.add_argument("--policy", type=types.one_of("so101_mjx.envs.rollout", "POLICIES", "policy"), default=None,
                         help="scripted, demonstrator, random or zero (default: the task's scripted controller, zero when it has none)")
@@ -56,7 +59,7 @@ def _rollout(parser: argparse.ArgumentParser) -> None:
 def _parity(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--x64", action="store_true", help="float64 (the contract's precision); default float32")
     parser.add_argument("--episodes", type=types.non_negative_int, default=256, help="seeds of the scripted pick-and-place (0 skips)")
-    parser.add_argument("--steps", type=types.positive_int, default=None,
+    parser.add_argument("--steps", type=types.steps, default=None,
                         help="control steps of the open-loop episodes (default: the longest horizon, 200)")
     parser.add_argument("--json", type=types.output_file, default=None, help="also write the results to this JSON file")
 
@@ -116,7 +119,8 @@ def _visual_randomization(parser: argparse.ArgumentParser, what: str) -> None:
 def _distill(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("teacher", help="the state policy: a checkpoint or an exported .onnx / .npz")
     parser.add_argument("--out", type=types.output_dir, required=True, help="directory for student.npz and distill.json")
-    parser.add_argument("--image-size", type=types.positive_int, default=64)
+    parser.add_argument("--image-size", type=types.int_in(*DISTILL_IMAGE_SIZES, "image size"), default=64,
+                        help="frame height and width, pixels: {0} to {1} (the student's convolutions need {0})".format(*DISTILL_IMAGE_SIZES))
     parser.add_argument("--image-quality", type=QUALITY, default="shadowed",
                         help=f"{QUALITY_HELP} of the training frames (shadowed: what the gym envs' full renders look like)")
     _visual_randomization(parser, "the training frames")
@@ -131,7 +135,8 @@ def _record(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--episodes", type=types.positive_int, required=True, help="episodes to record (kept, with --only-success)")
     parser.add_argument("--out", type=types.output_dir, required=True, help="dataset directory (new and empty, or with --resume)")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
-    parser.add_argument("--image-size", type=types.positive_int, default=128, help="frame height and width, pixels (even)")
+    parser.add_argument("--image-size", type=types.int_in(*RECORD_IMAGE_SIZES, "image size"), default=128,
+                        help="frame height and width, pixels: even, {} to {}".format(*RECORD_IMAGE_SIZES))
     parser.add_argument("--image-quality", type=QUALITY, default="shadowed",
                         help=f"{QUALITY_HELP}: shadowed (light meshes with shadows: looks like the gym and lerobot "
                         "envs' camera), fast (no shadows, ~6x faster) or full (the scene as shipped)")

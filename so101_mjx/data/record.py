@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from so101_mjx import _checks as checks
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import scripted
 from so101_mjx.render import visual_randomization
@@ -42,14 +43,14 @@ from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, task
 from so101_mjx.render.batch import camera_names
 from so101_mjx.envs.registry import names as task_names
-from so101_mjx.envs.rollout import CHUNK_STEPS, policy_fns, task_config
+from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import ARM_JOINTS
 from so101_mjx.render.visual_randomization import VisualRandomization
 
 ROBOT_TYPE = "so101"
 VISUAL_STREAM = 0x715A  # folded into the seed's key: the visual draws' own stream
-MAX_IMAGE_SIZE = 8192
+IMAGE_SIZES = (16, 8192)  # px: the frame sides record accepts (even)
 STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x", "ee.y", "ee.z"]
 AGENT_POS_SIZE = len(STATE_NAMES)  # observation.state = agent_pos = obs[..., :14]
 
@@ -106,6 +107,17 @@ def _check_cameras(env: SO101Env, cameras: list[str]) -> None:
     unknown = [c for c in cameras if c not in names]
     if unknown or not cameras or len(set(cameras)) != len(cameras):
         raise InputError(f"--cameras must be distinct names of {type(env).__name__}'s cameras {names}, got {cameras}")
+
+
+def _check_memory(env: SO101Env, worlds: int, image_size: int | None, cameras: int) -> None:
+    """InputError naming the option when its arrays would not fit the machine's memory: the worlds' episodes
+    (:func:`~so101_mjx.envs.rollout.check_memory`), and one episode's frames twice (the render workers'
+    shares and the frames handed to the video encoder)."""
+    check_memory(env, worlds, env.episode_length, True, f"--num-envs {worlds}")
+    if image_size:
+        frames = env.episode_length * cameras
+        checks.fits_memory(f"--image-size {image_size}", 2 * frames * 3 * image_size**2,
+                           f"an episode's {frames} frames of {image_size}x{image_size}x3 bytes, twice")
 
 
 def features(env_name: str, obs_size: int, image_size: int | None, cameras: list[str], fps: int, dataset) -> dict[str, dict]:
@@ -232,13 +244,14 @@ def record(
         if not isinstance(value, int) or value < 1:
             raise InputError(f"{flag} must be an integer >= 1, got {value!r}")
     if image_size is not None:
-        if not isinstance(image_size, int) or image_size % 2 or not 16 <= image_size <= MAX_IMAGE_SIZE:
-            raise InputError(f"--image-size must be an even integer in [16, {MAX_IMAGE_SIZE}] pixels, got {image_size!r}")
+        if not isinstance(image_size, int) or image_size % 2 or not IMAGE_SIZES[0] <= image_size <= IMAGE_SIZES[1]:
+            raise InputError(f"--image-size must be an even integer in [{IMAGE_SIZES[0]}, {IMAGE_SIZES[1]}] pixels, got {image_size!r}")
         if importlib.util.find_spec("imageio_ffmpeg") is None:
             raise InputError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), or pass --no-video")
     name, jax_env, fn, source = load_policy(policy, env, backend, dict(config or {}))
     if image_size is not None:
         _check_cameras(jax_env, cameras)
+    _check_memory(jax_env, min(num_envs, episodes), image_size, len(cameras))
     rate = 1.0 / jax_env.dt
     fps = round(rate) if fps is None else fps
     if abs(fps - rate) > 1e-6:

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
+from so101_mjx import _checks as checks
 from so101_mjx.envs import scripted
 from so101_mjx.envs.tasks.pick_cube import PickCube
 from so101_mjx.envs import SO101Env, State, default_config, make
@@ -45,7 +46,7 @@ def policy_fns(env: SO101Env, policy: str | Callable[[Array], Array]) -> tuple[C
 
 def run_episodes(
     env: SO101Env, policy: str | Callable, rng: Array, num_envs: int, steps: int | None = None,
-    trajectory: bool = False, stop_when_done: bool = False,
+    trajectory: bool = False, stop_when_done: bool = False, setting: str | None = None,
 ) -> dict[str, Array]:
     """One episode in each of ``num_envs`` worlds (jitted).
 
@@ -53,9 +54,11 @@ def run_episodes(
     (at each episode's end) and, with ``trajectory``, ``states`` (every State after its step) and
     ``actions`` (B, T, 4), axes (B, T). ``stop_when_done`` (without ``trajectory``) scans in
     chunks of :data:`CHUNK_STEPS` and stops once every episode has ended: same results, less
-    compute when episodes terminate early.
+    compute when episodes terminate early. InputError naming ``setting`` (default ``num_envs = N``)
+    when the worlds would not fit the machine's memory (:func:`check_memory`).
     """
     steps = int(steps or env.episode_length)
+    check_memory(env, num_envs, steps, trajectory, setting)
     init, act = policy_fns(env, policy)
     keys = jax.random.split(rng, num_envs)
     if not stop_when_done or trajectory:
@@ -71,6 +74,19 @@ def run_episodes(
 
 
 CHUNK_STEPS = 25
+
+
+def check_memory(env: SO101Env, num_envs: int, steps: int, trajectory: bool, setting: str | None = None) -> None:
+    """InputError naming ``setting`` (default ``num_envs = N``) unless the episodes' arrays fit the device's memory.
+
+    Estimate: per world, its State twice (the step's input and output) plus, with ``trajectory``,
+    one State and one action per step; XLA's buffer sizes for a PickPlace rollout match it within
+    a few percent (its temporaries are a few bytes per world).
+    """
+    state = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(jax.eval_shape(env.reset, jax.random.PRNGKey(0))))
+    per_step = (state + 4 * np.dtype(jnp.result_type(float)).itemsize) if trajectory else 0
+    what = f"{state} B of State per world" + (f" and {per_step} B per step of the {steps}-step trajectory" if trajectory else "")
+    checks.fits_memory(setting or f"num_envs = {num_envs}", num_envs * (2 * state + steps * per_step), what, device=True)
 
 
 class _Episode(NamedTuple):
@@ -164,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
     scale = scripted.DEFAULT_ACTION_SCALE if args.action_scale is None else args.action_scale
     env = make(args.env, backend=args.backend, **task_config(args.env, scale, not args.fixed_block))
     steps = env.episode_length if args.steps is None else args.steps
+    check_memory(env, args.num_envs, steps, args.video is not None, f"--num-envs {args.num_envs} with --steps {steps}")
     policy = args.policy or default_policy(env)
     init, act = policy_fns(env, policy)
     fn = _episodes(env, init, act, steps, trajectory=args.video is not None)

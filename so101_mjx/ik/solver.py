@@ -3,24 +3,23 @@
 :class:`SO101Solver` wraps :func:`so101_mjx.ik.iterative.levenberg_marquardt` with a tool centre point
 (TCP), joint limits, multi-start seeding and solution selection:
 
-- targets: (..., 3) TCP positions, or (..., 4, 4) TCP poses in the chain root's (world) frame.
-  A 5-DOF arm cannot track a full orientation, so a pose's rotation is ignored, except that
-  with ``approach_axis`` set its column ``approach_axis`` becomes the approach direction;
-  (..., 3) targets with ``approach_axis`` use the fixed ``approach_dir`` (top-down grasping).
-- seeds: slot 0 is the caller's seed; the other ``num_samples - 1`` slots are the entries of a
-  SELIK-style database (scrambled-Halton joint samples and their FK) nearest to each target, or
-  with ``seed_selection=False`` the first Halton samples. The database is rebuilt lazily
-  whenever the limits or the TCP change.
-- selection among the valid candidates: ``"nearest"`` to the seed (weighted by
-  ``ik_nearest_weight``) or ``"manipulability"`` (largest Yoshikawa √det(Jv Jvᵀ)).
-- validity: position error < ``pos_eps`` (and tilt < ``rot_eps`` with an approach axis), joints
-  within limits and a finite target. Non-finite targets or seeds never produce NaN joints.
+- targets: (..., 3) TCP positions, or (..., 4, 4) TCP poses in the chain root's (world) frame. A 5-DOF arm
+  cannot track a full orientation, so a pose's rotation is ignored, except that with ``approach_axis`` set
+  its column ``approach_axis`` becomes the approach direction; (..., 3) targets with ``approach_axis`` use
+  the fixed ``approach_dir`` (top-down grasping).
+- seeds: slot 0 is the caller's seed; the other ``num_samples - 1`` slots are the entries of a SELIK-style
+  database (scrambled-Halton joint samples and their FK) nearest to each target, or with ``seed_selection=False``
+  the first Halton samples. The database is rebuilt lazily whenever the limits or the TCP change.
+- selection among the valid candidates: ``"nearest"`` to the seed (weighted by ``ik_nearest_weight``) or
+  ``"manipulability"`` (largest Yoshikawa √det(Jv Jvᵀ)).
+- validity: position error < ``pos_eps`` (and tilt < ``rot_eps`` with an approach axis), joints within limits
+  and a finite target. Non-finite targets or seeds never produce NaN joints.
 
-Bad input: constructor and setter arguments raise ``ValueError`` naming the argument. Target
-values are never raised on (they may be traced, and one bad pose should not sink a batch): a
-(4, 4) target that is not an SE(3) pose (rotation not orthonormal with det +1 to
-``max(1e-6, 100·eps)``, last row not [0, 0, 0, 1], or non-finite; e.g. a zero matrix) is
-solved like a non-finite one: ``success`` False and the seed returned.
+Bad input: constructor and setter arguments raise ``ValueError`` naming the argument, as does a ``seed_db_size``
+whose database, or its distances to a batch of targets, would not fit the machine's memory. Target values are
+never raised on (they may be traced, and one bad pose should not sink a batch): a (4, 4) target that is not an
+SE(3) pose (rotation not orthonormal with det +1 to ``max(1e-6, 100·eps)``, last row not [0, 0, 0, 1], or
+non-finite; e.g. a zero matrix) is solved like a non-finite one: ``success`` False and the seed returned.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
 SELECTIONS = ("nearest", "manipulability")
 JAC_TYPES = ("full", "trans", "rot")
 _POSE_ATOL = 1e-6  # SE(3) check: |RᵀR − I| and last-row tolerance (float64; 100·eps in float32)
+DB_ENTRY_BYTES, RETRIEVAL_BYTES = 1024, 12  # per database entry (float64, XLA's buffers): its FK; one target's distances, top-k
 
 
 @dataclass(frozen=True)
@@ -207,6 +207,7 @@ class SO101Solver:
             raise InputError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
         self.seed_selection = checks.flag("seed_selection", seed_selection)
         self.seed_db_size = checks.integer("seed_db_size", seed_db_size, ge=1)
+        checks.fits_memory(f"seed_db_size = {self.seed_db_size}", self.seed_db_size * DB_ENTRY_BYTES, "its FK database")
         self.num_samples = self._check_samples(num_samples)
         d = _as_vector(approach_dir, "approach_dir", 3)
         if not (np.all(np.isfinite(d)) and np.any(d != 0)):
@@ -376,16 +377,16 @@ class SO101Solver:
         else:
             raise InputError(f"target must have shape (..., 3) or (..., 4, 4), got {t.shape}")
         dt = pos.dtype
-        seed = self.get_default_qpos_seed() if qpos_seed is None else qpos_seed
-        seed = jnp.asarray(seed, dt)
+        seed = jnp.asarray(self.get_default_qpos_seed() if qpos_seed is None else qpos_seed, dt)
         if seed.ndim < 1 or seed.shape[-1] != self.dof:
             raise InputError(f"qpos_seed must have shape ({self.dof},) or (..., {self.dof}), got {seed.shape}")
         try:
             batch = jnp.broadcast_shapes(pos.shape[:-1], seed.shape[:-1])
         except ValueError as err:
-            raise InputError(f"qpos_seed batch {seed.shape[:-1]} does not broadcast with target batch "
-                             f"{pos.shape[:-1]}") from err
+            raise InputError(f"qpos_seed batch {seed.shape[:-1]} does not broadcast with target batch {pos.shape[:-1]}") from err
         k = self._check_samples(self.num_samples if num_samples is None else num_samples)
+        if self.seed_selection:  # the retrieval: each target's distance to every database entry
+            checks.fits_memory(f"seed_db_size = {self.seed_db_size} for targets {batch}", np.prod(batch) * self.seed_db_size * RETRIEVAL_BYTES, "distances")
         db_q, db_key = self._database()
         starts = jnp.asarray(db_q[: k - 1], dt)
         valid, q = _solve(
@@ -395,6 +396,4 @@ class SO101Solver:
             starts, jnp.asarray(db_q, dt) if self.seed_selection else None,
             jnp.asarray(db_key, dt) if self.seed_selection else None,
         )
-        if return_all_solutions:
-            return valid, q
-        return valid[..., 0], q[..., 0, :]
+        return (valid, q) if return_all_solutions else (valid[..., 0], q[..., 0, :])

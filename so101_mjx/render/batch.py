@@ -14,6 +14,12 @@ MSAA, shadows): a policy trained on ``"shadowed"`` sees nearly what it will see 
 one offscreen GL context each (reused across calls; ``MUJOCO_GL`` picks EGL or OSMesa, see
 :mod:`so101_mjx.render.frames`), into one (B, H, W, 3) uint8 array. :meth:`BatchRenderer.jax_render` is
 the same as a ``jax.pure_callback`` that works under ``jit`` and ``vmap``.
+
+A worker that sends nothing for ``timeout`` seconds (default :data:`RENDER_TIMEOUT_S`, or the
+environment variable :data:`TIMEOUT_ENV`) is taken for stopped or hung: the call raises RuntimeError
+and the next one starts fresh workers. A drawing worker reports at least once a second, so the
+limit bounds its start (Python, MuJoCo, a GL context, the meshes uploaded) and any single frame,
+never the size of a batch.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -39,6 +47,8 @@ from so101_mjx.robot.scenes import scene_path
 QUALITIES = ("fast", "shadowed", "full")  # render models: light meshes (without / with shadows), or the scene as shipped
 CLUSTER_CELL = 0.002  # m: the fast meshes' vertex-clustering grid
 SHADOWED_MAP_SIZE = 1024  # shadow-map side (pixels) of "shadowed"; the scenes ship 4096
+RENDER_TIMEOUT_S = 120.0  # s a worker may stay silent: its start (a few seconds) or one frame (under one) with a wide margin
+TIMEOUT_ENV = "SO101_MJX_RENDER_TIMEOUT"  # seconds, overrides RENDER_TIMEOUT_S
 _STL_TRIANGLE = np.dtype([("normal", "<f4", 3), ("vertices", "<f4", (3, 3)), ("attribute", "<u2")])
 
 
@@ -118,11 +128,32 @@ def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUS
     return model
 
 
+def render_timeout(timeout: float | None = None) -> float:
+    """``timeout`` (s), else :data:`TIMEOUT_ENV` when set, else :data:`RENDER_TIMEOUT_S`; InputError unless finite and > 0."""
+    if timeout is not None:
+        return checks.real("timeout", timeout, gt=0, unit=" s")
+    text = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        return checks.real(TIMEOUT_ENV, float(text), gt=0, unit=" s") if text else RENDER_TIMEOUT_S
+    except ValueError:
+        raise InputError(f"{TIMEOUT_ENV} must be a number of seconds > 0, got {text!r}") from None
+
+
+def _socket_timeout(fd: int, seconds: float) -> None:
+    """Reads and writes on socket ``fd`` that wait ``seconds`` fail with BlockingIOError (SO_RCVTIMEO, SO_SNDTIMEO)."""
+    with socket.socket(fileno=os.dup(fd)) as sock:  # the socket's options, set through a duplicate descriptor
+        limit = struct.pack("ll", int(seconds), int(seconds % 1 * 1e6))  # struct timeval
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, limit)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, limit)
+
+
 class _Worker:
     """A :mod:`~so101_mjx.render.worker` process and the parent's end of its socket pair."""
 
-    def __init__(self, setup: tuple):
+    def __init__(self, setup: tuple, timeout: float):
         parent, child = multiprocessing.Pipe()
+        _socket_timeout(parent.fileno(), timeout)
+        self.timeout = timeout
         package_root = str(Path(__file__).resolve().parents[2])  # the worker imports so101_mjx from here too
         env = {"LP_NUM_THREADS": "1",  # Mesa's software rasterizer on one thread: a worker is one core's share
                **os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
@@ -134,29 +165,48 @@ class _Worker:
         self.conn = parent
         self.send(setup)
 
-    def died(self) -> RuntimeError:
+    def failed(self, err: OSError | EOFError) -> RuntimeError:
+        """The RuntimeError of a broken exchange: the worker fell silent (``timeout`` expired) or died."""
+        if isinstance(err, BlockingIOError):
+            return RuntimeError(f"render worker (pid {self.process.pid}) sent nothing for {self.timeout:g} s: stopped or hung "
+                                f"(the limit: BatchRenderer(timeout=...) or {TIMEOUT_ENV}); the next call starts fresh workers")
         return RuntimeError(f"render worker (pid {self.process.pid}) died: exit code {self.process.wait()}")
 
     def send(self, message) -> None:
         try:
             self.conn.send(message)
         except OSError as err:
-            raise self.died() from err
+            raise self.failed(err) from err
 
     def reply(self) -> None:
-        """Wait for a ("ready" | "frames", "") answer; RuntimeError with the worker's error otherwise."""
+        """Wait for a ("ready" | "frames", "") answer past ("drawing", "") heartbeats; RuntimeError with the worker's error otherwise."""
         try:
             kind, text = self.conn.recv()
+            while kind == "drawing":
+                kind, text = self.conn.recv()
         except (EOFError, OSError) as err:
-            raise self.died() from err
+            raise self.failed(err) from err
         if kind == "error":
             raise RuntimeError(f"render worker (pid {self.process.pid}): {text}")
 
-    def stop(self) -> None:
+    def frames_into(self, out: np.ndarray) -> None:
+        """Receive the frames of a "frames" answer into ``out`` (a contiguous uint8 view)."""
         try:
-            self.conn.send(None)
-        except OSError:
-            pass  # already gone
+            got = self.conn.recv_bytes_into(out.reshape(-1))  # 1-D: Connection sizes buffers by len()
+        except (EOFError, OSError) as err:
+            raise self.failed(err) from err
+        if got != out.nbytes:
+            raise RuntimeError(f"render worker (pid {self.process.pid}) sent {got} bytes for {out.nbytes}")
+
+    def stop(self, kill: bool = False) -> None:
+        """Ask the worker to exit (killed after 10 s), or with ``kill`` kill it at once."""
+        if kill:
+            self.process.kill()
+        else:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass  # already gone, or not reading
         self.conn.close()
         try:
             self.process.wait(timeout=10)
@@ -165,9 +215,9 @@ class _Worker:
             self.process.wait()
 
 
-def _stop_workers(workers: list[_Worker]) -> None:
+def _stop_workers(workers: list[_Worker], kill: bool = False) -> None:
     while workers:
-        workers.pop().stop()
+        workers.pop().stop(kill)
 
 
 class BatchRenderer:
@@ -176,12 +226,14 @@ class BatchRenderer:
     ``model``: a render model (:func:`render_model`); ``markers``: site names whose positions each
     call sets per world (e.g. the goal). Each worker (:mod:`so101_mjx.render.worker`) holds one
     offscreen GL context and draws a contiguous share of the worlds; the workers start on the first
-    call and stay up until ``close()`` (or the renderer is collected). A worker that fails or dies
-    raises RuntimeError from that call; the next call starts fresh workers.
+    call and stay up until ``close()`` (or the renderer is collected). A worker that fails, dies or
+    sends nothing for ``timeout`` seconds (:func:`render_timeout`) raises RuntimeError from that call;
+    the workers are then killed and the next call starts fresh ones.
     """
 
     def __init__(self, model: mujoco.MjModel, height: int = 64, width: int = 64, camera: str = "front",
-                 markers: tuple[str, ...] = (), workers: int | None = None, shadows: bool | None = None):
+                 markers: tuple[str, ...] = (), workers: int | None = None, shadows: bool | None = None,
+                 timeout: float | None = None):
         self.height = checks.integer("height", height, ge=1, le=model.vis.global_.offheight)
         self.width = checks.integer("width", width, ge=1, le=model.vis.global_.offwidth)
         check_camera(model, camera)
@@ -191,6 +243,7 @@ class BatchRenderer:
         self.model, self.camera, self.markers = model, camera, tuple(markers)
         self.shadows = model.vis.quality.shadowsize > 0 if shadows is None else bool(shadows)
         self.workers = checks.integer("workers", workers, ge=1) if workers is not None else os.cpu_count() or 1
+        self.timeout = render_timeout(timeout)
         self._lock = threading.Lock()  # one call at a time: each worker answers its requests in order
         self._workers: list[_Worker] = []
         self._close = weakref.finalize(self, _stop_workers, self._workers)
@@ -198,7 +251,7 @@ class BatchRenderer:
     def _started(self) -> list[_Worker]:
         if not self._workers:
             setup = (self.model, self.height, self.width, self.camera, self.markers, self.shadows)
-            self._workers.extend(_Worker(setup) for _ in range(self.workers))
+            self._workers.extend(_Worker(setup, self.timeout) for _ in range(self.workers))
             for worker in self._workers:
                 worker.reply()
         return self._workers
@@ -221,11 +274,9 @@ class BatchRenderer:
                     worker.send((qpos[a:b], marker_pos[a:b] if self.markers else None, {k: v[a:b] for k, v in params.items()}))
                 for worker, (a, b) in zip(workers, spans):
                     worker.reply()
-                    got = worker.conn.recv_bytes_into(out[a:b].reshape(-1))  # a view; 1-D: Connection sizes buffers by len()
-                    if got != out[a:b].nbytes:
-                        raise RuntimeError(f"render worker (pid {worker.process.pid}) sent {got} bytes for {out[a:b].nbytes}")
+                    worker.frames_into(out[a:b])
             except BaseException:
-                _stop_workers(self._workers)  # their answers are out of step now
+                _stop_workers(self._workers, kill=True)  # their answers are out of step now
                 raise
         return out
 

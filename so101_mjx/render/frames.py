@@ -4,13 +4,19 @@ Headless Linux needs an offscreen GL backend: ``import so101_mjx`` defaults ``MU
 ``egl`` (GPU drivers, or Mesa's software EGL: Debian/Ubuntu ``libegl-mesa0``); set ``MUJOCO_GL``
 yourself to override (e.g. ``osmesa`` with ``libosmesa6``). Videos are encoded with the ffmpeg
 binary that ``imageio-ffmpeg`` ships (the ``viz`` extra).
+
+A :class:`FrameRenderer` left open at interpreter exit (a gym env never closed) is closed by an
+``atexit`` hook: MuJoCo's ``GLContext.__del__`` would otherwise run during module teardown, after
+the EGL / OSMesa bindings it calls are gone, and print a ``TypeError``.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import warnings
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -21,8 +27,18 @@ from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError
 
 
+_OPEN: weakref.WeakSet[FrameRenderer] = weakref.WeakSet()  # renderers whose GL context is still held
+
+
+def _close_open() -> None:
+    """Close every open renderer (at exit, while the GL bindings still work)."""
+    for renderer in list(_OPEN):
+        renderer.close()
+
+
 class FrameRenderer:
-    """Renders a model at given ``qpos`` vectors from a named camera; ``close()`` releases GL."""
+    """Renders a model at given ``qpos`` vectors from a named camera; ``close()`` releases GL (at
+    interpreter exit at the latest)."""
 
     def __init__(self, model: mujoco.MjModel, height: int = 240, width: int = 320, camera: str | int = "front"):
         self.model = model
@@ -35,6 +51,10 @@ class FrameRenderer:
                 f"cannot create an offscreen GL context (MUJOCO_GL={mujoco_gl()!r}): {err}. "
                 "On headless Linux install libosmesa6 (MUJOCO_GL=osmesa) or use a GPU with EGL."
             ) from err
+        if not _OPEN:  # registered after MuJoCo's own exit hooks (eglTerminate): run before them
+            atexit.unregister(_close_open)
+            atexit.register(_close_open)
+        _OPEN.add(self)
 
     def frame(self, qpos: np.ndarray, site_pos: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """(height, width, 3) uint8 image at ``qpos``; ``site_pos`` moves marker sites (e.g. the goal)."""
@@ -47,6 +67,7 @@ class FrameRenderer:
 
     def close(self) -> None:
         self._renderer.close()
+        _OPEN.discard(self)
 
 
 def mujoco_gl() -> str:
@@ -57,12 +78,20 @@ VIDEO_SUFFIXES = (".mp4", ".gif")
 
 
 def check_video_path(path: str | Path) -> None:
-    """ValueError early (before any simulation) when ``path`` cannot be written."""
+    """ValueError early (before any simulation) when ``path`` cannot be written: its suffix, its
+    encoder (imageio-ffmpeg and its ffmpeg binary for .mp4); the CLI checks the directory's permissions."""
     suffix = Path(path).suffix
     if suffix not in VIDEO_SUFFIXES:
         raise InputError(f"video path must end in one of {VIDEO_SUFFIXES}, got {path}")
-    if suffix == ".mp4" and importlib.util.find_spec("imageio_ffmpeg") is None:
-        raise InputError("writing .mp4 needs imageio-ffmpeg: pip install 'so101-mjx[viz]' (or write a .gif)")
+    if suffix == ".mp4":
+        if importlib.util.find_spec("imageio_ffmpeg") is None:
+            raise InputError("writing .mp4 needs imageio-ffmpeg: pip install 'so101-mjx[viz]' (or write a .gif)")
+        import imageio_ffmpeg
+
+        try:
+            imageio_ffmpeg.get_ffmpeg_exe()
+        except RuntimeError as err:
+            raise InputError(f"writing .mp4 needs an ffmpeg binary: {err}") from None
 
 
 def write_video(frames: Iterable[np.ndarray], path: str | Path, fps: float) -> Path:
@@ -84,7 +113,8 @@ def write_video(frames: Iterable[np.ndarray], path: str | Path, fps: float) -> P
             for frame in frames:
                 if writer is None:
                     h, w = frame.shape[:2]
-                    writer = imageio_ffmpeg.write_frames(f"file:{tmp}", (w, h), fps=fps, macro_block_size=1, quality=7)
+                    # file: and absolute: ffmpeg reads "name:..." as a protocol, "-..." as an option, "%d" as a pattern
+                    writer = imageio_ffmpeg.write_frames(f"file:{tmp.absolute()}", (w, h), fps=fps, macro_block_size=1, quality=7)
                     with warnings.catch_warnings():  # JAX warns on any fork; ffmpeg is a plain subprocess
                         warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
                         writer.send(None)

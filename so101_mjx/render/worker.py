@@ -9,14 +9,18 @@ Protocol (pickled messages): the parent sends the setup ``(model, height, width,
 markers, shadows)`` and the worker answers ``("ready", "")`` or ``("error", text)``; then each
 ``(qpos (n, nq), marker_pos (n, len(markers), 3) | None, params {MjModel field: (n, ...)})`` is
 answered ``("frames", "")`` followed by the (n, H, W, 3) uint8 frames as raw bytes, or
-``("error", traceback)``. ``None`` or end of file stops the worker. This module imports only
-MuJoCo and numpy (no JAX), so a worker starts in well under a second.
+``("error", traceback)``; while drawing, the worker sends ``("drawing", "")`` at least every
+:data:`HEARTBEAT_S` seconds, so that the parent tells a slow batch from a stopped or hung worker.
+``None`` or end of file stops the worker. This module imports only MuJoCo and numpy (no JAX), so
+a worker starts in well under a second.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 import traceback
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 
 import mujoco
@@ -24,14 +28,17 @@ import numpy as np
 
 from so101_mjx.render.frames import mujoco_gl
 
+HEARTBEAT_S = 1.0  # s between two ("drawing", "") messages, at most (one frame more)
+
 
 def draw(model: mujoco.MjModel, data: mujoco.MjData, renderer: mujoco.Renderer, camera: str, qpos: np.ndarray,
          out: np.ndarray, marker_pos: np.ndarray | None = None, sites: list[int] | None = None,
-         params: dict[str, np.ndarray] | None = None) -> None:
+         params: dict[str, np.ndarray] | None = None, progress: Callable[[], None] | None = None) -> None:
     """Render world i at ``qpos[i]`` (n, nq) into ``out[i]`` (n, H, W, 3) uint8, one after another.
 
     ``sites``: site ids set to ``marker_pos[i]`` (n, len(sites), 3) m; ``params``: per-world model
-    arrays (n, *shape) by MjModel field name, written into ``model`` before drawing each world.
+    arrays (n, *shape) by MjModel field name, written into ``model`` before drawing each world;
+    ``progress`` is called after each world.
     """
     for i in range(len(qpos)):
         if sites:
@@ -42,6 +49,21 @@ def draw(model: mujoco.MjModel, data: mujoco.MjData, renderer: mujoco.Renderer, 
         mujoco.mj_forward(model, data)  # poses, and the lights that track the block
         renderer.update_scene(data, camera=camera)
         renderer.render(out=out[i])
+        if progress is not None:
+            progress()
+
+
+def _heartbeat(conn: Connection) -> Callable[[], None]:
+    """A ``progress`` callback sending ``("drawing", "")`` when :data:`HEARTBEAT_S` has passed since the last one."""
+    last = time.monotonic()
+
+    def beat() -> None:
+        nonlocal last
+        if time.monotonic() - last >= HEARTBEAT_S:
+            conn.send(("drawing", ""))
+            last = time.monotonic()
+
+    return beat
 
 
 def serve(conn: Connection) -> None:
@@ -62,9 +84,10 @@ def serve(conn: Connection) -> None:
     try:
         while (request := conn.recv()) is not None:
             qpos, marker_pos, params = request
+            beat = _heartbeat(conn)
             try:
                 out = np.empty((len(qpos), height, width, 3), np.uint8)
-                draw(model, data, renderer, camera, qpos, out, marker_pos, sites, params)
+                draw(model, data, renderer, camera, qpos, out, marker_pos, sites, params, beat)
             except Exception:
                 conn.send(("error", traceback.format_exc()))
                 continue

@@ -38,7 +38,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env, make
 from so101_mjx.errors import InputError
-from so101_mjx.training.pixel_policy import PixelStudent
+from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, conv_sides
 
 PIXELS = "pixels/front"
 
@@ -61,6 +61,24 @@ class DistillConfig:
             checks.integer(name, getattr(self, name), ge=1)
         checks.real("learning_rate", self.learning_rate, gt=0)
         checks.integer("seed", self.seed, ge=0)
+
+
+def check_sizes(config: DistillConfig, size: int, student: PixelStudent) -> None:
+    """InputError naming the options unless ``size`` x ``size`` frames suit the student and the run's arrays fit
+    the machine's memory. A frame is its pixels, agent_pos and label; the aggregated dataset (RAM) holds up to
+    every step's frame, twice while it is concatenated; the device one iteration's frames and a minibatch's
+    float32 activations three times (forward, backward, gradients)."""
+    if size < MIN_IMAGE_SIZE:
+        raise InputError(f"image_size must be >= {MIN_IMAGE_SIZE} px (the student's convolutions leave nothing of a smaller frame), got {size}")
+    frame = 3 * size**2 + 4 * (AGENT_POS_SIZE + 4)
+    frames = config.iterations * config.episodes * config.steps
+    checks.fits_memory(f"--iterations {config.iterations} x --episodes {config.episodes} x --steps {config.steps}",
+                       2 * frames * frame, f"up to {frames:,} frames of {frame:,} B in the aggregated dataset, twice")
+    checks.fits_memory(f"--episodes {config.episodes} x --steps {config.steps}", 2 * config.episodes * config.steps * frame,
+                       "one iteration's frames", device=True)
+    activations = 4 * (3 * size**2 + sum(c * side**2 for c, side in zip(student.channels, conv_sides(size))))
+    checks.fits_memory(f"--batch-size {config.batch_size}", 3 * config.batch_size * activations,
+                       f"{activations:,} B of activations per frame, three times", device=True)
 
 
 def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelStudent, steps: int):
@@ -123,6 +141,7 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     student = student or PixelStudent()
     key = jax.random.PRNGKey(config.seed)
     size = env.config.image_size
+    check_sizes(config, size, student)
     params = student.init(jax.random.fold_in(key, 1), jnp.zeros((1, size, size, 3), jnp.uint8), jnp.zeros((1, AGENT_POS_SIZE)))
     collect = collector(env, teacher, student, config.steps)
     data: dict[str, list[np.ndarray]] = {PIXELS: [], "agent_pos": [], "label": []}

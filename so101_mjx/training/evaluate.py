@@ -77,7 +77,8 @@ def evaluate(
         for backend in backends:
             jax_env = make(name, backend=backend, **env_config)  # bad fields: ValueError naming them
             start = time.perf_counter()
-            out = jax.device_get(run_episodes(jax_env, policy, jax.random.PRNGKey(seed), episodes, stop_when_done=True))
+            out = jax.device_get(run_episodes(jax_env, policy, jax.random.PRNGKey(seed), episodes, stop_when_done=True,
+                                                  setting=f"--episodes {episodes}"))
             result["backends"][backend] = summary(out, time.perf_counter() - start)
     finally:
         jax.config.update("jax_enable_x64", previous)

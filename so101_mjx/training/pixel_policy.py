@@ -14,6 +14,7 @@ missing; :func:`is_pixel_policy` tells a pixel export from a state one.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -34,6 +35,18 @@ KIND = "pixel"
 STUDENT_FILE, META_FILE, ONNX_FILE = "student.npz", "distill.json", "student.onnx"
 PixelPolicy = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (pixels (B, H, W, 3) uint8, agent_pos (B, 14)) -> (B, 4)
 CONV_KERNELS, CONV_STRIDES = (8, 4, 3), (4, 2, 1)  # PixelStudent's convolutions (also its ONNX graph's)
+
+
+def conv_sides(size: int) -> list[int]:
+    """Side (px) of each convolution's output for ``size`` x ``size`` frames ("VALID": < 1 is no output)."""
+    sides = []
+    for kernel, stride in zip(CONV_KERNELS, CONV_STRIDES):
+        size = (size - kernel) // stride + 1
+        sides.append(size)
+    return sides
+
+
+MIN_IMAGE_SIZE = next(s for s in itertools.count(1) if conv_sides(s)[-1] >= 1)  # px: 36, the least frame every convolution takes
 
 
 class PixelStudent(nn.Module):

@@ -98,10 +98,14 @@ def train(
     env_name: str, preset_name: str, preset: presets.Preset, out: Path, *,
     backend: str | None = None, seed: int = 0, resume: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
-    """Train (or resume) into ``out``, holding its writer lock. Returns the last checkpoint and the last eval's metrics."""
+    """Train (or resume) into ``out``, holding its writer lock. Returns the last checkpoint and the last eval's metrics.
+    Every size is checked before ``out`` is created."""
+    import jax
+
     from so101_mjx.training import networks
     from so101_mjx.training import ppo_loop as loop
 
+    loop.check_sizes(preset.num_timesteps, preset.num_envs, preset.batch_size, preset.num_minibatches, jax.device_count(), resume)
     env_name = canonical(env_name)
     env = envs.make_env(env_name, preset.env_overrides(), backend)
     run = run_metadata(env_name, preset_name, preset, env, seed)

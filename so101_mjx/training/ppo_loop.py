@@ -198,15 +198,15 @@ def timed(training_epoch: Callable, sizes: Sizes) -> Callable:
     return epoch
 
 
-def _check_sizes(num_timesteps: int, num_envs: int, batch_size: int, num_minibatches: int, devices: int,
-                 restore: Callable | None) -> None:
+def check_sizes(num_timesteps: int, num_envs: int, batch_size: int, num_minibatches: int, devices: int, resume: bool) -> None:
+    """InputError unless :func:`train` can run these sizes on ``devices`` devices (all processes'), resuming or not."""
     if num_timesteps <= 0:
         raise InputError(f"num_timesteps must be > 0, got {num_timesteps}")
     if batch_size * num_minibatches % num_envs:
         raise InputError(f"batch_size * num_minibatches must be a multiple of num_envs, got {batch_size}, {num_minibatches}, {num_envs}")
     if num_envs % devices:
         raise InputError(f"num_envs ({num_envs}) must be a multiple of the device count ({devices})")
-    if restore is not None and jax.process_count() > 1:
+    if resume and jax.process_count() > 1:
         raise InputError("resume needs a single process (exact resume saves only this process's env states)")
 
 
@@ -303,7 +303,7 @@ def train(
     """
     process_count, process_id = jax.process_count(), jax.process_index()
     devices = jax.local_devices()[: max_devices_per_host or None]
-    _check_sizes(num_timesteps, num_envs, batch_size, num_minibatches, len(devices) * process_count, restore)
+    check_sizes(num_timesteps, num_envs, batch_size, num_minibatches, len(devices) * process_count, restore is not None)
     num_evals_after_init = max(num_evals - 1, 1)
     epoch_steps = int(np.ceil(num_timesteps / (num_evals_after_init * batch_size * unroll_length * num_minibatches)))
     sizes = Sizes(num_envs, batch_size, num_minibatches, unroll_length, num_updates_per_batch, epoch_steps)

@@ -10,6 +10,7 @@ from typing import Any
 
 from so101_mjx.errors import InputError
 
+MAX_EPOCH_UPDATES = 2**31 - 1  # training steps per epoch: the length of a lax.scan, an int32
 
 
 def _int(value: Any, low: int) -> bool:
@@ -83,6 +84,10 @@ class Preset:
                 raise InputError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
         if (self.batch_size * self.num_minibatches) % self.num_envs:
             raise InputError(f"batch_size * num_minibatches must be a multiple of num_envs, got {self}")
+        updates = self.steps_per_epoch // (self.batch_size * self.num_minibatches * self.unroll_length)
+        if updates > MAX_EPOCH_UPDATES:
+            raise InputError(f"num_timesteps {self.num_timesteps} over {self.num_evals - 1} epochs makes {updates:,} training steps per epoch, "
+                             f"more than a jitted loop counts ({MAX_EPOCH_UPDATES:,}): lower num_timesteps or raise num_evals")
 
     @property
     def steps_per_epoch(self) -> int:

@@ -34,9 +34,10 @@ import numpy as np
 from so101_mjx._files import atomic_write
 from so101_mjx.validation import reference
 from so101_mjx.sim.physics import BACKENDS, make_physics
-from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.envs.rollout import check_memory, run_episodes
 
 HORIZONS = (1, 10, 50, 200)
+AGREEMENT_STEPS = 300  # control steps of the closed-loop episodes (and the least of the scripted trajectory)
 QUANTITIES = ("ik_target", "ctrl", "qpos", "qvel", "obs", "reward", "success")
 OTHER_BACKENDS = tuple(b for b in BACKENDS if b != "c")  # each compared with backend c
 
@@ -74,7 +75,7 @@ def make_episodes(n_steps: int, seed: int = 0) -> list[Episode]:
 
     place_cfg = {"action_scale": 0.025}
     env = make("SO101PickPlace-v0", "c", **place_cfg)
-    scripted = run_episodes(env, "scripted", jax.random.PRNGKey(0), 1, max(n_steps, 300), trajectory=True)
+    scripted = run_episodes(env, "scripted", jax.random.PRNGKey(0), 1, max(n_steps, AGREEMENT_STEPS), trajectory=True)
     place = np.asarray(scripted["actions"][0, :n_steps])
     return [
         Episode("reach/waypoints", "SO101Reach-v0", reach_cfg, reach),
@@ -231,7 +232,7 @@ def compare_episode(ep: Episode, with_mjx: bool = True) -> dict[str, Any]:
     return {"rows": rows, "one_step_mjx_vs_c": one_step}
 
 
-def outcome_agreement(n_episodes: int, n_steps: int = 300, seed: int = 0) -> dict[str, float]:
+def outcome_agreement(n_episodes: int, n_steps: int = AGREEMENT_STEPS, seed: int = 0) -> dict[str, float]:
     """Scripted pick-and-place on random seeds, ``mjx`` vs ``c``: success rates and agreement."""
     from so101_mjx.envs import make
 
@@ -274,7 +275,13 @@ def format_table(results: dict[str, Any]) -> str:
 
 
 def run_all(n_episodes: int, n_steps: int = max(HORIZONS)) -> dict[str, Any]:
-    """Every comparison; ``n_episodes`` = 0 skips the closed-loop outcome agreement."""
+    """Every comparison; ``n_episodes`` = 0 skips the closed-loop outcome agreement. InputError first
+    when the episodes of ``n_episodes`` or ``n_steps`` would not fit the machine's memory."""
+    from so101_mjx.envs import make
+
+    env = make("SO101PickPlace-v0", "c")
+    check_memory(env, n_episodes, AGREEMENT_STEPS, False, f"--episodes {n_episodes}")
+    check_memory(env, 1, max(n_steps, AGREEMENT_STEPS), True, f"--steps {n_steps}")
     episodes = {ep.label: compare_episode(ep) for ep in make_episodes(n_steps)}
     results = {"dtype": str(jnp.result_type(float)), "horizons": [h for h in HORIZONS if h <= n_steps], "episodes": episodes}
     if n_episodes:

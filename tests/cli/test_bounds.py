@@ -1,0 +1,100 @@
+"""Bounds the parser and the commands know: sizes past what the CNN, JAX's int32 loops or the machine's
+memory take end in one error line and exit status 2, before anything is allocated or written."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from so101_mjx import _argtypes as cliargs
+from so101_mjx.cli import commands
+
+ROOT = Path(__file__).resolve().parents[2]
+HUGE = str(10**12)  # worlds, episodes or a batch: terabytes on any machine
+
+
+def so101_mjx(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """``python -m so101_mjx ARGV`` with this checkout's package first on the path."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.run([sys.executable, "-m", "so101_mjx", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *words: str) -> str:
+    """Exit status 2, no traceback, the last stderr line an error naming ``words``; returns that line."""
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert "error:" in last and all(w in last for w in words), last
+    return last
+
+
+def test_distill_image_size_range_is_the_students_own():
+    """The parser accepts exactly the frame sizes the student's strided convolutions take (36 px and up)."""
+    from so101_mjx.envs.base import MAX_IMAGE_SIZE
+    from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, conv_sides
+
+    assert commands.DISTILL_IMAGE_SIZES == (MIN_IMAGE_SIZE, MAX_IMAGE_SIZE) == (36, 1024)
+    assert conv_sides(MIN_IMAGE_SIZE)[-1] == 1 and conv_sides(MIN_IMAGE_SIZE - 1)[-1] < 1
+    parse = cliargs.int_in(*commands.DISTILL_IMAGE_SIZES, "image size")
+    assert parse("36") == 36 and parse("1024") == 1024
+    for bad in ("35", "1", "1025"):
+        with pytest.raises(ValueError, match="integer >= 36 and <= 1024"):
+            parse(bad)
+
+
+def test_distill_image_size_below_the_students_minimum_is_a_parse_error(tmp_path):
+    result = so101_mjx("distill", "teacher.onnx", "--out", str(tmp_path / "d"), "--image-size", "35")
+    assert_one_line_error(result, "--image-size", ">= 36")
+
+
+def test_record_image_size_range_is_records_own():
+    from so101_mjx.data.record import IMAGE_SIZES
+
+    assert commands.RECORD_IMAGE_SIZES == IMAGE_SIZES
+
+
+def test_rollout_steps_past_int32_is_a_parse_error():
+    result = so101_mjx("rollout", "--steps", str(2**31))
+    assert_one_line_error(result, "--steps", str(2**31 - 1))
+
+
+def test_train_num_timesteps_past_a_scan_writes_nothing(tmp_path):
+    result = so101_mjx("train", "--env", "SO101Reach-v0", "--preset", "tiny", "--out", str(tmp_path / "run"),
+                       "--num-timesteps", str(10**20))
+    assert_one_line_error(result, "num_timesteps", "training steps per epoch")
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["rollout", "--env", "SO101Reach-v0", "--num-envs", HUGE],
+    ["rollout", "--env", "SO101Reach-v0", "--num-envs", "1", "--steps", str(2**31 - 1), "--video", "{tmp}/v.gif"],
+    ["parity", "--episodes", HUGE],
+    ["bench", "fk", "--batch", "1", HUGE],
+    ["bench", "render", "--batch", HUGE],
+], ids=["rollout-num-envs", "rollout-video-steps", "parity-episodes", "bench-fk-batch", "bench-render-batch"])
+def test_sizes_past_the_machines_memory_are_refused_first(argv, tmp_path):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    option = next(a for a in reversed(argv) if a.startswith("--") and a != "--video")
+    line = assert_one_line_error(so101_mjx(*argv), option, "needs about", "GiB", "this machine has")
+    assert "RAM" in line or "memory on" in line
+    assert not any(tmp_path.iterdir())
+
+
+def test_record_num_envs_past_the_machines_memory_writes_nothing(tmp_path):
+    result = so101_mjx("record", "--env", "SO101Reach-v0", "--episodes", HUGE, "--num-envs", HUGE, "--out", str(tmp_path / "ds"))
+    assert_one_line_error(result, "--num-envs", "needs about", "this machine has")
+    assert not (tmp_path / "ds").exists()
+
+
+def test_rollout_video_into_an_unwritable_directory_fails_before_the_rollout(tmp_path):
+    """The video's directory is checked while parsing: nothing is simulated for a video that cannot be written."""
+    if os.geteuid() == 0:  # permissions do not stop root: /proc/self takes no new files
+        where = Path("/proc/self")
+    else:
+        where = tmp_path / "read-only"
+        where.mkdir(mode=0o500)
+    result = so101_mjx("rollout", "--env", "SO101Reach-v0", "--num-envs", "1", "--steps", "2", "--video", str(where / "out" / "v.mp4"))
+    assert_one_line_error(result, "--video", "cannot write in", str(where))
+    assert "success rate" not in result.stdout
