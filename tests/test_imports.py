@@ -16,7 +16,7 @@ DISCOVERS = {"so101_mjx.training.presets": "so101_mjx.training.presets."}
 # imports only units of lower floors.
 FLOORS = [
     {"errors", "_compat"},
-    {"_checks", "_lock", "robot"},
+    {"_checks", "_lock", "_schema", "robot"},
     {"ik", "dynamics", "sim", "render"},
     {"_argtypes"},
     {"envs"},
