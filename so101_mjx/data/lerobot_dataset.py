@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from so101_mjx import _schema as schema
 from so101_mjx._lock import LOCK_FILE
 from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats, feature_stats, image_stats
 from so101_mjx.errors import ExistingFileError, InputError, MissingFileError
@@ -47,6 +48,12 @@ DEFAULT_FEATURES = {name: {"dtype": dtype, "shape": [1], "names": None} for name
 VIDEO_CODEC = {"vcodec": "libsvtav1", "codec": "av1", "pix_fmt": "yuv420p", "g": 2, "crf": 30}
 METADATA_ROWS_PER_WRITE = 10  # episodes per row group of meta/episodes (lerobot's metadata_buffer_size)
 _ARROW = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
+# the info.json fields this writer reads back (resuming), and those of each feature
+INFO_FIELDS = {"codebase_version": schema.STRING, "total_episodes": schema.integer(0), "total_frames": schema.integer(0),
+               "fps": schema.integer(1), "chunks_size": schema.integer(1), "data_files_size_in_mb": schema.number(0),
+               "video_files_size_in_mb": schema.number(0), "features": schema.OBJECT}
+FEATURE_FIELDS = {"dtype": schema.STRING, "shape": schema.list_of(schema.integer(1)), "names": schema.Kind(
+    "a list, a dict or null", lambda v: v is None or isinstance(v, (list, dict)))}
 
 
 def video_feature(height: int, width: int, fps: int) -> dict[str, Any]:
@@ -161,6 +168,16 @@ def _write_json(path: Path, value: Any) -> None:
     path.write_text(json.dumps(value, indent=4, ensure_ascii=False))
 
 
+def read_info(root: str | Path) -> dict[str, Any]:
+    """``meta/info.json`` of the dataset at ``root``, checked against :data:`INFO_FIELDS` (and each
+    feature against :data:`FEATURE_FIELDS`): ValueError naming the file and the field otherwise."""
+    path = Path(root) / INFO_PATH
+    info = schema.fields(path, schema.read_json(path), INFO_FIELDS)
+    for key, feature in info["features"].items():
+        schema.fields(path, feature, FEATURE_FIELDS, where=f"features.{key}.")
+    return info
+
+
 def read_episodes(root: Path) -> pa.Table:
     """Every row of ``meta/episodes`` (all files, in chunk/file order)."""
     return pa.concat_tables([pq.read_table(p) for p in sorted((Path(root) / "meta/episodes").glob("chunk-*/file-*.parquet"))])
@@ -246,8 +263,8 @@ class DatasetWriter:
     def _check_resumable(self, features: dict[str, dict], fps: int) -> dict[str, Any]:
         if not (self.root / INFO_PATH).is_file():
             raise MissingFileError(f"no dataset to resume at {self.root} ({INFO_PATH} is missing)")
-        info = json.loads((self.root / INFO_PATH).read_text())
-        if info.get("codebase_version") != CODEBASE_VERSION or info.get("total_episodes", 0) < 1:
+        info = read_info(self.root)
+        if info["codebase_version"] != CODEBASE_VERSION or info["total_episodes"] < 1:
             raise InputError(f"{self.root}: can only resume a {CODEBASE_VERSION} dataset with episodes, found "
                              f"{info.get('codebase_version')!r} with {info.get('total_episodes')} episodes")
         if info["fps"] != fps:
