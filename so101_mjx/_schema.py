@@ -21,7 +21,7 @@ import numpy as np
 from so101_mjx.errors import InputError, MissingFileError
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "MISSING"})()  # an absent field, as a Kind sees it
-_ARRAY_KINDS = {"f": "a float", "iu": "an integer", "b": "a boolean", "biuf": "a real (not complex) numeric"}
+_ARRAY_KINDS = {"f": "a float", "iu": "an integer", "biuf": "a real (not complex) numeric"}
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,6 @@ def optional(kind: Kind) -> Kind:
     return Kind(f"{kind.what} (or absent)", lambda v: v is MISSING or kind.test(v))
 
 
-def nullable(kind: Kind) -> Kind:
-    """``kind`` or JSON null."""
-    return Kind(f"{kind.what} or null", lambda v: v is None or kind.test(v))
-
-
 def found(value: Any) -> str:
     """What a field holds, for an error message: its type and a short repr."""
     if value is MISSING:
@@ -122,7 +117,7 @@ def read_json(path: str | Path) -> Any:
 def array(source: str | Path, name: str, value: Any, *, kinds: str = "f", dtype: str | None = None,
           shape: tuple[int, ...] | None = None, ndim: int | None = None, finite: bool = True) -> np.ndarray:
     """``value`` (an array read from a file) after checking its dtype kind (``"f"`` float, ``"iu"``
-    integer, ``"b"`` boolean, ``"biuf"`` any real number) and exact ``dtype``, its ``shape`` or
+    integer, ``"biuf"`` any real number or bool) and exact ``dtype``, its ``shape`` or
     ``ndim``, and (floats, with ``finite``) that every entry is finite."""
     a = np.asarray(value)
     allowed = f"{_ARRAY_KINDS[kinds]} array" if dtype is None else f"a {dtype} array"

@@ -14,7 +14,8 @@ output is already in the env's action space, ``[dx, dy, dz]`` in [-1, 1] and ``g
   here or from :mod:`so101_mjx.training.policy` without JAX).
 
 :func:`load_exported` reads either file back as a checked :class:`~so101_mjx.training.policy.NumpyPolicy` (the
-ONNX from its initializers): ``replay`` and ``eval`` refuse truncated or non-finite networks.
+ONNX from its initializers, its graph compared with the one export writes from them): ``replay`` and
+``eval`` refuse the same files, truncated, non-finite or edited networks.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
 
 def read_onnx(path: str | Path) -> NumpyPolicy:
     """The policy an ONNX export holds (its initializers and ``so101_mjx`` metadata), checked as
-    :meth:`NumpyPolicy.checked`, its graph compared with the one :func:`onnx_graph` builds from those
+    :meth:`NumpyPolicy.checked`, its graph compared with the one :func:`policy_graph` builds from those
     weights (:func:`~so101_mjx.training.onnx_graph.check_structure`): ValueError naming ``path`` for a
     file this exporter did not write, or one edited since."""
     model = onnx_graph.load(path)

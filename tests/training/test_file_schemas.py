@@ -78,7 +78,7 @@ RUN_EDITS = {
 
 
 @pytest.mark.parametrize("case", sorted(RUN_EDITS))
-def test_an_edited_run_json_is_one_line_for_export_eval_and_resume(run, tmp_path, case, capsys):
+def test_an_edited_run_json_is_one_line_for_export_eval_and_resume(run, tmp_path, case, float32, capsys):
     edit, message = RUN_EDITS[case]
     edit_json(run / STEP / "run.json", edit)
     for argv in (["export", str(run), "--out", str(tmp_path / "p.onnx")], ["eval", str(run), "--episodes", "1"], [*RESUME, str(run)]):
@@ -105,7 +105,7 @@ CSV_EDITS = {
 
 
 @pytest.mark.parametrize("case", sorted(CSV_EDITS))
-def test_an_edited_metrics_csv_is_one_line_before_resume_writes(run, case, capsys):
+def test_an_edited_metrics_csv_is_one_line_before_resume_writes(run, case, float32, capsys):
     text, message = CSV_EDITS[case]
     (run / "metrics.csv").write_text(text)
     before = (run / "run.json").read_bytes()
