@@ -26,8 +26,9 @@ from so101_mjx.errors import InputError
 
 
 def is_traced(value: Any) -> bool:
-    """True for a JAX tracer (a value only known at run time inside jit/vmap/grad)."""
-    return isinstance(value, jax.core.Tracer)
+    """True for a JAX tracer (a value only known at run time inside jit/vmap/grad), or a list,
+    tuple or dict holding one (a list of Python numbers passed to a jitted function)."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value))
 
 
 def _scalar(name: str, value: Any, kinds: str, what: str) -> Any:
@@ -125,3 +126,20 @@ def fits_memory(setting: str, nbytes: float, what: str, *, device: bool = False)
     limit, kind = machine_memory(device)
     if limit and nbytes > limit:
         raise InputError(f"{setting} needs about {_size(nbytes)} ({what}); this machine has {_size(limit)} of {kind}")
+def real_array(name: str, value: Any, shape: tuple[int, ...] | None = None, *, finite: bool = False, layout: str = "") -> np.ndarray:
+    """``value`` as a float64 NumPy array of real numbers (ints and floats: not complex, bool, text or
+    objects), of ``shape`` when given (``layout`` names its entries in the message), finite with
+    ``finite``; ValueError naming ``name`` otherwise (never a TypeError, never a dropped imaginary part)."""
+    if is_traced(value):
+        raise InputError(f"{name} must be known at trace time, got a traced value")
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # ragged nesting
+        arr = np.asarray(None)
+    if arr.dtype.kind not in "iuf":
+        raise InputError(f"{name} must be real numbers (int or float; not complex, bool, text or objects), got {arr.dtype} {value!r:.80}")
+    if shape is not None and arr.shape != shape:
+        raise InputError(f"{name} must have shape {shape}{layout}, got {arr.shape}")
+    if finite and not np.all(np.isfinite(arr)):
+        raise InputError(f"{name} must be {arr.size} finite numbers{layout}, got {arr.tolist()!r:.80}")
+    return arr.astype(np.float64)

@@ -159,9 +159,7 @@ class SO101MjxGymEnv(gymnasium.Env):
         """One control step with ``action`` (4,) = [dx, dy, dz, grasp]; ValueError for another shape.
 
         ``info``: ``succeed`` (the reference's key) and ``is_success`` (the key lerobot-eval reads)."""
-        action = np.asarray(action, np.float64)
-        if action.shape != (4,):
-            raise InputError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
+        action = checks.real_array("action", action, (4,), layout=" = [dx, dy, dz, grasp]")  # NaN/inf: held and counted
         self._read_back()
         self._set_state(self._step_fn(self._state, jnp.asarray(action, self._dtype)))
         s = self._state
@@ -233,9 +231,7 @@ class SO101MjxGymEnv(gymnasium.Env):
 
     @_target_ee_pos.setter
     def _target_ee_pos(self, value) -> None:
-        target = np.asarray(value, np.float64)
-        if target.shape != (3,) or not np.all(np.isfinite(target)):
-            raise InputError(f"_target_ee_pos must be 3 finite numbers (world metres), got {value!r}")
+        target = checks.real_array("_target_ee_pos", value, (3,), finite=True, layout=" (world metres)")
         self._state = self._state.replace(info=self._state.info.replace(ik_target=jnp.asarray(target, self._dtype)))
 
     @property
@@ -338,10 +334,8 @@ class SevenDofToFourDofAdapter(gymnasium.ActionWrapper):
 
     def action(self, action) -> np.ndarray:
         """[dx, dy, dz, drx, dry, drz, grasp] (7,) -> [dx, dy, dz, grasp] (4,)."""
-        action = np.asarray(action, np.float32)
-        if action.shape != (7,):
-            raise InputError(f"action must have shape (7,) = [dx, dy, dz, drx, dry, drz, grasp], got {action.shape}")
-        return action[[0, 1, 2, 6]]
+        action = checks.real_array("action", action, (7,), layout=" = [dx, dy, dz, drx, dry, drz, grasp]")
+        return action[[0, 1, 2, 6]].astype(np.float32)
 
 
 def gym_class_name(name: str) -> str:

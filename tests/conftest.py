@@ -41,5 +41,13 @@ def train_tiny(out, *args: str) -> None:
 
 
 @pytest.fixture
+def float32():
+    """float32 JAX for one test: the library's default, what the CLI runs in (a checkpoint's state fits it)."""
+    jax.config.update("jax_enable_x64", False)
+    yield
+    jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)

@@ -17,7 +17,7 @@ DISCOVERS = {"so101_mjx.training.presets": "so101_mjx.training.presets."}
 FLOORS = [
     {"errors", "_compat"},
     {"_files"},
-    {"_checks", "_lock", "robot"},
+    {"_checks", "_lock", "_schema", "robot"},
     {"ik", "dynamics", "sim", "render"},
     {"_argtypes"},
     {"envs"},

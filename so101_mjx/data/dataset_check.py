@@ -21,33 +21,33 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from so101_mjx import _schema as schema
 from so101_mjx._files import Transaction
 from so101_mjx.data import lerobot_format as fmt
 from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats
 from so101_mjx.errors import InputError, MissingFileError
 
-INFO_FIELDS = {"codebase_version": str, "fps": int, "features": dict, "total_episodes": int, "total_frames": int,
-               "chunks_size": int, "data_files_size_in_mb": (int, float), "video_files_size_in_mb": (int, float)}
+# the info.json fields read back (checking, resuming), and those of each feature
+INFO_FIELDS = {"codebase_version": schema.STRING, "total_episodes": schema.integer(0), "total_frames": schema.integer(0),
+               "fps": schema.integer(1), "chunks_size": schema.integer(1), "data_files_size_in_mb": schema.number(0),
+               "video_files_size_in_mb": schema.number(0), "features": schema.OBJECT}
+FEATURE_FIELDS = {"dtype": schema.STRING, "shape": schema.list_of(schema.integer(1)), "names": schema.Kind(
+    "a list, a dict or null", lambda v: v is None or isinstance(v, (list, dict)))}
 EPISODE_COLUMNS = ("episode_index", "tasks", "length", "dataset_from_index", "dataset_to_index", "data/chunk_index", "data/file_index")
 VIDEO_COLUMNS = ("chunk_index", "file_index", "from_timestamp", "to_timestamp")
 
 
-def read_info(root: Path) -> dict[str, Any]:
-    """``meta/info.json``, its fields checked; InputError naming the first bad one."""
+def read_info(root: str | Path) -> dict[str, Any]:
+    """``meta/info.json`` of the dataset at ``root``, checked against :data:`INFO_FIELDS` (each feature
+    against :data:`FEATURE_FIELDS`); InputError naming the file and the first bad field."""
     path = Path(root) / fmt.INFO_PATH
     if not path.is_file():
         raise MissingFileError(f"no dataset to resume or repair at {root} ({fmt.INFO_PATH} is missing)")
-    info = fmt.read_json(path)
-    if not isinstance(info, dict):
-        raise InputError(f"{path} must hold a JSON object, found a {type(info).__name__}")
-    for field, kind in INFO_FIELDS.items():
-        if not isinstance(info.get(field), kind) or isinstance(info.get(field), bool):
-            raise InputError(f"{path}: {field!r} must be {getattr(kind, '__name__', 'a number')}, found {info.get(field)!r}")
+    info = schema.fields(path, schema.read_json(path), INFO_FIELDS)
     if info["codebase_version"] != fmt.CODEBASE_VERSION:
         raise InputError(f"{path}: codebase_version {info['codebase_version']!r}; so101-mjx writes {fmt.CODEBASE_VERSION} datasets only")
-    bad = [k for k, f in info["features"].items() if not isinstance(f, dict) or not {"dtype", "shape"} <= set(f)]
-    if bad:
-        raise InputError(f"{path}: feature {bad[0]!r} must be an object with 'dtype' and 'shape'")
+    for key, feature in info["features"].items():
+        schema.fields(path, feature, FEATURE_FIELDS, where=f"features.{key}.")
     return info
 
 

@@ -30,7 +30,7 @@ from so101_mjx.data.lerobot_format import video_feature  # noqa: F401  (re-expor
 from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats, feature_stats, image_stats
 from so101_mjx.errors import ExistingFileError, InputError
 
-read_episodes = dataset_check.read_episodes
+read_episodes, read_info = dataset_check.read_episodes, dataset_check.read_info
 
 
 def _groups(sizes: list[float], limit: float) -> list[list[int]]:

@@ -27,7 +27,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from so101_mjx.errors import InputError
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE, DATA_FILES_SIZE_IN_MB, VIDEO_FILES_SIZE_IN_MB = 1000, 100, 200
@@ -150,10 +149,3 @@ def count_frames(path: Path) -> int:
         raise RuntimeError(f"ffmpeg printed no frame count for {path.name}")
     return int(found[-1])
 
-
-def read_json(path: Path) -> Any:
-    """A JSON file; InputError naming it when unreadable."""
-    try:
-        return json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise InputError(f"{path} is unreadable: {err}") from None

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx import _checks as checks
+from so101_mjx import _schema as schema
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import scripted
 from so101_mjx.render import visual_randomization
@@ -132,6 +133,15 @@ def features(env_name: str, obs_size: int, image_size: int | None, cameras: list
         "observation.state": vector(STATE_NAMES), "observation.environment_state": vector(env_names), "action": vector(ACTION_NAMES),
         "next.reward": scalar("float32"), "next.done": scalar("bool"), "next.success": scalar("bool"),
     }
+
+
+def read_provenance(path: Path) -> list[dict[str, Any]]:
+    """The ``runs`` of ``meta/so101_mjx.json``, each checked for the ``seed`` and ``tried`` a resume
+    continues from; ValueError naming the file and the field otherwise."""
+    runs = schema.fields(path, schema.read_json(path), {"runs": schema.list_of(schema.OBJECT)})["runs"]
+    for i, run in enumerate(runs):
+        schema.fields(path, run, {"seed": schema.integer(0), "tried": schema.integer(0)}, where=f"runs[{i}].")
+    return runs
 
 
 def _episode_fns(env: SO101Env, policy):
@@ -260,8 +270,8 @@ def record(
         if repair:
             _repair(Path(out))
         provenance = Path(out) / PROVENANCE
-        runs = json.loads(provenance.read_text())["runs"] if resume and provenance.is_file() else []
-        offset = sum(r["tried"] for r in runs if r.get("seed") == seed)
+        runs = read_provenance(provenance) if resume and provenance.is_file() else []
+        offset = sum(r["tried"] for r in runs if r["seed"] == seed)
         max_tries = max_tries or 10 * episodes
         worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
         counts = {"tried": 0, "kept": 0, "successes": 0, "frames": 0}

@@ -7,7 +7,7 @@ One :class:`SO101Arm` per env (and per simulated station). Control follows lerob
 (0 closed); one Levenberg–Marquardt IK per control step sets the arm's position actuators, then
 ``n_substeps`` physics steps follow. Non-finite actions never reach the physics: a NaN/inf
 delta counts as zero (hold), a NaN/inf grasp keeps the previous jaw command, and the
-``nonfinite_actions`` info entry counts them.
+``nonfinite_actions`` info entry counts them. A complex or non-numeric action is an InputError.
 
 The gripper mappings (jaw command / open fraction <-> gripper ctrl, ``gripper_pose``) are
 :mod:`so101_mjx.robot.gripper`'s.
@@ -20,6 +20,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
+from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
@@ -173,7 +174,10 @@ class SO101Arm:
     def control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Apply one action (4,): IK target update, gripper command, IK, ``n_substeps`` of physics."""
         dtype = physics.qpos.dtype
-        action = jnp.asarray(action, dtype)
+        action = jnp.asarray(action if checks.is_traced(action) else checks.real_array("action", action))  # complex, text: refused
+        if action.dtype.kind not in "iuf":
+            raise InputError(f"action must be real numbers (not complex or bool), got {action.dtype}")
+        action = action.astype(dtype)
         if action.shape != (4,):
             raise InputError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
         finite = jnp.isfinite(action)

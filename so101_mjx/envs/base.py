@@ -225,13 +225,28 @@ class SO101Env(abc.ABC):
         rng, key = jax.random.split(rng)
         return self.reset_to(rng, **self.sample_initial(key, jnp.result_type(float)))
 
-    def start(self, rng: Array, qpos: Array, params: dict[str, Array] | None, task: Callable[[PhysicsState], dict]) -> State:
+    def fixed_inputs(self, **values: Any) -> tuple[dict[str, Array], Array]:
+        """:meth:`reset_to`'s ``values`` as float arrays (:func:`fixed_array`, shaped as :attr:`fixed_reset`'s),
+        and how many were replaced (int32 ()). Known values (outside jit) must be finite; a traced
+        value with a NaN or inf component is replaced whole by :attr:`fixed_reset`'s and counted:
+        :meth:`start` adds the count to ``nonfinite_actions``, and NaN never reaches the state."""
+        out, replaced = {}, jnp.zeros((), jnp.int32)
+        for name, value in values.items():
+            fallback = np.asarray(self.fixed_reset[name])
+            x = fixed_array(name, value, fallback.shape)
+            bad = ~jnp.all(jnp.isfinite(x))
+            out[name], replaced = jnp.where(bad, jnp.asarray(fallback, x.dtype), x), replaced + bad.astype(jnp.int32)
+        return out, replaced
+
+    def start(self, rng: Array, qpos: Array, params: dict[str, Array] | None, task: Callable[[PhysicsState], dict],
+              nonfinite: Array | int = 0) -> State:
         """Initial :class:`State` from the scene ``qpos`` (nq,) (arm set home by the arm), this
-        episode's model ``params`` and ``task(physics) -> task entries``; zero reward and metrics."""
+        episode's model ``params`` and ``task(physics) -> task entries``; zero reward and metrics;
+        ``nonfinite_actions`` starts at ``nonfinite`` (the non-finite inputs :meth:`fixed_inputs` replaced)."""
         if self.config.visual_randomization is not None:
             rng, key = jax.random.split(rng)
         physics, info = self.arm.init(rng, qpos, params)
-        info = info.replace(task=task(physics))
+        info = info.replace(task=task(physics), nonfinite_actions=info.nonfinite_actions + jnp.asarray(nonfinite, jnp.int32))
         if self.config.visual_randomization is not None:
             render_model = next(iter(self.cameras.values())).model
             info = info.replace(render_params=visual_randomization.sample(render_model, self.config.visual_randomization, key, qpos.dtype))
@@ -342,9 +357,15 @@ def layout_text(layout: tuple[tuple[str, int], ...]) -> str:
 
 
 def fixed_array(name: str, value: Any, shape: tuple[int, ...]) -> Array:
-    """A :meth:`SO101Env.reset_to` argument as a float array of ``shape``; ValueError naming it otherwise.
-    Integer or Python input becomes the default float dtype; float arrays keep theirs."""
+    """A :meth:`SO101Env.reset_to` argument as a float array of ``shape``; ValueError naming it when it
+    is not real numbers (complex, bool, text, objects), has another shape or, known (outside jit), is
+    not finite. Integer or Python input becomes the default float dtype; float arrays keep theirs.
+    A traced value's entries are known only at run time: :meth:`SO101Env.fixed_inputs` replaces them."""
+    if not checks.is_traced(value):
+        checks.real_array(f"reset_to: {name}", value, shape, finite=True)
     x = jnp.asarray(value)
+    if x.dtype.kind not in "iuf":
+        raise InputError(f"reset_to: {name} must be real numbers (not complex or bool), got {x.dtype}")
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.result_type(float))
     if x.shape != shape:

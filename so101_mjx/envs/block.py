@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_dof_adr, block_qpos_adr, fixed_array
+from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_dof_adr, block_qpos_adr
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.scenes import EE_SITE
@@ -65,25 +65,28 @@ class BlockTask(SO101Env):
             return {"block_xy": jax.random.uniform(rng, (2,), dtype, lo, hi)}
         return {"block_xy": jnp.asarray(self.fixed_block_xy, dtype)}
 
-    def start_with_block(self, rng: Array, block_xy: Array, params: dict | None, task: dict[str, Array]) -> State:
-        """Initial state with the block resting at ``block_xy``; task entries ``z_init`` plus ``task``."""
+    def start_with_block(self, rng: Array, block_xy: Array, params: dict | None, task: dict[str, Array],
+                         nonfinite: Array | int = 0) -> State:
+        """Initial state with the block resting at ``block_xy``; task entries ``z_init`` plus ``task``
+        (``nonfinite``: as :meth:`~so101_mjx.envs.base.SO101Env.start`'s)."""
         dtype = block_xy.dtype
         block_z = self.block_half_height(params, dtype)
         qpos = as_qpos0(self.mj_model, dtype)
         qpos = qpos.at[self._block_adr : self._block_adr + 3].set(jnp.concatenate([block_xy, block_z[None]]))
-        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], **task})
+        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], **task}, nonfinite)
 
     def start_with_goal(self, rng: Array, block_xy: Array, goal_xy: Array | None,
                         sample_goal_xy: Callable[[Array, Array], Array], task: Callable[[Array, Array], dict[str, Array]]) -> State:
         """``reset_to`` of a task with a goal on the table: the block at ``block_xy`` (2,) m, the goal
         at ``goal_xy`` (2,) m (``sample_goal_xy(key, block_xy)`` when None) at the block's resting
         height; ``task(block_xy (2,), goal (3,))`` gives the task entries besides ``z_init``."""
-        block_xy = fixed_array("block_xy", block_xy, (2,))
+        fixed, nonfinite = self.fixed_inputs(block_xy=block_xy, **({} if goal_xy is None else {"goal_xy": goal_xy}))
+        block_xy = fixed["block_xy"]
         rng, key, params_key = jax.random.split(rng, 3)
-        goal_xy = sample_goal_xy(key, block_xy) if goal_xy is None else fixed_array("goal_xy", goal_xy, (2,)).astype(block_xy.dtype)
+        goal_xy = sample_goal_xy(key, block_xy) if goal_xy is None else fixed["goal_xy"].astype(block_xy.dtype)
         params = self.sample_params(params_key, block_xy.dtype)
         goal = jnp.concatenate([goal_xy, self.block_half_height(params, block_xy.dtype)[None]])
-        return self.start_with_block(rng, block_xy, params, task(block_xy, goal))
+        return self.start_with_block(rng, block_xy, params, task(block_xy, goal), nonfinite)
 
     # -- the block and the grasp ------------------------------------------------------------------
     def block_pos(self, state_physics) -> Array:

@@ -89,6 +89,8 @@ class PitchedSolver(SO101Solver):
         seed = _floating(self.get_default_qpos_seed() if qpos_seed is None else qpos_seed, t.dtype)
         if seed.ndim < 1 or seed.shape[-1] != self.dof:
             raise InputError(f"qpos_seed must have shape ({self.dof},) or (..., {self.dof}), got {seed.shape}")
+        xp = jnp if isinstance(seed, jax.Array) else np  # a NaN/inf seed entry falls back to the default seed's, as SO101Solver's
+        seed = xp.where(xp.isfinite(seed), seed, self.get_default_qpos_seed().astype(seed.dtype))
         pitch = _floating(self.pitch if pitch is None else pitch, t.dtype)
         batch = t.shape[:-2] if pose else t.shape[:-1]
         try:
@@ -137,8 +139,9 @@ class SO101AnalyticSolver(PitchedSolver):
 
         ``pitch``: approach pitch (...) radians per (..., 3) target (as the constructor's), broadcast
         with the targets (default ``self.pitch``; a non-finite pitch is a failure, as a non-finite
-        target); not for poses, whose approach axis gives it. ``num_samples`` is not used (the
-        branches are enumerated).
+        target); not for poses, whose approach axis gives it. A NaN or inf entry of ``qpos_seed``
+        falls back to :meth:`get_default_qpos_seed`'s (as :class:`SO101Solver`'s): the joints returned are
+        always finite. ``num_samples`` is not used (the branches are enumerated).
         """
         t, pose, seed, pitch = self._targets(target, qpos_seed, pitch)
         dt = t.dtype

@@ -49,7 +49,8 @@ from jax import Array
 from so101_mjx._files import atomic_path
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx import _checks as checks
-from so101_mjx.errors import InputError
+from so101_mjx import _schema as schema
+from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik.analytic_solver import PitchedSolver
 from so101_mjx.robot.kinematics import Kinematics
@@ -184,17 +185,31 @@ def save(net: SeedNet, path: str | os.PathLike) -> None:
 
 
 def load(path: str | os.PathLike) -> SeedNet:
-    """The :class:`SeedNet` written by :func:`save`; ValueError naming what is missing or mismatched."""
-    with np.load(path, allow_pickle=False) as data:
-        files = dict(data)
+    """The :class:`SeedNet` written by :func:`save`; ValueError naming the file and what is missing,
+    mismatched or not finite."""
+    source = os.fspath(path)
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            files = dict(data)
+    except FileNotFoundError:
+        raise MissingFileError(f"SeedNet file not found: {source}") from None
+    except Exception as err:  # zip, zlib, pickled objects: not a saved SeedNet
+        raise InputError(f"{source}: unreadable SeedNet file ({type(err).__name__})") from None
     keys = ("lower", "upper", "center", "scale", "offset", "hidden", "heads", "site")
     missing = [k for k in keys if k not in files]
     if missing:
-        raise InputError(f"{os.fspath(path)!r} is not a saved SeedNet: missing {missing}")
-    params = traverse_util.unflatten_dict({k[len("params/"):]: jnp.asarray(v) for k, v in files.items()
+        raise InputError(f"{source!r} is not a saved SeedNet: missing {missing}")
+    for k in keys[:5]:
+        schema.array(source, k, files[k], shape=(5,) if k in ("lower", "upper") else (3,))
+    hidden = schema.array(source, "hidden", files["hidden"], kinds="iu", ndim=1)
+    heads = schema.array(source, "heads", files["heads"], kinds="iu", shape=())
+    site = files["site"]
+    if np.any(hidden < 1) or heads < 1 or site.dtype.kind != "U" or site.shape != ():
+        raise InputError(f"{source}: hidden {hidden.tolist()} and heads {heads} must be >= 1 and site one string, got {schema.found(site)}")
+    params = traverse_util.unflatten_dict({k[len("params/"):]: jnp.asarray(schema.array(source, k, v)) for k, v in files.items()
                                            if k.startswith("params/")}, sep="/")
     net = SeedNet(params=params, **{k: jnp.asarray(files[k], jnp.float32) for k in keys[:5]},
-                  hidden=tuple(int(h) for h in files["hidden"]), heads=int(files["heads"]), site=str(files["site"]))
+                  hidden=tuple(int(h) for h in hidden), heads=int(heads), site=str(site))
     expected = jax.eval_shape(lambda: _MLP(net.hidden, 5 * net.heads).init(jax.random.PRNGKey(0), jnp.zeros((1, FEATURES))))
     got = jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, jnp.float32), params)
     if jax.tree.structure(got) != jax.tree.structure(expected) or any(

@@ -5,7 +5,8 @@ continuously: a dynamic programme (Viterbi) over the waypoints minimizing, lexic
 first the number of steps whose largest joint move exceeds ``threshold``, then the sum of
 weighted squared joint moves. Where a continuous choice exists it is therefore found; steps
 that must jump are flagged. A waypoint with no valid candidate is reported invalid and holds the
-previous joints.
+previous joints. A candidate with a non-finite joint is invalid, whatever its flag says: a path
+reported valid holds finite joints.
 
 Shapes: validity (B, N, K), candidates (B, N, K, DOF), seed (B, DOF) → validity (B, N), joints
 (B, N, DOF), jumps (B, N) (True where the move into that waypoint exceeds ``threshold``).
@@ -38,6 +39,9 @@ def select_continuous_path(
     if candidates.ndim != 4 or valid.shape != candidates.shape[:3] or seed.shape != (candidates.shape[0], candidates.shape[3]):
         raise InputError(f"expected valid (B, N, K), candidates (B, N, K, DOF), seed (B, DOF); got {valid.shape}, "
                          f"{candidates.shape}, {seed.shape}")
+    if candidates.dtype.kind != "f" or valid.dtype.kind not in "biu":
+        raise InputError(f"expected bool valid and float candidates, got {valid.dtype} and {candidates.dtype}")
+    valid = valid.astype(bool) & jnp.all(jnp.isfinite(candidates), -1)
     dt = candidates.dtype
     w = jnp.ones(candidates.shape[-1], dt) if weight is None else jnp.asarray(weight, dt)
     inf = jnp.asarray(jnp.inf, dt)

@@ -55,7 +55,7 @@ _STL_TRIANGLE = np.dtype([("normal", "<f4", 3), ("vertices", "<f4", (3, 3)), ("a
 def read_stl(path: str | Path) -> np.ndarray:
     """Triangles (n, 3, 3) float64 of a binary STL file."""
     raw = Path(path).read_bytes()
-    count = int(np.frombuffer(raw, "<u4", 1, 80)[0])
+    count = int(np.frombuffer(raw, "<u4", 1, 80)[0]) if len(raw) >= 84 else -1
     if len(raw) != 84 + count * _STL_TRIANGLE.itemsize:
         raise InputError(f"{path}: not a binary STL file (size {len(raw)} for {count} triangles)")
     return np.frombuffer(raw, _STL_TRIANGLE, count, 84)["vertices"].astype(np.float64)

@@ -60,6 +60,7 @@ def load_model(scene: str | Path = "pick_cube", *, jaw_pads: bool = False) -> mu
 
     Raises:
         FileNotFoundError: naming the scene or mesh file that is missing.
+        ValueError: one line naming the file MuJoCo cannot compile, and why.
     """
     path = scene_path(str(scene)) if not isinstance(scene, Path) else scene
     if not path.is_file():
@@ -70,7 +71,7 @@ def load_model(scene: str | Path = "pick_cube", *, jaw_pads: bool = False) -> mu
         missing = re.search(r"Error opening file '([^']+)'", str(err))
         if missing:
             raise MissingFileError(f"while loading {path}: file not found: {missing.group(1)}") from err
-        raise
+        raise InputError(f"{path}: MuJoCo cannot compile it: {' '.join(str(err).split())[:300]}") from None
     if jaw_pads:
         set_jaw_pads(model, True)
     return model

@@ -26,7 +26,7 @@ class Info:
     succeed: Array  # () bool: the task's success at the last step
     ik_target: Array  # (3,) m: where the Cartesian controller is steering the IK point
     last_action_zero: Array  # () bool: the last action's delta was (near) zero
-    nonfinite_actions: Array  # () int32: actions with a NaN/inf component so far this episode
+    nonfinite_actions: Array  # () int32: actions with a NaN/inf component so far this episode (+ reset_to values replaced in jit)
     task: dict[str, Array]  # the task's own entries
     model_params: dict[str, Array] | None = None  # this episode's randomized model arrays
     render_params: dict[str, Array] | None = None  # this episode's visual randomization (so101_mjx.render.visual_randomization)

@@ -39,9 +39,10 @@ from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import checkpoint as ppo_checkpoint
 
 from so101_mjx._files import KILL_ENV, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
+from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import networks
-from so101_mjx.training.policy import PolicyWeights
+from so101_mjx.training.policy import NETWORK, PolicyWeights, check_metadata
 
 RUN_FILE = "run.json"
 PARAMS_FILE = "params.npz"
@@ -55,11 +56,17 @@ def write_run(path: Path, run: dict[str, Any]) -> None:
 
 
 def read_run(path: Path) -> dict[str, Any]:
-    """``run.json`` of a step directory; ValueError when absent or unreadable."""
-    try:
-        return json.loads((Path(path) / RUN_FILE).read_text())
-    except (OSError, json.JSONDecodeError) as err:
-        raise InputError(f"{path} is not a so101_mjx checkpoint (no readable {RUN_FILE}: {err})") from None
+    """``run.json`` of a step directory, checked: the fields that rebuild the env and the networks
+    (:func:`~so101_mjx.training.policy.check_metadata`, ``network`` exactly :data:`~so101_mjx.training.policy.NETWORK`'s
+    fields, ``normalize_observations``) and ``step``; ValueError naming the file and the field otherwise."""
+    file = Path(path) / RUN_FILE
+    if not file.is_file():
+        raise InputError(f"{path} is not a so101_mjx checkpoint (no {RUN_FILE})")
+    run = check_metadata(schema.read_json(file), file)
+    schema.fields(file, run, {"step": schema.integer(0), "network": schema.OBJECT, "normalize_observations": schema.BOOL},
+                  label="metadata field")
+    schema.fields(file, run["network"], NETWORK, where="network.", label="metadata field", extra=False)
+    return run
 
 
 def steps(run_dir: Path) -> list[Path]:
@@ -107,19 +114,30 @@ def load(path: str | Path) -> tuple[dict[str, Any], Any]:
     """``(run, params)`` of the checkpoint meant by ``path`` (see :func:`resolve`)."""
     step_dir = resolve(path)
     run = read_run(step_dir)
-    return run, _load_tree(step_dir / PARAMS_FILE, _params_template(run), check_dtype=False)
+    return run, _load_tree(step_dir / PARAMS_FILE, _params_template(run), exact=False)
 
 
 def load_state(path: str | Path, template: Any) -> Any:
     """The training state saved at the checkpoint ``path``, as a pytree like ``template``.
 
-    ValueError when the checkpoint holds none or its arrays do not fit ``template`` (another
-    num_envs, network, device count or float precision).
+    ValueError when the checkpoint holds none, its arrays do not fit ``template`` (another
+    num_envs, network, device count or float precision) or a float is not finite.
     """
+    return _load_tree(_state_file(path), template, exact=True)
+
+
+def check_state(path: str | Path) -> None:
+    """ValueError unless the checkpoint ``path`` holds a training state of real arrays with finite
+    floats (what :func:`load_state` checks, without a template: before a resume writes anything)."""
+    file = _state_file(path)
+    _check_values(file, _read_arrays(file))
+
+
+def _state_file(path: str | Path) -> Path:
     step_dir = resolve(path)
     if not (step_dir / STATE_FILE).is_file():
         raise InputError(f"{step_dir} holds no {STATE_FILE}: it cannot be resumed exactly")
-    return _load_tree(step_dir / STATE_FILE, template, check_dtype=True)
+    return step_dir / STATE_FILE
 
 
 def policy_weights(run: dict[str, Any], params: Any) -> PolicyWeights:
@@ -147,22 +165,37 @@ def _save_tree(file: Path, tree: Any) -> None:
         np.savez(file, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})
 
 
-def _load_tree(file: Path, template: Any, check_dtype: bool) -> Any:
-    """``template`` with its leaves read from ``file`` (written by :func:`_save_tree`)."""
+def _read_arrays(file: Path) -> dict[str, np.ndarray]:
     try:
         with np.load(file, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
+            return {name: data[name] for name in data.files}
     except Exception as err:  # zipfile, zlib, OSError, ValueError: a truncated or foreign file
         raise InputError(f"{file}: unreadable checkpoint file ({type(err).__name__})") from None
+
+
+def _check_values(file: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Every array real (no complex, string or object arrays) with finite floats (a NaN in the state
+    would train on as NaN)."""
+    for name, value in arrays.items():
+        schema.array(file, name, value, kinds="biuf")
+
+
+def _load_tree(file: Path, template: Any, exact: bool) -> Any:
+    """``template`` with its leaves read from ``file`` (written by :func:`_save_tree`): the same
+    names and shapes, and each leaf's dtype kind (float, int, ...); with ``exact`` (a training
+    state) its dtype and finite values."""
+    arrays = _read_arrays(file)
     leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
     names = [jax.tree_util.keystr(p) for p, _ in leaves]
     problems = [f"{n} missing" for n in names if n not in arrays]
     problems += [f"unexpected {n}" for n in arrays.keys() - set(names)]
     for name, (_, leaf) in zip(names, leaves):
         want, got = np.asarray(leaf), arrays.get(name)
-        if got is not None and (got.shape != want.shape or (check_dtype and got.dtype != want.dtype)):
+        if got is not None and (got.shape != want.shape or (got.dtype != want.dtype if exact else got.dtype.kind != want.dtype.kind)):
             problems.append(f"{name} {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)} here")
     if problems:
         raise InputError(f"{file} does not fit this run (another num_envs, network, device count or float precision?): "
                          f"{'; '.join(problems[:3])}")
+    if exact:
+        _check_values(file, arrays)
     return jax.tree_util.tree_unflatten(treedef, [arrays[n] for n in names])

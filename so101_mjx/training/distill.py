@@ -38,7 +38,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env, make
 from so101_mjx.errors import InputError
-from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, conv_sides
+from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, conv_sides, read_params
 
 PIXELS = "pixels/front"
 
@@ -177,9 +177,8 @@ def save(out: Path, params, meta: dict[str, Any]) -> Path:
 
 
 def load_params(path: str | Path):
-    """The student's params from a ``student.npz``."""
-    with np.load(path) as z:
-        return traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(z[k]) for k in z.files})
+    """The student's params from a ``student.npz`` (checked: :func:`~so101_mjx.training.pixel_policy.read_params`)."""
+    return traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(v) for k, v in read_params(path).items()})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,22 +14,24 @@ output is already in the env's action space, ``[dx, dy, dz]`` in [-1, 1] and ``g
   here or from :mod:`so101_mjx.training.policy` without JAX).
 
 :func:`load_exported` reads either file back as a checked :class:`~so101_mjx.training.policy.NumpyPolicy` (the
-ONNX from its initializers): ``replay`` and ``eval`` refuse truncated or non-finite networks.
+ONNX from its initializers, its graph compared with the one export writes from them): ``replay`` and
+``eval`` refuse the same files, truncated, non-finite or edited networks.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from so101_mjx._files import atomic_path
+from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
-from so101_mjx.training.onnx_graph import METADATA_KEY, graph_model
-from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights, check_metadata
+from so101_mjx.training import onnx_graph
+from so101_mjx.training.onnx_graph import graph_model
+from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights
 
 AGENT_POS_LAYOUT = "agent_pos[0:14] = arm qpos (5), arm qvel (5), gripper_pose (1, -1 closed), ee_pos (3)"
 
@@ -55,6 +57,11 @@ def metadata(run: dict[str, Any]) -> dict[str, Any]:
 
 def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.ndarray, action_offset: np.ndarray):
     """The policy as an ``onnx.ModelProto`` (checked)."""
+    return graph_model(policy_graph(weights, action_scale, action_offset), meta)
+
+
+def policy_graph(weights: PolicyWeights, action_scale: np.ndarray, action_offset: np.ndarray):
+    """The policy's ``onnx.GraphProto``: what :func:`onnx_model` writes and :func:`read_onnx` compares a file with."""
     from onnx import TensorProto, helper, numpy_helper
 
     inits, nodes = [], []
@@ -88,13 +95,12 @@ def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.nd
     x = node("Mul", [x, const("action_scale", action_scale)], "scaled")
     nodes.append(helper.make_node("Add", [x, const("action_offset", action_offset)], ["actions"], name="actions"))
 
-    graph = helper.make_graph(
+    return helper.make_graph(
         nodes, "so101_mjx_policy",
         [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", weights.obs_size])],
         [helper.make_tensor_value_info("actions", TensorProto.FLOAT, ["batch", weights.action_size])],
         inits,
     )
-    return graph_model(graph, meta)
 
 
 def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
@@ -104,10 +110,7 @@ def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
     from so101_mjx.training import checkpoint
 
     step_dir = checkpoint.resolve(path)
-    run = check_metadata(checkpoint.read_run(step_dir), step_dir / checkpoint.RUN_FILE)
-    if not isinstance(run.get("network"), dict) or not isinstance(run.get("normalize_observations"), bool):
-        raise InputError(f"{step_dir / checkpoint.RUN_FILE}: 'network' (object) and 'normalize_observations' (bool) are required")
-    _, params = checkpoint.load(step_dir)
+    run, params = checkpoint.load(step_dir)  # run.json checked
     try:
         weights = checkpoint.policy_weights(run, params)
     except (KeyError, TypeError, IndexError) as err:
@@ -117,28 +120,30 @@ def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
 
 def read_onnx(path: str | Path) -> NumpyPolicy:
     """The policy an ONNX export holds (its initializers and ``so101_mjx`` metadata), checked as
-    :meth:`NumpyPolicy.checked`: ValueError naming ``path`` for a graph this exporter did not write."""
-    import onnx
-    from onnx import numpy_helper
-
-    try:
-        model = onnx.load(str(path))
-        meta = json.loads({p.key: p.value for p in model.metadata_props}[METADATA_KEY])
-        inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-        n = sum(name.startswith("kernel_") for name in inits)
-        ops = {node.name: node.op_type for node in model.graph.node}
-        hidden = ops.get("hidden_0")
-        activation = {"Mul": "swish", "Relu": "relu", "Tanh": "tanh"}[hidden] if hidden else meta["network"]["activation"]
-        weights = PolicyWeights(
-            mean=inits["obs_mean"], std=inits["obs_std"], kernels=tuple(inits[f"kernel_{i}"] for i in range(n)),
-            biases=tuple(inits[f"bias_{i}"] for i in range(n)), activation=activation,
-        )
-        scale, offset = inits["action_scale"].tolist(), inits["action_offset"].tolist()
-    except Exception as err:  # protobuf, key or JSON errors: not one of our exports
-        raise InputError(f"{path} is not an exported so101_mjx ONNX policy: {err!r}") from None
-    if isinstance(meta, dict) and isinstance(meta.get("action_map"), dict):
-        meta = {**meta, "action_map": {**meta["action_map"], "scale": scale, "offset": offset}}  # the graph's own
-    return NumpyPolicy.checked(weights, meta, path)
+    :meth:`NumpyPolicy.checked`, its graph compared with the one :func:`policy_graph` builds from those
+    weights (:func:`~so101_mjx.training.onnx_graph.check_structure`): ValueError naming ``path`` for a
+    file this exporter did not write, or one edited since."""
+    model = onnx_graph.load(path)
+    meta = onnx_graph.read_metadata(model, path)
+    inits = onnx_graph.initializers(model, path)
+    n = sum(name.startswith("kernel_") for name in inits)
+    hidden = {node.name: node.op_type for node in model.graph.node}.get("hidden_0")
+    names = ["obs_mean", "obs_std", "action_scale", "action_offset", *(f"{k}_{i}" for i in range(n) for k in ("kernel", "bias"))]
+    missing = [name for name in names if name not in inits]
+    network = meta.get("network") if isinstance(meta.get("network"), dict) else {}
+    activation = {"Mul": "swish", "Relu": "relu", "Tanh": "tanh"}.get(hidden, hidden) if hidden else network.get("activation")
+    if missing or not isinstance(activation, str):
+        raise InputError(f"{path} is not an exported so101_mjx ONNX policy: initializers {missing} missing, hidden activation {activation!r}")
+    weights = PolicyWeights(
+        mean=inits["obs_mean"], std=inits["obs_std"], kernels=tuple(inits[f"kernel_{i}"] for i in range(n)),
+        biases=tuple(inits[f"bias_{i}"] for i in range(n)), activation=activation,
+    )
+    scale, offset = (schema.array(path, name, inits[name], dtype="float32", ndim=1) for name in ("action_scale", "action_offset"))
+    if isinstance(meta.get("action_map"), dict):
+        meta = {**meta, "action_map": {**meta["action_map"], "scale": scale.tolist(), "offset": offset.tolist()}}  # the graph's own
+    policy = NumpyPolicy.checked(weights, meta, path)
+    onnx_graph.check_structure(model, policy_graph(weights, scale, offset), path)
+    return policy
 
 
 def load_exported(path: str | Path) -> NumpyPolicy:

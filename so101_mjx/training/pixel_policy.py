@@ -9,13 +9,13 @@ convolutions in ONNX's NCHW layout inside the graph. Metadata ``so101_mjx``: ``k
 the env id and env config (``image_size``, ``image_quality``), the teacher and the library version.
 
 :func:`load` runs such a file in onnxruntime, or its ``student.npz`` with flax when onnxruntime is
-missing; :func:`is_pixel_policy` tells a pixel export from a state one.
+missing, after checking its metadata, weights and graph (:func:`read_onnx`; ``distill.json`` and
+``student.npz``: :func:`read_run`); :func:`is_pixel_policy` tells a pixel export from a state one.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,11 @@ import numpy as np
 from jax import Array
 
 from so101_mjx._files import atomic_path
+from so101_mjx import _schema as schema
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.errors import InputError
-from so101_mjx.training.onnx_graph import METADATA_KEY, graph_model
+from so101_mjx.training import onnx_graph
+from so101_mjx.training.onnx_graph import graph_model
 
 KIND = "pixel"
 STUDENT_FILE, META_FILE, ONNX_FILE = "student.npz", "distill.json", "student.onnx"
@@ -69,20 +71,14 @@ class PixelStudent(nn.Module):
 
 def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """``(student params flattened by '/'-joined path, metadata)`` of a distill directory;
-    ValueError naming the missing or unusable file."""
+    ValueError naming the missing or unusable file (and field)."""
     run_dir = Path(run_dir)
     for name in (STUDENT_FILE, META_FILE):
         if not (run_dir / name).is_file():
             raise InputError(f"{run_dir} is not a distill directory: {name} is missing")
-    try:
-        run = json.loads((run_dir / META_FILE).read_text())
-        env, env_config = run["env"], dict(run["env_config"])
-        with np.load(run_dir / STUDENT_FILE) as z:
-            params = {k: z[k] for k in z.files}
-    except Exception as err:  # JSON, key or zip errors
-        raise InputError(f"{run_dir}: unreadable distill output: {err!r}") from None
-    if not all(np.all(np.isfinite(v)) for v in params.values()):
-        raise InputError(f"{run_dir / STUDENT_FILE}: the student's weights are not all finite")
+    run = schema.read_json(run_dir / META_FILE)
+    env, env_config = _check_meta(run, run_dir / META_FILE)
+    params = read_params(run_dir / STUDENT_FILE, env_config["image_size"])
     from so101_mjx import __version__
     from so101_mjx.envs.registry import task
 
@@ -91,6 +87,53 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
                       f"agent_pos (batch, {AGENT_POS_SIZE}) float32",
             "action_layout": task(env).action_layout}
     return params, meta
+
+
+def _check_meta(meta: Any, source: str | Path) -> tuple[str, dict[str, Any]]:
+    """``(env, env_config)`` of ``distill.json`` or a student ONNX's metadata, checked (ValueError naming ``source``)."""
+    schema.fields(source, meta, {"env": schema.STRING, "env_config": schema.OBJECT})
+    schema.fields(source, meta["env_config"], {"image_size": schema.integer(1)}, where="env_config.")
+    return meta["env"], dict(meta["env_config"])
+
+
+def read_params(path: str | Path, image_size: int | None = None) -> dict[str, np.ndarray]:
+    """The student params of a ``student.npz`` (flattened by '/'-joined path), checked by :func:`check_params`."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            params = {k: z[k] for k in z.files}
+    except Exception as err:  # zip, zlib or OSError: not an npz
+        raise InputError(f"{path}: unreadable student params ({type(err).__name__})") from None
+    return check_params(params, path, image_size)
+
+
+def check_params(params: dict[str, np.ndarray], source: str | Path, image_size: int | None = None) -> dict[str, np.ndarray]:
+    """``params`` after checking they are a :class:`PixelStudent`'s: ``params/Conv_<i>/kernel`` (k, k, in, out)
+    and ``bias`` (out,) for the kernels of :data:`CONV_KERNELS`, then two Dense layers (:func:`_dense`),
+    finite floats; with ``image_size``, the hidden layer as wide as the features of such frames.
+    ValueError naming ``source`` and the array otherwise."""
+    for name, value in params.items():
+        schema.array(source, name, value)
+    convs, dense = _count(params, "Conv"), _count(params, "Dense")
+    names = {f"params/{kind}_{i}/{part}" for kind, n in (("Conv", convs), ("Dense", dense)) for i in range(n) for part in ("kernel", "bias")}
+    if set(params) != names or convs != len(CONV_KERNELS):
+        raise InputError(f"{source}: student params must be {len(CONV_KERNELS)} Conv and 2 Dense layers (kernel and bias each), "
+                         f"got {sorted(params)[:12]}")
+    width, side = 3, image_size
+    for (kernel, bias), size, stride in zip(_layers(params, "Conv"), CONV_KERNELS, CONV_STRIDES):
+        if kernel.shape != (size, size, width, kernel.shape[-1]) or bias.shape != kernel.shape[-1:]:
+            raise InputError(f"{source}: Conv kernel {kernel.shape} and bias {bias.shape}; expected ({size}, {size}, {width}, C) and (C,)")
+        width, side = kernel.shape[-1], side and (side - size) // stride + 1
+    if any(len(k.shape) != 2 or b.shape != k.shape[1:] for k, b in _layers(params, "Dense")):
+        raise InputError(f"{source}: Dense kernels must be (in, out) with biases (out,), got {[(k.shape, b.shape) for k, b in _layers(params, 'Dense')]}")
+    hidden = _dense(params, source)[1][0]
+    if image_size is not None and (side < 1 or hidden.shape[0] != side * side * width + AGENT_POS_SIZE):
+        raise InputError(f"{source}: image_size {image_size} gives {max(side, 0)}x{max(side, 0)}x{width} conv features + "
+                         f"{AGENT_POS_SIZE} agent_pos, but the hidden layer takes {hidden.shape[0]} inputs")
+    return params
+
+
+def _count(params: dict[str, np.ndarray], kind: str) -> int:
+    return len({name.split("/")[1] for name in params if name.startswith(f"params/{kind}_")})
 
 
 def _layers(params: dict[str, np.ndarray], kind: str) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -102,17 +145,24 @@ def _layers(params: dict[str, np.ndarray], kind: str) -> list[tuple[np.ndarray, 
     return out
 
 
-def _dense(params: dict[str, np.ndarray]) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+def _dense(params: dict[str, np.ndarray], source: str | Path = "student params") -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """``(head, hidden)`` ``(kernel, bias)``: in ``nn.Dense(4)(relu(nn.Dense(hidden)(x)))`` flax builds
     (and numbers) the head first, ``Dense_0``; ValueError unless the hidden layer feeds the head."""
     layers = _layers(params, "Dense")
     if len(layers) != 2 or layers[1][0].shape[1] != layers[0][0].shape[0] or layers[0][0].shape[1] != 4:
-        raise InputError(f"student params must hold a hidden Dense layer feeding a 4-action head, got shapes {[k.shape for k, _ in layers]}")
+        raise InputError(f"{source}: student params must hold a hidden Dense layer feeding a 4-action head, "
+                         f"got shapes {[k.shape for k, _ in layers]}")
     return layers[0], layers[1]
 
 
 def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
     """The student as an ``onnx.ModelProto`` (checked)."""
+    return graph_model(student_graph(params, int(meta["env_config"]["image_size"])), meta)
+
+
+def student_graph(params: dict[str, np.ndarray], size: int):
+    """The student's ``onnx.GraphProto`` for (size, size) frames (params checked by :func:`check_params`):
+    what :func:`onnx_model` writes and :func:`load` compares a file with."""
     from onnx import TensorProto, helper, numpy_helper
 
     inits, nodes = [], []
@@ -126,8 +176,6 @@ def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
         return name
 
     convs, (head, hidden) = _layers(params, "Conv"), _dense(params)
-    if len(convs) != len(CONV_STRIDES):
-        raise InputError(f"student params must hold {len(CONV_STRIDES)} Conv layers, got {len(convs)}")
     dense = (hidden, head)
     x = node("Cast", ["pixels"], "pixels_float", to=TensorProto.FLOAT)
     x = node("Div", [x, const("byte_scale", 255.0)], "pixels_unit")
@@ -149,15 +197,13 @@ def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
     move = node("Tanh", [node("Slice", [x, "move_start", "move_end", "axis"], "move_raw")], "move")
     grasp = node("Sigmoid", [node("Slice", [x, "grasp_start", "grasp_end", "axis"], "grasp_raw")], "grasp")
     nodes.append(helper.make_node("Concat", [move, grasp], ["actions"], name="actions", axis=1))
-    size = int(meta["env_config"]["image_size"])
-    graph = helper.make_graph(
+    return helper.make_graph(
         nodes, "so101_mjx_pixel_student",
         [helper.make_tensor_value_info("pixels", TensorProto.UINT8, ["batch", size, size, 3]),
          helper.make_tensor_value_info("agent_pos", TensorProto.FLOAT, ["batch", AGENT_POS_SIZE])],
         [helper.make_tensor_value_info("actions", TensorProto.FLOAT, ["batch", 4])],
         inits,
     )
-    return graph_model(graph, meta)
 
 
 def export(run_dir: str | Path, out: str | Path | None = None) -> Path:
@@ -190,14 +236,36 @@ def is_pixel_policy(path: str | Path) -> bool:
     return any(i.name == "pixels" for i in graph.input)
 
 
+def read_onnx(path: str | Path) -> dict[str, Any]:
+    """The metadata of a student ONNX, after checking it (``kind`` "pixel", ``env``, ``env_config.image_size``),
+    its weights (:func:`check_params`, from the initializers) and its graph against the one
+    :func:`student_graph` builds from them; ValueError naming ``path`` otherwise."""
+    model = onnx_graph.load(path)
+    meta = onnx_graph.read_metadata(model, path)
+    schema.fields(path, meta, {"kind": schema.one_of([KIND])}, label="metadata field")
+    _, env_config = _check_meta(meta, path)
+    inits = onnx_graph.initializers(model, path)
+    names = {f"params/Dense_{1 - i}/{part}": f"dense_{i}_{part}" for i in range(2) for part in ("kernel", "bias")}
+    names |= {f"params/Conv_{i}/{part}": f"conv_{i}_{'weight' if part == 'kernel' else 'bias'}"
+              for i in range(len(CONV_KERNELS)) for part in ("kernel", "bias")}
+    missing = sorted(v for v in names.values() if v not in inits)
+    if missing:
+        raise InputError(f"{path} is not an exported so101_mjx pixel student: initializers {missing} missing")
+    params = {k: inits[v] for k, v in names.items()}
+    for i in range(len(CONV_KERNELS)):  # ONNX OIHW -> flax HWIO
+        weight = schema.array(path, f"conv_{i}_weight", params[f"params/Conv_{i}/kernel"], ndim=4)
+        params[f"params/Conv_{i}/kernel"] = np.transpose(weight, (2, 3, 1, 0))
+    check_params(params, path, env_config["image_size"])
+    onnx_graph.check_structure(model, student_graph(params, env_config["image_size"]), path)
+    return meta
+
+
 def load(path: str | Path) -> tuple[PixelPolicy, dict[str, Any]]:
-    """``(policy, metadata)`` of a pixel export (``student.onnx`` in onnxruntime; a distill
-    ``student.npz``, or the ``.onnx`` without onnxruntime, via the npz beside it with flax)."""
+    """``(policy, metadata)`` of a pixel export (``student.onnx`` in onnxruntime, checked by :func:`read_onnx`;
+    a distill ``student.npz``, or the ``.onnx`` without onnxruntime, via the npz beside it with flax)."""
     path = Path(path)
     if path.suffix == ".onnx":
-        import onnx
-
-        meta = json.loads({p.key: p.value for p in onnx.load(str(path)).metadata_props}[METADATA_KEY])
+        meta = read_onnx(path)
         try:
             import onnxruntime as ort
         except ImportError:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from so101_mjx._files import atomic_path
+from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError
 
 # Activations over an array module ``xp`` (numpy or jax.numpy); names as brax.training.networks.ACTIVATION.
@@ -26,6 +27,9 @@ ACTIVATIONS = {
     "swish": lambda xp, x: x / (1.0 + xp.exp(-x)),
     "silu": lambda xp, x: x / (1.0 + xp.exp(-x)),
 }
+# ``network`` of the run metadata: what rebuilds the MLPs (the activation by Brax's name)
+NETWORK = {"activation": schema.STRING, "policy_hidden_layer_sizes": schema.list_of(schema.integer(1)),
+           "value_hidden_layer_sizes": schema.list_of(schema.integer(1))}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,13 +67,20 @@ class PolicyWeights:
             activation=activation,
         )
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array by its name in the files: ``mean``, ``std``, ``kernel_<i>``, ``bias_<i>``."""
+        return {"mean": self.mean, "std": self.std, **{f"kernel_{i}": k for i, k in enumerate(self.kernels)},
+                **{f"bias_{i}": b for i, b in enumerate(self.biases)}}
+
     def check(self, meta: dict[str, Any], source: str | Path) -> None:
         """ValueError naming ``source`` unless these layers are the network ``meta`` describes
-        (obs and action sizes, ``network.policy_hidden_layer_sizes`` when given) with finite weights."""
+        (obs and action sizes, ``network.policy_hidden_layer_sizes`` when given) with finite float32 weights."""
         if self.activation not in ACTIVATIONS:
             raise InputError(f"{source}: activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
         if not self.kernels or len(self.kernels) != len(self.biases):
             raise InputError(f"{source}: {len(self.kernels)} kernels and {len(self.biases)} biases (need equal, >= 1)")
+        for name, value in self.arrays().items():
+            schema.array(source, name, value, dtype="float32")
         obs_size, action_size = meta["obs_size"], meta["action_size"]
         if self.mean.shape != (obs_size,) or self.std.shape != (obs_size,):
             raise InputError(f"{source}: normalizer mean {self.mean.shape} / std {self.std.shape}, expected ({obs_size},)")
@@ -84,33 +95,25 @@ class PolicyWeights:
         expected = meta.get("network", {}).get("policy_hidden_layer_sizes")
         if expected is not None and hidden != list(expected):
             raise InputError(f"{source}: hidden layers {hidden}, but its metadata says policy_hidden_layer_sizes {list(expected)} (truncated network?)")
-        for name, value in (("mean", self.mean), ("std", self.std), *((f"kernel_{i}", k) for i, k in enumerate(self.kernels)),
-                            *((f"bias_{i}", b) for i, b in enumerate(self.biases))):
-            if not np.all(np.isfinite(value)):
-                raise InputError(f"{source}: {name} holds {np.size(value) - np.isfinite(value).sum()} non-finite values")
         if not np.all(self.std > 0):
             raise InputError(f"{source}: std must be positive, has {int(np.sum(~(self.std > 0)))} entries <= 0")
 
 
 def check_metadata(meta: Any, source: str | Path) -> dict[str, Any]:
-    """``meta`` with ``action_size`` filled in; ValueError naming ``source`` when a field that
-    rebuilds the env or the policy (``env``, ``env_config``, ``obs_size``, ``action_map``) is
-    missing or of the wrong type."""
-    if not isinstance(meta, dict):
-        raise InputError(f"{source}: policy metadata must be a JSON object, got {type(meta).__name__}")
-    action_map = meta.get("action_map")
-    scale = action_map.get("scale") if isinstance(action_map, dict) else None
-    meta = {"action_size": len(scale) if isinstance(scale, list) else 0, **meta}
-    for key, kind in (("env", str), ("env_config", dict), ("obs_size", int), ("action_size", int), ("action_map", dict),
-                      ("network", dict)):
-        value = meta.get(key, {} if key == "network" else None)
-        if not isinstance(value, kind) or isinstance(value, bool):
-            raise InputError(f"{source}: metadata field {key!r} must be a {kind.__name__}, got {type(value).__name__} {str(value)[:60]!r}")
-    for key in ("scale", "offset"):
-        value = action_map.get(key)
-        numbers = isinstance(value, list) and all(isinstance(v, (int, float)) and np.isfinite(v) for v in value)
-        if not (numbers and len(value) == meta["action_size"]):
-            raise InputError(f"{source}: metadata action_map.{key} must be {meta['action_size']} finite numbers, got {value!r}")
+    """``meta`` with ``action_size`` filled in (from ``action_map.scale``); ValueError naming
+    ``source`` when a field that rebuilds the env or the policy (``env``, ``env_config``,
+    ``obs_size``, ``action_map``, ``network`` when present) is missing or of the wrong kind."""
+    schema.fields(source, meta, {"action_map": schema.OBJECT}, label="metadata field")
+    action_map = schema.fields(source, meta["action_map"], {"scale": schema.list_of(schema.NUMBER)}, where="action_map.",
+                               label="metadata field")
+    meta = {"action_size": len(action_map["scale"]), **meta}
+    schema.fields(source, meta, {"env": schema.STRING, "env_config": schema.OBJECT, "obs_size": schema.integer(1),
+                                 "action_size": schema.integer(1), "network": schema.optional(schema.OBJECT)},
+                  label="metadata field")
+    numbers = schema.list_of(schema.NUMBER, meta["action_size"])
+    schema.fields(source, action_map, {"scale": numbers, "offset": numbers}, where="action_map.", label="metadata field")
+    schema.fields(source, meta.get("network", {}), {k: schema.optional(v) for k, v in NETWORK.items()}, where="network.",
+                  label="metadata field")
     return meta
 
 

@@ -76,6 +76,7 @@ def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
     diff = [f"{k} {previous.get(k)!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if previous.get(k) != run[k]]
     if diff:
         raise InputError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")
+    checkpoint.check_state(existing[-1])  # a damaged or poisoned state is refused before anything is written
     return existing[-1]
 
 

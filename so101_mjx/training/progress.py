@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from so101_mjx._files import atomic_path, atomic_write
+from so101_mjx.errors import InputError
 
 COLUMNS = ("step", "wall_s", "steps_per_s", "eval_reward", "eval_success", "eval_episode_length")
 WALL_CLOCK_COLUMNS = ("wall_s", "steps_per_s")  # the columns that differ between identical runs
@@ -30,12 +31,37 @@ CSV_FILE, PNG_FILE, TB_DIR = "metrics.csv", "learning_curve.png", "tb"
 
 
 def read_csv(path: Path) -> list[dict[str, float]]:
-    """The rows of ``metrics.csv``: ``step`` an int, every other column a float (NaN when empty)."""
+    """The rows of ``metrics.csv``: ``step`` an int, every other column a float (NaN when empty).
+    ValueError naming the file, the line and the column unless the header is :data:`COLUMNS` and
+    every row holds one number per column (a whole, non-negative ``step``)."""
     if not Path(path).is_file():
         return []
-    with open(path, newline="") as f:
-        rows = [{k: float(v) if v else math.nan for k, v in row.items()} for row in csv.DictReader(f)]
-    return [{**row, "step": int(row["step"])} for row in rows]
+    try:
+        with open(path, newline="") as f:
+            lines = list(csv.reader(f))
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise InputError(f"{path}: unreadable as CSV ({err})") from None
+    if not lines or lines[0] != list(COLUMNS):
+        raise InputError(f"{path}: the header must be the columns {list(COLUMNS)}, got {lines[0] if lines else 'an empty file'}")
+    return [_row(path, number, values) for number, values in enumerate(lines[1:], 2)]
+
+
+def _row(path: Path, number: int, values: list[str]) -> dict[str, float]:
+    """Line ``number``'s ``values`` as a row (see :func:`read_csv`)."""
+    if len(values) != len(COLUMNS):
+        raise InputError(f"{path}: line {number} holds {len(values)} values, expected {len(COLUMNS)} ({', '.join(COLUMNS)})")
+    row = {column: _number(path, number, column, text) for column, text in zip(COLUMNS, values)}
+    step = row["step"]
+    if not (math.isfinite(step) and step >= 0 and step.is_integer()):
+        raise InputError(f"{path}: line {number}, column 'step' holds {values[0]!r}; expected a whole number of env steps >= 0")
+    return {**row, "step": int(step)}
+
+
+def _number(path: Path, number: int, column: str, text: str) -> float:
+    try:
+        return float(text) if text else math.nan
+    except ValueError:
+        raise InputError(f"{path}: line {number}, column {column!r} holds {text!r}; expected a number (or empty)") from None
 
 
 class Recorder:

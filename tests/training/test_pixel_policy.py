@@ -63,7 +63,7 @@ def test_unusable_distill_dirs_name_the_file(tmp_path):
         pixel_policy.read_run(tmp_path)
     np.savez(tmp_path / "student.npz", **{"params/Dense_0/kernel": np.full((2, 2), np.nan)})
     (tmp_path / "distill.json").write_text(json.dumps({"env": "SO101PickCube-v0", "env_config": {"image_size": 8}}))
-    with pytest.raises(ValueError, match="not all finite"):
+    with pytest.raises(ValueError, match="params/Dense_0/kernel holds 4 non-finite values"):
         pixel_policy.read_run(tmp_path)
 
 

@@ -21,7 +21,6 @@ from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.envs import scripted
-from so101_mjx.envs.base import fixed_array
 from so101_mjx.envs.block import BlockConfig, BlockTask
 from so101_mjx.errors import InputError
 from so101_mjx.sim.state import State
@@ -69,9 +68,10 @@ class PickCube(BlockTask):
 
     def reset_to(self, rng: Array, *, block_xy: Array) -> State:  # type: ignore[override]
         """Reset with the block centre at ``block_xy`` (2,) metres on the table."""
-        block_xy = fixed_array("block_xy", block_xy, (2,))
+        fixed, nonfinite = self.fixed_inputs(block_xy=block_xy)
+        block_xy = fixed["block_xy"]
         rng, key = jax.random.split(rng)
-        return self.start_with_block(rng, block_xy, self.sample_params(key, block_xy.dtype), {})
+        return self.start_with_block(rng, block_xy, self.sample_params(key, block_xy.dtype), {}, nonfinite)
 
     # -- task quantities -------------------------------------------------------------------------
     def task_observation(self, physics, info) -> dict[str, Array]:

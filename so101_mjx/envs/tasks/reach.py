@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx.envs import scripted
-from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, fixed_array
+from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0
 from so101_mjx.sim.state import State
 
 TARGET_BOUNDS = ((0.15, -0.15, 0.05), (0.35, 0.15, 0.25))
@@ -49,9 +49,11 @@ class Reach(SO101Env):
 
     def reset_to(self, rng: Array, *, target: Array) -> State:  # type: ignore[override]
         """Reset with the target at ``target`` (3,) world metres."""
-        target = fixed_array("target", target, (3,))
+        fixed, nonfinite = self.fixed_inputs(target=target)
+        target = fixed["target"]
         rng, key = jax.random.split(rng)
-        return self.start(rng, as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype), lambda _: {"target": target})
+        return self.start(rng, as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype), lambda _: {"target": target},
+                          nonfinite)
 
     def distance(self, physics, info) -> Array:
         return jnp.linalg.norm(info.task["target"] - self.arm.ee_pos(physics))

@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx.envs import scripted
-from so101_mjx.envs.base import as_qpos0, block_dof_adr, block_qpos_adr, fixed_array
+from so101_mjx.envs.base import as_qpos0, block_dof_adr, block_qpos_adr
 from so101_mjx.envs.block import BlockConfig, BlockTask
 from so101_mjx.envs.tasks.pick_place import (
     FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, SAMPLING_BOUNDS, STAGED_WEIGHTS, WORKSPACE_XY,
@@ -90,19 +90,21 @@ class StackCube(BlockTask):
     def reset_to(self, rng: Array, *, block_xy: Array, bottom_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the top block at ``block_xy`` (2,) and the bottom block at ``bottom_xy`` (2,)
         metres (sampled ≥ 8 cm away in the sampling box when None), both resting on the table."""
-        block_xy = fixed_array("block_xy", block_xy, (2,))
+        fixed, nonfinite = self.fixed_inputs(block_xy=block_xy, **({} if bottom_xy is None else {"bottom_xy": bottom_xy}))
+        block_xy = fixed["block_xy"]
         dtype = block_xy.dtype
         rng, key, params_key = jax.random.split(rng, 3)
         if bottom_xy is None:  # as PickPlace samples its goal: >= 8 cm from the block
             bottom_xy = sample_goal_xy(key, block_xy, SAMPLING_BOUNDS, FIXED_GOAL_XY, self.config.random_block_position)
         else:
-            bottom_xy = fixed_array("bottom_xy", bottom_xy, (2,)).astype(dtype)
+            bottom_xy = fixed["bottom_xy"].astype(dtype)
         params = self.sample_params(params_key, dtype)
         z = self.block_half_height(params, dtype)[None]
         qpos = as_qpos0(self.mj_model, dtype)
         for adr, xy in ((self._block_adr, block_xy), (self._bottom_adr, bottom_xy)):
             qpos = qpos.at[adr : adr + 3].set(jnp.concatenate([xy, z]))
-        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], "was_lifted": jnp.zeros((), bool)})
+        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], "was_lifted": jnp.zeros((), bool)},
+                          nonfinite)
 
     def sample_params(self, rng: Array, dtype) -> dict[str, Array] | None:
         """PickCube's randomized arrays with the bottom block's rows set to the top block's."""
