@@ -40,6 +40,15 @@ def train_tiny(out, *args: str) -> None:
         jax.config.update("jax_enable_x64", True)
 
 
+def one_error_line(capsys, *needles: str) -> str:
+    """stderr captured by ``capsys``: one line, no traceback, holding every needle."""
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
 @pytest.fixture
 def float32():
     """float32 JAX for one test: the library's default, what the CLI runs in (a checkpoint's state fits it)."""

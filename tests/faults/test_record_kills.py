@@ -103,11 +103,11 @@ def run_trials(tmp_path: Path, episodes: int, trials: list[tuple[int, float]]) -
 
 
 def test_record_killed_by_sigterm_and_sigkill_then_resumed(tmp_path):
-    run_trials(tmp_path, 24, [(signal.SIGTERM, 0.3), (signal.SIGKILL, 0.3)])
+    run_trials(tmp_path, 120, [(signal.SIGTERM, 0.1), (signal.SIGKILL, 0.1)])
 
 
 @pytest.mark.slow
 def test_record_killed_at_20_random_points(tmp_path):
     """SIGINT, SIGTERM and SIGKILL in turn, each at a random moment after an episode was kept."""
     rng = np.random.default_rng(2026)
-    run_trials(tmp_path, 400, [(SIGNALS[i % 3], float(rng.uniform(0, 1.5))) for i in range(20)])
+    run_trials(tmp_path, 1500, [(SIGNALS[i % 3], float(rng.uniform(0, 1.5))) for i in range(20)])

@@ -12,7 +12,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
-from conftest import train_tiny
+from conftest import one_error_line, train_tiny
 
 from so101_mjx import cli
 from so101_mjx.training import checkpoint
@@ -28,14 +28,6 @@ def tiny_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("eval") / "run"
     train_tiny(out, "--env", ENV, "--seed", "1")
     return out
-
-
-def one_error_line(capsys, *needles: str) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    for needle in needles:
-        assert needle in err, err
-    return err
 
 
 def assert_same_episodes(a: dict, b: dict) -> None:

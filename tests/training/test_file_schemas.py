@@ -16,18 +16,11 @@ import pytest
 from so101_mjx import cli
 from so101_mjx.errors import InputError
 from so101_mjx.training import checkpoint, pixel_policy, progress
+from conftest import one_error_line
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "v0.1.0" / "pick_cube_run"
 STEP = "checkpoints/000000000256"
 RESUME = ["train", "--env", "SO101PickCube-v0", "--preset", "tiny", "--num-timesteps", "512", "--resume", "--out"]
-
-
-def one_error_line(capsys, *needles: str) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    for needle in needles:
-        assert needle in err, err
-    return err
 
 
 @pytest.fixture

@@ -21,17 +21,10 @@ from so101_mjx.errors import InputError
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 from onnx import numpy_helper  # noqa: E402
+from conftest import one_error_line  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "v0.1.0" / "pick_cube_run"
 SIZE = 36
-
-
-def one_error_line(capsys, *needles: str) -> str:
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    for needle in needles:
-        assert needle in err, err
-    return err
 
 
 def edited_onnx(source: Path, out: Path, edit) -> Path:
