@@ -41,8 +41,13 @@ def environment() -> dict[str, str]:
 
 
 def episodes_in(out: Path) -> int:
+    """The dataset's episodes once a commit a kill cut short is finished (as the next writer does)."""
     import json
 
+    from so101_mjx._files import recover
+
+    if out.is_dir():
+        recover(out)
     info = out / "meta/info.json"
     return json.loads(info.read_text())["total_episodes"] if info.is_file() else 0
 
