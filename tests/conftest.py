@@ -1,21 +1,9 @@
 """Test configuration: float64 JAX (the parity contract is stated in float64); float32 tests pass
-float32 arrays explicitly.
-
-One run of the suite shares a persistent XLA compilation cache: a fresh directory made by the main
-pytest process (``$JAX_COMPILATION_CACHE_DIR``, inherited by the xdist workers and by the CLI
-subprocesses the tests start), removed when the run ends. A program compiled by one test is loaded,
-not compiled again, by the next; no cache outlives the run.
-"""
+float32 arrays explicitly."""
 
 import os
-import shutil
-import tempfile
 
 os.environ.setdefault("MUJOCO_GL", "egl")
-if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="so101_mjx-xla-cache-")
-    os.environ["SO101_MJX_TEST_CACHE_OWNER"] = str(os.getpid())
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
 import jax
 
@@ -72,9 +60,3 @@ def float32():
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    """The run's compilation cache goes with the process that made it."""
-    if os.environ.get("SO101_MJX_TEST_CACHE_OWNER") == str(os.getpid()):
-        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
