@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from so101_mjx import _schema as schema
-from so101_mjx._files import Transaction
+from so101_mjx._files import Transaction, recover
 from so101_mjx.data import lerobot_format as fmt
 from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats
 from so101_mjx.errors import InputError, MissingFileError
@@ -140,12 +140,13 @@ def _check_data(root: Path, found: Finding) -> None:
             found.cut(episodes[0]["episode_index"] if episodes else found.complete, f"{rel} is unreadable ({str(err)[:120]})")
             continue
         actual = np.stack([table.column("episode_index").to_numpy(), table.column("index").to_numpy()])
+        start = 0  # the episode's first row in this file (episodes are listed in file order)
         for e in episodes:
-            start = sum(x["length"] for x in episodes if x["episode_index"] < e["episode_index"])
             expected = np.stack([np.full(e["length"], e["episode_index"]), np.arange(e["dataset_from_index"], e["dataset_to_index"])])
             if actual.shape[1] < start + e["length"] or not np.array_equal(actual[:, start: start + e["length"]], expected):
                 found.cut(e["episode_index"], f"{rel} does not hold episode {e['episode_index']}'s {e['length']} rows")
                 break
+            start += e["length"]
         extra = actual.shape[1] - sum(e["length"] for e in episodes)
         if extra > 0:
             found.problems.append(f"{rel} holds {extra} rows that meta/episodes does not list")
@@ -196,6 +197,7 @@ def repair(root: str | Path, provenance: str | None = None) -> tuple[int, list[s
     ``repairs`` entry. Callers hold the writer lock.
     """
     root = Path(root)
+    recover(root)  # a commit a kill cut short is finished before the dataset is judged
     found = inspect(root)
     if not found.problems:
         return found.info["total_episodes"], []

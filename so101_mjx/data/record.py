@@ -312,14 +312,16 @@ def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: st
         if counts["kept"] == episodes or counts["tried"] == max_tries:
             return
         success = bool(traj["success"][w, traj["length"][w] - 1])
-        if success or not only_success:  # an attempt counts as tried once kept (or dropped): an interrupt retries it
+        keep = success or not only_success
+        if keep:  # an attempt counts as tried once kept (or dropped): an interrupt retries it
             images = renderer.episode(traj, w, jax.random.fold_in(visual_base, int(ids[w]))) if renderer else None
             writer.add_episode(_episode(traj, w), task(name).instruction, images)
             counts["kept"] += 1
             counts["frames"] += int(traj["length"][w])
         counts["tried"] += 1
         counts["successes"] += success
-        _progress(counts["kept"], episodes, counts["tried"], counts["frames"], time.perf_counter() - start)
+        if keep:
+            _progress(counts["kept"], episodes, counts["tried"], counts["frames"], time.perf_counter() - start)
 
 
 @contextlib.contextmanager
@@ -341,10 +343,8 @@ def _sigterm_interrupts() -> Iterator[None]:
 
 def _repair(out: Path) -> None:
     """Truncate the dataset at ``out`` to its complete episodes, saying what was wrong on stderr."""
-    from so101_mjx._files import recover
     from so101_mjx.data import dataset_check
 
-    recover(out)
     kept, problems = dataset_check.repair(out, PROVENANCE)
     for problem in problems:
         print(f"record --repair: {out}: {problem}", file=sys.stderr)

@@ -38,7 +38,7 @@ import numpy as np
 from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import checkpoint as ppo_checkpoint
 
-from so101_mjx._files import KILL_ENV, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
+from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
 from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import networks
@@ -48,7 +48,6 @@ RUN_FILE = "run.json"
 PARAMS_FILE = "params.npz"
 STATE_FILE = "training_state.npz"
 CHECKPOINTS = "checkpoints"
-STAGING = ".staging"
 
 
 def write_run(path: Path, run: dict[str, Any]) -> None:
