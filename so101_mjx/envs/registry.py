@@ -90,7 +90,7 @@ def make(name: str, backend: str | None = None, **options) -> SO101Env:
     """Build a registered env. ``backend``: one of ``physics.BACKENDS`` or None (c on CPU, mjx on accelerators).
 
     ``options`` are config overrides with the reference's field names (``action_scale``,
-    ``reward_type``, ...) and backend options (``nthread`` for ``c``, ``impl`` for ``mjx``);
+    ``reward_type``, ...) and backend options (``nthread`` and ``loop`` for ``c``, ``impl`` for ``mjx``);
     an invalid field or value raises ValueError naming it.
     """
     cls = task(name)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from jax import Array
 
@@ -31,10 +32,10 @@ HOVER_HEIGHT, LIFT_HEIGHT, GRASP_HEIGHT, RELEASE_CLEARANCE = 0.07, 0.06, 0.015, 
 GOAL_TOLERANCE, CAREFUL_SPEED = 0.004, 0.4
 CLOSE_STEPS, OPEN_STEPS, PHASE_TIMEOUT_STEPS = 10, 8, 60
 HOVER, DESCEND, CLOSE, LIFT, TRAVERSE, LOWER, OPEN, RETREAT, DONE = range(9)
-_IS_HOLD = jnp.asarray([p in (CLOSE, OPEN) for p in range(9)])
-_HOLD_STEPS = jnp.asarray([CLOSE_STEPS if p == CLOSE else OPEN_STEPS if p == OPEN else 0 for p in range(9)])
-_IS_CAREFUL = jnp.asarray([p in (DESCEND, LIFT, LOWER) for p in range(9)])
-_GRIPPER = jnp.asarray([GRIPPER_CLOSED if p in (CLOSE, LIFT, TRAVERSE, LOWER) else GRIPPER_OPEN for p in range(9)])
+_IS_HOLD = np.asarray([p in (CLOSE, OPEN) for p in range(9)])
+_HOLD_STEPS = np.asarray([CLOSE_STEPS if p == CLOSE else OPEN_STEPS if p == OPEN else 0 for p in range(9)])
+_IS_CAREFUL = np.asarray([p in (DESCEND, LIFT, LOWER) for p in range(9)])
+_GRIPPER = np.asarray([GRIPPER_CLOSED if p in (CLOSE, LIFT, TRAVERSE, LOWER) else GRIPPER_OPEN for p in range(9)])
 
 
 def reach_close(ee_pos: Array, block_pos: Array, action_scale: float = DEFAULT_ACTION_SCALE) -> Array:
@@ -99,15 +100,15 @@ def pick_place_act(
     def settle(_, carry):
         phase, steps, settled, delta = carry
         error = targets[phase] - grasp_pos
-        limit = jnp.where(_IS_CAREFUL[phase], CAREFUL_SPEED, 1.0)
+        limit = jnp.where(jnp.asarray(_IS_CAREFUL)[phase], CAREFUL_SPEED, 1.0)
         move = jnp.clip(error / action_scale, -limit, limit)
         finished = jnp.where(
-            _IS_HOLD[phase],
-            steps >= _HOLD_STEPS[phase],
+            jnp.asarray(_IS_HOLD)[phase],
+            steps >= jnp.asarray(_HOLD_STEPS)[phase],
             (jnp.linalg.norm(error) < GOAL_TOLERANCE) | (steps >= PHASE_TIMEOUT_STEPS),
         )
         active = ~settled & (phase != DONE)
-        delta = jnp.where(active & ~finished, jnp.where(_IS_HOLD[phase], 0.0, move), delta)
+        delta = jnp.where(active & ~finished, jnp.where(jnp.asarray(_IS_HOLD)[phase], 0.0, move), delta)
         advance = active & finished
         settled = settled | (active & ~finished)
         return phase + advance, jnp.where(advance, 0, steps), settled, delta
@@ -115,7 +116,7 @@ def pick_place_act(
     init = (cs.phase, cs.steps_in_phase, jnp.zeros((), bool), jnp.zeros(3, grasp_pos.dtype))
     phase, steps, _, delta = jax.lax.fori_loop(0, DONE + 1, settle, init)
     delta = jnp.where(phase == DONE, 0.0, delta)
-    action = jnp.concatenate([delta, _GRIPPER[phase][None].astype(delta.dtype)])
+    action = jnp.concatenate([delta, jnp.asarray(_GRIPPER)[phase][None].astype(delta.dtype)])
     return PickPlaceState(phase, steps + 1, cs.table_z), action
 
 

@@ -6,9 +6,9 @@ Every env is written once over :class:`PhysicsState`; only :meth:`Physics.init` 
 
 - ``mjx``: ``mujoco.mjx`` (impl ``"jax"``, or ``"warp"`` when installed), ``lax.scan`` over the
   substeps. The default on GPU/TPU.
-- ``c``: MuJoCo C called through ``jax.pure_callback`` with the whole (vmapped) batch at once; a
-  persistent thread pool (one ``MjData`` per thread) steps the worlds with ``mj_step``. The
-  default on CPU, where MJX is 40-1000x slower.
+- ``c``: MuJoCo C called through ``jax.pure_callback`` with the whole (vmapped) batch at once;
+  ``mujoco.batch`` (or, with ``loop="pool"``, our own thread pool of one ``MjData`` per thread)
+  steps the worlds with ``mj_step``. The default on CPU, where MJX is 40-1000x slower.
 
 The state carries the solver warm start, so a trajectory stepped in chunks equals one stepped in
 a single ``mj_step`` loop bitwise (backend ``c``), and ``sensordata`` plus ``kin_qpos``, the
@@ -36,6 +36,7 @@ from jax import Array
 from so101_mjx import _checks as checks  # compat before mujoco.mjx: it captures MJX's Warp import failures
 from so101_mjx import _compat as compat
 from so101_mjx.errors import InputError
+from mujoco import batch as mj_batch
 from mujoco import mjx
 
 compat.install()
@@ -137,37 +138,22 @@ class MjxPhysics(Physics):
         )
 
 
-class CPhysics(Physics):
-    """MuJoCo C through ``jax.pure_callback``; ``nthread`` worker threads (default: all cores)."""
+class PoolLoop:
+    """Our own thread pool: one ``MjData`` (and one model copy, for randomized parameters) per
+    thread, each stepping a contiguous chunk of the worlds with ``mj_step``."""
 
-    name = "c"
-    options = ("nthread",)
-
-    def __init__(self, model: mujoco.MjModel, nthread: int | None = None):
-        super().__init__(model)
-        if nthread is not None:
-            nthread = checks.integer("nthread", nthread, ge=1, le=MAX_THREADS)
-        self.nthread = nthread or os.cpu_count() or 1
-        self._pool = ThreadPoolExecutor(self.nthread, thread_name_prefix="so101_mjx_c")
-        self._datas = [mujoco.MjData(model) for _ in range(self.nthread)]
-        self._models = [copy.copy(model) for _ in range(self.nthread)]  # per-thread, for randomized params
-        # One batch at a time on the pool: callbacks can arrive concurrently (pmap over several devices,
-        # or two jitted calls from two threads) and would otherwise share the per-thread MjData.
-        self._lock = threading.Lock()
+    def __init__(self, model: mujoco.MjModel, nthread: int):
+        self.model, self.nthread = model, nthread
+        self._pool = ThreadPoolExecutor(nthread, thread_name_prefix="so101_mjx_c")
+        self._datas = [mujoco.MjData(model) for _ in range(nthread)]
+        self._models = [copy.copy(model) for _ in range(nthread)]
 
     def _run(self, fn, n: int) -> None:
         """Call ``fn(model, data, worlds)`` on contiguous chunks of ``range(n)``, one chunk per thread."""
         chunks = [c for c in np.array_split(np.arange(n), self.nthread) if len(c)]
-        with self._lock:
-            list(self._pool.map(fn, self._models, self._datas, chunks))
+        list(self._pool.map(fn, self._models, self._datas, chunks))
 
-    def _host_step(self, qpos, qvel, ctrl, warm, time, *params, n_substeps: int, names: tuple[str, ...]):
-        shape = qpos.shape[:-1]
-        flat = lambda x: np.asarray(x, np.float64).reshape(-1, *x.shape[len(shape) :])  # noqa: E731
-        q, v, u, w, t = (flat(x) for x in (qpos, qvel, ctrl, warm, time))
-        params = [flat(x) for x in params]
-        out = [np.empty_like(q), np.empty_like(v), np.empty_like(w), np.empty_like(t), np.empty((len(q), self.model.nsensordata)), np.empty_like(q)]
-
+    def step(self, q, v, u, w, t, params, names, n_substeps, out) -> None:
         def work(m: mujoco.MjModel, d: mujoco.MjData, worlds: np.ndarray) -> None:
             m = m if names else self.model
             for i in worlds:
@@ -182,14 +168,9 @@ class CPhysics(Physics):
                 out[0][i], out[1][i], out[2][i], out[3][i], out[4][i] = d.qpos, d.qvel, d.qacc_warmstart, d.time, d.sensordata
 
         self._run(work, len(q))
-        dtype = qpos.dtype
-        return tuple(o.reshape(shape + o.shape[1:]).astype(dtype) for o in out)
 
-    def _host_forward(self, qpos, qvel, ctrl):
-        shape = qpos.shape[:-1]
+    def forward(self, q, v, u, sens) -> None:
         m = self.model
-        q, v, u = (np.asarray(x, np.float64).reshape(-1, x.shape[-1]) for x in (qpos, qvel, ctrl))
-        sens = np.empty((len(q), m.nsensordata))
 
         def work(_: mujoco.MjModel, d: mujoco.MjData, worlds: np.ndarray) -> None:
             for i in worlds:
@@ -199,7 +180,87 @@ class CPhysics(Physics):
                 sens[i] = d.sensordata
 
         self._run(work, len(q))
-        return sens.reshape(shape + (m.nsensordata,)).astype(qpos.dtype)
+
+
+class BatchLoop:
+    """``mujoco.batch.Batch``: MuJoCo's own thread pool over state rows, bit-identical to a loop of
+    ``mj_step`` on one ``MjData`` per world. One ``Batch`` per (number of worlds, randomized fields)."""
+
+    def __init__(self, model: mujoco.MjModel, nthread: int):
+        self.model, self.nthread = model, nthread
+        self._batches: dict[tuple[int, tuple[str, ...]], mj_batch.Batch] = {}
+        data = mujoco.MjData(model)  # a fresh MjData's state: what every call starts from but for the fields set
+        spec = mujoco.mjtState.mjSTATE_INTEGRATION
+        self._row = np.empty(mujoco.mj_stateSize(model, spec))
+        mujoco.mj_getState(model, data, self._row, spec)
+
+    def _batch(self, n: int, names: tuple[str, ...]):
+        batch = self._batches.get((n, names))
+        if batch is None:
+            batch = self._batches[n, names] = mj_batch.Batch(self.model, nsim=n, nthread=self.nthread)
+            batch.bind("sensordata")  # an output is copied out by the calls after it is bound
+        batch.state[:] = self._row
+        return batch
+
+    def step(self, q, v, u, w, t, params, names, n_substeps, out) -> None:
+        b = self._batch(len(q), names)
+        for name, value in zip(names, params):
+            b.expand(name)[...] = value
+        b.qpos[...], b.qvel[...], b.ctrl[...], b.qacc_warmstart[...], b.time[...] = q, v, u, w, t
+        if n_substeps > 1:
+            b.step(nstep=n_substeps - 1)
+        out[5][...] = b.qpos
+        b.step()
+        out[0][...], out[1][...], out[2][...], out[3][...], out[4][...] = b.qpos, b.qvel, b.qacc_warmstart, b.time, b.sensordata
+
+    def forward(self, q, v, u, sens) -> None:
+        b = self._batch(len(q), ())
+        b.qpos[...], b.qvel[...], b.ctrl[...] = q, v, u
+        b.forward()
+        sens[...] = b.sensordata
+
+
+C_LOOPS = {"batch": BatchLoop, "pool": PoolLoop}
+
+
+class CPhysics(Physics):
+    """MuJoCo C through ``jax.pure_callback``, ``nthread`` threads (default: all cores); ``loop``
+    ``"batch"`` (``mujoco.batch``, the default) or ``"pool"`` (our own thread pool)."""
+
+    name = "c"
+    options = ("nthread", "loop")
+
+    def __init__(self, model: mujoco.MjModel, nthread: int | None = None, loop: str = "batch"):
+        super().__init__(model)
+        if nthread is not None:
+            nthread = checks.integer("nthread", nthread, ge=1, le=MAX_THREADS)
+        if loop not in C_LOOPS:
+            raise InputError(f"loop must be one of {tuple(C_LOOPS)}, got {loop!r}")
+        self.nthread = nthread or os.cpu_count() or 1
+        self.loop = loop
+        self._loop = C_LOOPS[loop](model, self.nthread)
+        # One batch at a time: callbacks can arrive concurrently (pmap over several devices, or two
+        # jitted calls from two threads) and would otherwise share the loop's MjData or state rows.
+        self._lock = threading.Lock()
+
+    def _host_step(self, qpos, qvel, ctrl, warm, time, *params, n_substeps: int, names: tuple[str, ...]):
+        shape = qpos.shape[:-1]
+        flat = lambda x: np.asarray(x, np.float64).reshape(-1, *x.shape[len(shape) :])  # noqa: E731
+        q, v, u, w, t = (flat(x) for x in (qpos, qvel, ctrl, warm, time))
+        params = [flat(x) for x in params]
+        out = [np.empty_like(q), np.empty_like(v), np.empty_like(w), np.empty_like(t), np.empty((len(q), self.model.nsensordata)), np.empty_like(q)]
+        with self._lock:
+            self._loop.step(q, v, u, w, t, params, names, n_substeps, out)
+        dtype = qpos.dtype
+        return tuple(o.reshape(shape + o.shape[1:]).astype(dtype) for o in out)
+
+    def _host_forward(self, qpos, qvel, ctrl):
+        shape = qpos.shape[:-1]
+        q, v, u = (np.asarray(x, np.float64).reshape(-1, x.shape[-1]) for x in (qpos, qvel, ctrl))
+        sens = np.empty((len(q), self.model.nsensordata))
+        with self._lock:
+            self._loop.forward(q, v, u, sens)
+        return sens.reshape(shape + (self.model.nsensordata,)).astype(qpos.dtype)
 
     def init(self, qpos, qvel, ctrl):
         out = jax.ShapeDtypeStruct((*qpos.shape[:-1], self.model.nsensordata), qpos.dtype)

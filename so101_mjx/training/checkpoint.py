@@ -91,14 +91,20 @@ def resolve(path: str | Path) -> Path:
 def save(run_dir: Path, step: int, params: Any, run: dict[str, Any], state: Any = None) -> Path:
     """Write step ``step``: params ``(normalizer, policy, value)``, the loop ``state`` if given, run.json.
 
-    Staged under ``checkpoints/.staging/`` and renamed into ``checkpoints/`` when complete.
+    Staged under ``checkpoints/.staging/`` and renamed into ``checkpoints/`` when complete. In a
+    multi-process run only process 0 calls it, and the step holds no Orbax copy of the params for
+    Brax's ``ppo_checkpoint.load`` (Orbax saves collectively across processes); everything this
+    library reads is there.
     """
     factory = networks.network_factory(**run["network"])
     config = ppo_checkpoint.network_config(run["obs_size"], run["action_size"], run["normalize_observations"], factory)
     root = Path(run_dir).absolute() / CHECKPOINTS  # Orbax wants absolute paths
     staged, path = root / STAGING / f"{step:012d}", root / f"{step:012d}"
     shutil.rmtree(staged, ignore_errors=True)
-    ppo_checkpoint.save(root / STAGING, step, params, config)
+    if jax.process_count() == 1:  # Orbax's save is collective across processes: see the docstring
+        ppo_checkpoint.save(root / STAGING, step, params, config)
+    else:
+        staged.mkdir(parents=True)
     kill_point("orbax", step)
     _save_tree(staged / PARAMS_FILE, params)
     if state is not None:

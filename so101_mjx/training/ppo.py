@@ -18,6 +18,7 @@ several moments). Killed before its first checkpoint, a run restarts at step 0 o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import functools
 import time
@@ -106,19 +107,21 @@ def train(
     from so101_mjx.training import networks
     from so101_mjx.training import ppo_loop as loop
 
-    loop.check_sizes(preset.num_timesteps, preset.num_envs, preset.batch_size, preset.num_minibatches, jax.device_count(), resume)
+    loop.check_sizes(preset.num_timesteps, preset.num_envs, preset.batch_size, preset.num_minibatches, jax.device_count())
     env_name = canonical(env_name)
     env = envs.make_env(env_name, preset.env_overrides(), backend)
     run = run_metadata(env_name, preset_name, preset, env, seed)
-    with exclusive(out, "training run"):
+    primary = jax.process_index() == 0  # the one process that writes the run directory
+    with exclusive(out, "training run") if primary else contextlib.nullcontext():
         restore = _resume_point(out, run, resume)
         step = checkpoint.read_run(restore)["step"] if restore else 0
         rows = read_csv(out / CSV_FILE)
         if step >= preset.total_steps and rows and rows[-1]["step"] == step:
             print(f"{out}: already trained {step:,} of {preset.total_steps:,} steps")
             return restore, {}
-        checkpoint.write_run(out, run)
-        recorder = Recorder(out, preset.total_steps, step)
+        if primary:
+            checkpoint.write_run(out, run)
+        recorder = Recorder(out, preset.total_steps, step) if primary else lambda step, metrics: None
 
         def save(step: int, params, state) -> None:
             checkpoint.kill_point("train", step)
@@ -142,14 +145,21 @@ def train(
             restore=None if restore is None else functools.partial(checkpoint.load_state, restore),
             **preset.ppo_kwargs(),
         )
+        if not primary:
+            return out, metrics
         png = recorder.close(f"{env_name} ({preset_name}, seed {seed})")
         print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
         return checkpoint.resolve(out), metrics
 
 
 def run(args: argparse.Namespace) -> int:
-    from so101_mjx.training import export, replay
+    from so101_mjx.training import distributed, export, replay
 
+    distributed.check(args.num_processes, args.process_id, args.coordinator)
+    if args.num_processes > 1 and args.process_id is None:
+        return distributed.launch(args._argv, args.num_processes)
+    if args.process_id is not None:
+        distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     env_name = canonical(args.env)
     preset_name = args.preset or presets.default_preset(env_name)
     preset = presets.preset(env_name, preset_name)
@@ -158,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))
     start = time.perf_counter()
     last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume)
+    if args.process_id:  # a multi-process run's other processes: process 0 reports, exports and replays
+        return 0
     print(f"checkpoint: {last}  ({time.perf_counter() - start:.0f} s)  final JAX eval: success "
           f"{metrics.get('eval/episode_final_success', float('nan')):.3f} over {preset.num_eval_envs} episodes")
     if args.export or args.replay_episodes:

@@ -14,10 +14,17 @@ run from such a state. A run resumed from the checkpoint at step ``s`` re-runs t
 and continues as the uninterrupted run does, bitwise (tests/training/test_resume.py; on backend ``c``, and
 on ``mjx`` as far as XLA is deterministic on the device).
 
+Across processes (``jax.distributed``), one difference from Brax: Brax folds each process's index
+into its key, so its env keys depend on how the devices are split among processes. Here every
+process takes its devices' rows of the keys one process with all the devices would split, and
+checkpoints gather every process's env states: a run on P processes of D devices equals one
+process with P * D devices (bitwise for two devices; with more, the all-reduce's summation order
+may differ), and its checkpoints resume on either. Process 0 evaluates and writes the checkpoints.
+
 Not supported (the presets use none of them): vision, pixel augmentation, Brax's
 ``randomization_fn`` (randomize the env instead), ``num_resets_per_eval``, the adaptive-KL learning
 rate, ``bootstrap_on_timeout``, the distributional critic, training-metric logging. Exact resume
-needs a single process (``jax.process_count() == 1``) and the same local device count.
+needs the same total device count.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ import numpy as np
 import optax
 from jax import Array
 from brax.training import acting, gradients, pmap, types
+from jax.experimental import multihost_utils
 from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import losses as ppo_losses
 from brax.training.agents.ppo import networks as ppo_networks
@@ -94,7 +102,7 @@ class LoopState:
     """The training loop between two epochs, as host arrays.
 
     ``training``: Brax's ``TrainingState`` (one copy; it is replicated over devices).
-    ``env``: the rollout's env states, leading axes (local devices, envs per device).
+    ``env``: the rollout's env states, leading axes (devices of all processes, envs per device).
     ``key``: the loop's key (the next epoch's keys are split from it), uint32 (2,).
     ``eval_key``: the evaluator's key before the eval at this step, uint32 (2,).
     """
@@ -198,22 +206,32 @@ def timed(training_epoch: Callable, sizes: Sizes) -> Callable:
     return epoch
 
 
-def check_sizes(num_timesteps: int, num_envs: int, batch_size: int, num_minibatches: int, devices: int, resume: bool) -> None:
-    """InputError unless :func:`train` can run these sizes on ``devices`` devices (all processes'), resuming or not."""
+def check_sizes(num_timesteps: int, num_envs: int, batch_size: int, num_minibatches: int, devices: int) -> None:
+    """InputError unless :func:`train` can run these sizes on ``devices`` devices (all processes')."""
     if num_timesteps <= 0:
         raise InputError(f"num_timesteps must be > 0, got {num_timesteps}")
     if batch_size * num_minibatches % num_envs:
         raise InputError(f"batch_size * num_minibatches must be a multiple of num_envs, got {batch_size}, {num_minibatches}, {num_envs}")
     if num_envs % devices:
         raise InputError(f"num_envs ({num_envs}) must be a multiple of the device count ({devices})")
-    if resume and jax.process_count() > 1:
-        raise InputError("resume needs a single process (exact resume saves only this process's env states)")
+
+
+def local_rows(num_local: int) -> slice:
+    """This process's rows of an array with one row per device of all processes (process-major)."""
+    return slice(jax.process_index() * num_local, (jax.process_index() + 1) * num_local)
+
+
+def all_processes(env_state: Any) -> Any:
+    """Every process's env states, leading axis (devices of all processes, ...); a collective: every process calls it."""
+    if jax.process_count() == 1:
+        return env_state
+    return multihost_utils.process_allgather(env_state, tiled=True)
 
 
 def _reset(env: Any, key: Array, num_envs: int, devices: list[jax.Device], use_pmap: bool) -> Any:
-    """This process's ``num_envs`` env states, leading axes (local devices, envs per device)."""
+    """This process's share of ``num_envs`` env states (all processes'), leading axes (local devices, envs per device)."""
     keys = jax.random.split(key, num_envs)
-    keys = jnp.reshape(keys, (len(devices), -1) + keys.shape[1:])
+    keys = jnp.reshape(keys, (len(devices) * jax.process_count(), -1) + keys.shape[1:])[local_rows(len(devices))]
     if len(devices) > 1 or use_pmap:
         return jax.pmap(env.reset, axis_name=AXIS)(keys)
     return jax.jit(jax.vmap(env.reset))(keys)
@@ -249,8 +267,8 @@ def _learner(ppo_network: Any, learning_rate: float, max_grad_norm: float | None
 def _epochs(epoch: Callable, evaluator: acting.Evaluator, training_state: TrainingState, env_state: Any, key: Array,
             total_steps: int, num_devices: int, first_eval: bool, progress_fn: Callable, checkpoint_fn: Callable,
             ) -> tuple[TrainingState, dict[str, Any]]:
-    """Epochs from the current step to ``total_steps``; after each, a checkpoint and an eval (this
-    process's share: only process 0 evaluates). ``first_eval``: evaluate once before the first epoch."""
+    """Epochs from the current step to ``total_steps``; after each, a checkpoint and an eval (process 0
+    only; every process takes part in gathering the env states). ``first_eval``: evaluate once before the first epoch."""
     current_step = int(unpmap(training_state.env_steps))
     metrics = {}
     if first_eval:  # the first eval: step 0, or the eval the restored checkpoint precedes
@@ -258,14 +276,15 @@ def _epochs(epoch: Callable, evaluator: acting.Evaluator, training_state: Traini
         progress_fn(current_step, metrics)
     while current_step < total_steps:
         epoch_key, key = jax.random.split(key)
-        training_state, env_state, training_metrics = epoch(training_state, env_state, jax.random.split(epoch_key, num_devices))
+        epoch_keys = jax.random.split(epoch_key, num_devices * jax.process_count())[local_rows(num_devices)]
+        training_state, env_state, training_metrics = epoch(training_state, env_state, epoch_keys)
         current_step = int(unpmap(training_state.env_steps))
-        if jax.process_index() != 0:
-            continue
         params = _inference_params(training_state)
         # Brax's Evaluator has no public accessor for the key its next run_evaluation splits
         # (brax 0.14.2, pinned): ``_key`` is read here only, to checkpoint it.
-        state = LoopState(unpmap(training_state), env_state, key, evaluator._key)
+        state = LoopState(unpmap(training_state), all_processes(env_state), key, evaluator._key)
+        if jax.process_index() != 0:
+            continue
         checkpoint_fn(current_step, params, jax.device_get(state))
         metrics = evaluator.run_evaluation(params, training_metrics)
         progress_fn(current_step, metrics)
@@ -293,7 +312,7 @@ def train(
 ) -> tuple[Callable, Params, dict[str, Any]]:
     """PPO as ``ppo.train`` (same arguments and defaults), plus exact checkpoints and resume.
 
-    ``checkpoint_fn(step, params, state)`` runs after every epoch, before that step's eval;
+    ``checkpoint_fn(step, params, state)`` runs after every epoch (in process 0), before that step's eval;
     ``progress_fn(step, metrics)`` after every eval (step 0, or the restored step, first).
     ``restore(template)`` maps a fresh :class:`LoopState` (host arrays, the shapes this run needs)
     to the state to continue from. ``wrap_eval_env_fn`` wraps the evaluator's env (default:
@@ -303,20 +322,21 @@ def train(
     """
     process_count, process_id = jax.process_count(), jax.process_index()
     devices = jax.local_devices()[: max_devices_per_host or None]
-    check_sizes(num_timesteps, num_envs, batch_size, num_minibatches, len(devices) * process_count, restore is not None)
+    check_sizes(num_timesteps, num_envs, batch_size, num_minibatches, len(devices) * process_count)
     num_evals_after_init = max(num_evals - 1, 1)
     epoch_steps = int(np.ceil(num_timesteps / (num_evals_after_init * batch_size * unroll_length * num_minibatches)))
     sizes = Sizes(num_envs, batch_size, num_minibatches, unroll_length, num_updates_per_batch, epoch_steps)
     total_steps = num_evals_after_init * sizes.steps_per_epoch * sizes.env_steps_per_training_step
 
-    # Keys exactly as ppo.train splits them.
+    # Keys as ppo.train splits them, but for the process index Brax folds in: every process folds in
+    # process 0's and takes its devices' rows of each split (see the module docstring).
     global_key, local_key = jax.random.split(jax.random.PRNGKey(seed))
-    local_key = jax.random.fold_in(local_key, process_id)
+    local_key = jax.random.fold_in(local_key, 0)
     local_key, key_env, eval_key = jax.random.split(local_key, 3)
     key_policy, key_value = jax.random.split(global_key)
 
     env = wrap_env_fn(environment, episode_length=episode_length, action_repeat=1, randomization_fn=None)
-    env_state = _reset(env, key_env, num_envs // process_count, devices, use_pmap_on_reset)
+    env_state = _reset(env, key_env, num_envs, devices, use_pmap_on_reset)
     obs_shape = jax.tree_util.tree_map(lambda x: x.shape[2:], env_state.obs)
     normalize = running_statistics.normalize if normalize_observations else (lambda x, y: x)
     ppo_network = network_factory(obs_shape, env.action_size, preprocess_observations_fn=normalize)
@@ -329,9 +349,10 @@ def train(
 
     training_state = replicate(_initial_training_state(ppo_network, optimizer, key_policy, key_value, env_state.obs), devices)
     if restore is not None:  # the template has the dtypes a checkpoint saves (e.g. float32, not Python floats)
-        state = restore(jax.device_get(LoopState(unpmap(training_state), env_state, local_key, eval_key)))
+        state = restore(jax.device_get(LoopState(unpmap(training_state), all_processes(env_state), local_key, eval_key)))
         training_state = replicate(state.training, devices)
-        env_state, local_key, eval_key = state.env, state.key, state.eval_key
+        env_state = jax.tree_util.tree_map(lambda x: x[local_rows(len(devices))], state.env)
+        local_key, eval_key = state.key, state.eval_key
     # The env states as the epoch returns them (sharded over the local devices along axis 0), so
     # that every epoch, the first included and a restored one, runs the same executable: one compile.
     env_state = jax.device_put(env_state, device_sharding(devices))

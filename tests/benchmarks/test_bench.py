@@ -149,6 +149,19 @@ def test_ik_bench_learned_arguments(tmp_path, capsys):
     assert "argument --save-learned" in capsys.readouterr().err
 
 
+def test_env_bench_times_both_c_loops_against_both_raw_baselines(capsys):
+    """One row per backend c host loop; rates positive, ratios as the table defines them."""
+    assert cli.main(["bench", "env", "--env", "SO101Reach-v0", "--batch", "4", "--steps", "1", "--repeats", "3", "--no-reference"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.strip().splitlines()[-2:]]
+    assert [row[1] for row in rows] == ["batch", "pool"]
+    for row in rows:
+        rate, physics, raw_rollout, raw_batch, vs_rollout, vs_batch = (float(x) for x in row[2:8])
+        assert min(rate, raw_rollout, raw_batch, vs_rollout, vs_batch) > 0 and physics == pytest.approx(rate * 50, rel=3e-3)
+    assert cli.main(["bench", "env", "--env", "SO101Reach-v0", "--batch", "2", "--steps", "1", "--repeats", "1", "--no-reference",
+                     "--loop", "pool"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].split()[:2] == ["2", "pool"]
+
+
 def test_train_bench_reports_the_ppo_rate_against_the_raw_env(capsys):
     """The tiny preset end to end: three positive rates and their ratios in one table row."""
     jax.config.update("jax_enable_x64", False)  # training runs in float32, the library default

@@ -1,0 +1,86 @@
+"""Training across processes: ``so101-mjx train --num-processes N``.
+
+JAX's multi-controller runtime (``jax.distributed``) joins N processes, each running the same
+training; the loop's ``pmap`` then spans the devices of every process, and only process 0 writes
+the run directory. A run on P processes of D devices each equals one process with P * D devices
+(:mod:`so101_mjx.training.ppo_loop`). On CPUs the processes all-reduce through gloo.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from so101_mjx.errors import InputError
+
+STOP_GRACE_S = 10.0  # seconds a process gets to stop after SIGTERM before SIGKILL
+
+
+def check(num_processes: int, process_id: int | None, coordinator: str | None) -> None:
+    """InputError unless the flags name one launcher (no process id, no coordinator) or one
+    process of a run (``process_id`` in ``[0, num_processes)`` and a ``host:port`` coordinator)."""
+    if process_id is None and coordinator is None:
+        return
+    if process_id is None or coordinator is None:
+        raise InputError("--process-id and --coordinator go together (one process of a multi-process run)")
+    if not 0 <= process_id < num_processes:
+        raise InputError(f"--process-id must be in [0, --num-processes={num_processes}), got {process_id}")
+    host, _, port = coordinator.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"--coordinator must be HOST:PORT (e.g. 10.0.0.1:23456), got {coordinator!r}")
+
+
+def initialize(coordinator: str, num_processes: int, process_id: int) -> None:
+    """Join the run's other processes; call before JAX computes anything."""
+    import jax
+
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")  # CPU devices' collectives across processes
+    jax.distributed.initialize(coordinator_address=coordinator, num_processes=num_processes, process_id=process_id)
+
+
+def free_port() -> int:
+    """A TCP port free on localhost now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def launch(argv: list[str], num_processes: int) -> int:
+    """Run ``so101-mjx <argv>`` as ``num_processes`` processes on this host, joined through a
+    coordinator on a free localhost port. Returns 0 when all succeed; else the first failure's
+    exit status, after stopping the others (a process left alone would wait for its peers)."""
+    coordinator = f"127.0.0.1:{free_port()}"
+    procs = [subprocess.Popen([sys.executable, "-m", "so101_mjx", *argv, "--process-id", str(i), "--coordinator", coordinator])
+             for i in range(num_processes)]
+    previous = signal.signal(signal.SIGTERM, _terminated)  # a SIGTERM to the launcher stops its processes too
+    try:
+        while True:
+            codes = [p.poll() for p in procs]
+            failed = [c for c in codes if c not in (None, 0)]
+            if failed or all(c == 0 for c in codes):
+                return failed[0] if failed else 0
+            time.sleep(0.2)
+    finally:
+        _stop(procs)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """SIGTERM to the processes still running, SIGKILL to those still running after :data:`STOP_GRACE_S`."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    for p in procs:
+        try:
+            p.wait(max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
