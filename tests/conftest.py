@@ -1,9 +1,16 @@
 """Test configuration: float64 JAX (the parity contract is stated in float64); float32 tests pass
-float32 arrays explicitly."""
+float32 arrays explicitly.
+
+XLA compiles at backend optimization level 0 (LLVM's code generation unoptimized), in this process
+and in the CLI subprocesses the tests start: most of the suite's time is compilation, and this
+halves it. To test optimized code, name another level in ``XLA_FLAGS``
+(``--xla_backend_optimization_level=3``, XLA's default)."""
 
 import os
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
 
 import jax
 
@@ -60,3 +67,4 @@ def float32():
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
+

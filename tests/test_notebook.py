@@ -8,6 +8,7 @@ import pytest
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "so101_mjx_tour.ipynb"
 
 
+@pytest.mark.slow  # the whole tour, training included
 def test_tour_notebook_executes(tmp_path, monkeypatch):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")

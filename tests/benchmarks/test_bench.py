@@ -119,6 +119,7 @@ def ik_table(out: str) -> dict[tuple[str, int], dict[str, str]]:
     return {(r["solver"], int(r["batch"])): r for r in rows}
 
 
+@pytest.mark.slow  # every solver compiled
 def test_ik_bench_reports_every_solver_and_saves_the_learned_net(tmp_path, capsys):
     from so101_mjx.ik import learned as neural_ik
 
@@ -162,6 +163,7 @@ def test_env_bench_times_both_c_loops_against_both_raw_baselines(capsys):
     assert capsys.readouterr().out.strip().splitlines()[-1].split()[:2] == ["2", "pool"]
 
 
+@pytest.mark.slow  # PPO epochs compiled
 def test_train_bench_reports_the_ppo_rate_against_the_raw_env(capsys):
     """The tiny preset end to end: three positive rates and their ratios in one table row."""
     jax.config.update("jax_enable_x64", False)  # training runs in float32, the library default
@@ -177,6 +179,7 @@ def test_train_bench_reports_the_ppo_rate_against_the_raw_env(capsys):
     assert collect_ratio == pytest.approx(collect / raw, rel=3e-3) and ppo_ratio == pytest.approx(ppo / raw, rel=3e-3)  # 4 digits printed
 
 
+@pytest.mark.slow  # render workers and pixel envs
 def test_render_bench_reports_frames_and_env_rates(capsys):
     assert cli.main(["bench", "render", "--size", "16", "--batch", "1", "3", "--repeats", "1", "--env-batch", "2"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

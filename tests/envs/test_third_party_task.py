@@ -89,6 +89,7 @@ def test_gymnasium_id(registered):
     env.close()
 
 
+@pytest.mark.slow  # a training run
 def test_trains_with_the_tiny_preset_through_the_cli(registered, tmp_path, capsys):
     jax.config.update("jax_enable_x64", False)
     try:

@@ -5,7 +5,7 @@ ends with the episodes of an uninterrupted one.
 
 A SIGKILL that lands inside a commit's renames (after its manifest, a window of a few renames)
 leaves a commit the next writer finishes: there the independent read waits for ``--resume``.
-The default suite kills one recording twice (SIGTERM, SIGKILL); ``-m slow`` kills one 20 times.
+``-m slow`` kills one recording twice (SIGTERM, SIGKILL); ``-m soak`` kills one 20 times.
 """
 
 from __future__ import annotations
@@ -107,11 +107,12 @@ def run_trials(tmp_path: Path, episodes: int, trials: list[tuple[int, float]]) -
                                    atol=1e-5, err_msg=name)
 
 
+@pytest.mark.slow  # five recordings (~60 s); the default suite injects the damage: tests/data/test_dataset_check.py
 def test_record_killed_by_sigterm_and_sigkill_then_resumed(tmp_path):
-    run_trials(tmp_path, 120, [(signal.SIGTERM, 0.1), (signal.SIGKILL, 0.1)])
+    run_trials(tmp_path, 40, [(signal.SIGTERM, 0.1), (signal.SIGKILL, 0.1)])
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_record_killed_at_20_random_points(tmp_path):
     """SIGINT, SIGTERM and SIGKILL in turn, each at a random moment after an episode was kept."""
     rng = np.random.default_rng(2026)

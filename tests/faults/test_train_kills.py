@@ -2,7 +2,7 @@
 after every kill ``metrics.csv`` and every published checkpoint are readable, and the resumed run ends
 with the uninterrupted run's checkpoints bitwise (tests/training/test_resume.py kills at chosen points).
 
-Both are slow (``-m slow``): one SIGTERM, and 12 kills compared with an uninterrupted run; the
+One SIGTERM (``-m slow``) and 12 kills compared with an uninterrupted run (``-m soak``); the
 default suite's kills are tests/training/test_resume.py's.
 """
 
@@ -78,7 +78,7 @@ def test_train_killed_by_sigterm_then_resumed(tmp_path):
     run_trials(tmp_path, [(signal.SIGTERM, 0.5)], compare=False)
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_train_killed_at_12_random_points(tmp_path):
     rng = np.random.default_rng(2026)
     run_trials(tmp_path, [(SIGNALS[i % 3], float(rng.uniform(0, 4))) for i in range(12)], compare=True)

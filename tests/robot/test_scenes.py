@@ -98,6 +98,7 @@ def test_dropped_block_rests_on_floor_c(model):
     assert np.abs(d.qvel[model.joint("block").dofadr[0] :][:6]).max() < 1e-3
 
 
+@pytest.mark.slow  # MJX compiles
 def test_mjx_first_step_memory_and_rest():
     """put_model + first jitted mjx.step on CPU in a fresh process: peak RSS < 4 GiB, block at rest."""
     code = """
@@ -160,7 +161,7 @@ def _carry(backend_after_grasp: str) -> tuple[float, float]:
     return block[2] - z0, float(np.linalg.norm(block - np.asarray(env.arm.ik_point(s.physics))))
 
 
-@pytest.mark.parametrize("backend", ["c", "mjx"])
+@pytest.mark.parametrize("backend", ["c", pytest.param("mjx", marks=pytest.mark.slow)])
 def test_pads_hold_a_lifted_block(backend):
     """With pads, the closed gripper lifts the block and carries it without dropping it."""
     rise, gap = _carry(backend)

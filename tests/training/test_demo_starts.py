@@ -106,6 +106,7 @@ def test_no_successful_demonstration_is_a_value_error():
         scripted_bank(env, jax.random.PRNGKey(0), episodes=2)
 
 
+@pytest.mark.slow  # a training run
 def test_training_with_demo_starts_evaluates_from_the_normal_reset(tmp_path, monkeypatch):
     """A tiny run with demo starts: the bank reaches the training env, never the evaluator's."""
     from so101_mjx.training import ppo_loop as loop

@@ -69,11 +69,12 @@ def run_two_devices(backend: str, out) -> dict:
     return report
 
 
+@pytest.mark.slow  # a training run and Brax's (~60 s)
 def test_two_devices_on_backend_c_equal_brax(tmp_path):
     assert run_two_devices("c", tmp_path / "run")["equal_to_brax"]
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_two_devices_on_backend_mjx(tmp_path):
     """~4.5 min on this shared 2-core CPU (MJX compiles of the pmapped epoch and the eval)."""
     run_two_devices("mjx", tmp_path / "run")

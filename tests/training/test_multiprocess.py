@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from so101_mjx.training import checkpoint
 from tests.training.test_multidevice import two_devices
@@ -53,6 +54,7 @@ def assert_same_run(a, b) -> None:
             np.testing.assert_array_equal(left[name], right[name], err_msg=f"{x.name}: {name}")
 
 
+@pytest.mark.slow  # four training runs (~80 s)
 def test_two_processes_equal_two_devices_and_resume(tmp_path):
     two, procs = tmp_path / "two-devices", tmp_path / "two-processes"
     so101_mjx(two_devices(), "--out", str(two))

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from so101_mjx.training import checkpoint
 from so101_mjx.training.progress import COLUMNS, CSV_FILE, PNG_FILE, WALL_CLOCK_COLUMNS, read_csv
@@ -58,6 +59,7 @@ def saved_arrays(step_dir: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
+@pytest.mark.slow  # five training runs (~85 s)
 def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
     reference_dir = tmp_path / "reference"
     reference = subprocess.Popen(command(reference_dir), env=environment(), stdout=subprocess.PIPE,

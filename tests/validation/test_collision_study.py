@@ -61,6 +61,7 @@ def test_bad_variant_and_fit_raise():
         cs.Fit("cylinder")
 
 
+@pytest.mark.slow  # MJX contacts of two scenes
 @pytest.mark.parametrize("variant, pair", [("boxes (today)", "box–box"), ("capsule pads", "capsule–box")])
 def test_contact_comparison_at_two_grasp_states(variant, pair):
     model = cs.variant_model(variant)

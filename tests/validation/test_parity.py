@@ -52,6 +52,7 @@ def _assert_one_step_contract(dev: dict, label: str) -> None:
             assert dev[cls]["qpos"] <= 1e-9 and dev[cls]["qvel"] <= 1e-9, (label, cls, dev[cls])
 
 
+@pytest.mark.slow  # MJX compiles
 def test_one_control_step_mjx_vs_c(episodes):
     """From identical physics states (block dropped, then resting on the floor, arm moving), same
     solver iterations: ≤ 1e-9 on qpos and qvel."""
@@ -74,7 +75,7 @@ def test_contact_classes_find_the_grasp(episodes):
     assert classes[-1] == parity.CONTACT_CLASSES.index("arm in contact")
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_contact_free_200_steps_mjx_vs_c(episodes):
     ep = episodes["reach/waypoints"]
     out = parity.compare_episode(ep)
@@ -85,7 +86,7 @@ def test_contact_free_200_steps_mjx_vs_c(episodes):
         _assert_one_step_contract(out["one_step_mjx_vs_c"][mode], f"{ep.label} {mode}")
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 @pytest.mark.parametrize("label", ["pick_cube/random", "pick_place/scripted"])
 def test_one_step_contract_along_contact_episodes(episodes, label):
     ep = episodes[label]
@@ -96,7 +97,7 @@ def test_one_step_contract_along_contact_episodes(episodes, label):
     _assert_one_step_contract(dev, label)
 
 
-@pytest.mark.slow
+@pytest.mark.soak
 def test_contact_rich_outcomes_256_seeds():
     out = parity.outcome_agreement(256)
     print(out)
