@@ -35,13 +35,19 @@ def policy_fns(env: SO101Env, policy: str | Callable[[Array], Array]) -> tuple[C
         return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, policy(s.obs)))
     if policy in ("scripted", "demonstrator"):
         init, act = scripted.controller_for(env, demonstrator=policy == "demonstrator")
-        return init, lambda cs, s, key: act(cs, s)
+        return lambda s: init(_flat(s)), lambda cs, s, key: act(cs, _flat(s))
     if policy == "random":
         lo, hi = jnp.asarray([-1.0, -1.0, -1.0, 0.0]), jnp.asarray([1.0, 1.0, 1.0, 1.0])
-        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jax.random.uniform(key, (4,), s.obs.dtype, lo, hi)))
+        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jax.random.uniform(key, (4,), s.physics.qpos.dtype, lo, hi)))
     if policy == "zero":
-        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jnp.zeros(4, s.obs.dtype).at[3].set(1.0)))
+        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jnp.zeros(4, s.physics.qpos.dtype).at[3].set(1.0)))
     raise InputError(f"policy must be one of {POLICIES} or a callable, got {policy!r}")
+
+
+def _flat(state: State) -> State:
+    """``state`` observing the flat observation (an ``image_obs`` env's dict holds it as ``"state"``):
+    what the scripted controllers read."""
+    return state.replace(obs=state.obs["state"]) if isinstance(state.obs, dict) else state
 
 
 def run_episodes(

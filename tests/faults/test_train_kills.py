@@ -2,8 +2,8 @@
 after every kill ``metrics.csv`` and every published checkpoint are readable, and the resumed run ends
 with the uninterrupted run's checkpoints bitwise (tests/training/test_resume.py kills at chosen points).
 
-One SIGTERM (``-m slow``) and 12 kills compared with an uninterrupted run (``-m soak``); the
-default suite's kills are tests/training/test_resume.py's.
+One SIGTERM (``-m slow``) and 12 kills compared with an uninterrupted run (``-m soak``); kills at
+chosen points: tests/training/test_resume.py (``-m slow``).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def run_trials(tmp_path: Path, trials: list[tuple[int, float]], compare: bool) -
             np.testing.assert_array_equal(final_ours[key], final_theirs[key], err_msg=key)
 
 
-@pytest.mark.slow  # the default suite kills training at chosen points: tests/training/test_resume.py
+@pytest.mark.slow  # kills at chosen points: tests/training/test_resume.py
 def test_train_killed_by_sigterm_then_resumed(tmp_path):
     run_trials(tmp_path, [(signal.SIGTERM, 0.5)], compare=False)
 
