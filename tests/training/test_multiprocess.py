@@ -81,7 +81,7 @@ def test_the_train_command_imports_without_starting_jax():
             "import so101_mjx.training.ppo as ppo\n"
             "from so101_mjx.training import presets\n"
             "presets.preset('SO101PickCube-v0', 'cpu')\n"
-            "assert not xb._backends, 'a JAX backend started at import'\n")
+            "assert not xb.backends_are_initialized(), 'a JAX backend started at import'\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
 
