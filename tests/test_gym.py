@@ -139,7 +139,7 @@ def test_invalid_config_and_render_mode_raise():
     with pytest.raises(ValueError, match="action_scale must be positive"):
         sgym.SO101PickCubeGymEnv(action_scale=-1.0)
     with pytest.raises(ValueError, match="render_mode must be one of"):
-        sgym.SO101PickCubeGymEnv(render_mode="human")
+        sgym.SO101PickCubeGymEnv(render_mode="depth")
 
 
 def test_render_and_image_obs(gl):

@@ -1,11 +1,14 @@
 """Rigid-body dynamics of the SO-101 behind FIGAROH's ``DynamicsBackend`` interface.
 
-Two backends, one set of conventions:
+Three backends, one set of conventions (:class:`DynamicsBackend` is the interface;
+:class:`ChainBackend` the hinge chain of an ``MjModel`` that the first two share):
 
 - :class:`JaxBackend`: RNEA / CRBA over the kinematic chain in JAX, any leading batch axes,
   jit/vmap/grad-safe, float32 or float64 (the inputs' dtype); Coriolis and derivatives by autodiff.
 - :class:`~so101_mjx.dynamics.mujoco_backend.MujocoBackend`: MuJoCo C (``mj_fullM``, ``mj_rne``,
   ``mj_inverse``, ``mj_forward``) with numpy, one configuration per call: the reference.
+- :class:`~so101_mjx.dynamics.pinocchio_backend.PinocchioBackend`: Pinocchio (the ``pinocchio``
+  extra), numpy, one configuration per call, with the exceptions listed in its module.
 
 Equation of motion (rigid body)::
 
@@ -36,7 +39,7 @@ Conventions (both backends):
   each name to ``position`` (3,), ``orientation`` (3, 3) (columns are the frame axes in world),
   ``quaternion`` (4,) (w, x, y, z) with w ≥ 0, ``transformation`` (4, 4). Jacobians are (6, nv),
   ``[linear; angular]``, world-aligned, of the frame origin (``mj_jacBody`` / ``mj_jacSite``).
-- Inertial parameters: one 10-vector per moving body (bodies with a chain joint at or above them;
+- Inertial parameters (``get_inertias``: :class:`BodyInertia` objects): one 10-vector per moving body (bodies with a chain joint at or above them;
   the fixed ``base`` has none), in Pinocchio's dynamic-parameter order
   ``[m, m cx, m cy, m cz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``, in the body frame, inertia about the
   body origin (``I_com + m (|c|² 1 - c cᵀ)``). The regressor ``W(q, v, a)`` (nv, 10 nb) satisfies
@@ -63,31 +66,62 @@ from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import ROBOT_JOINTS, load_model
 
 
-class DynamicsBackend(ABC):
-    """FIGAROH's dynamics-backend interface over an SO-101 ``MjModel`` (see the module docstring).
+class ModelLoadError(InputError, RuntimeError):
+    """A model file a backend cannot load: the seed's RuntimeError, and this library's InputError."""
 
-    Args:
-        model: a scene name (``"so101"``: the arm alone), an MJCF path or a compiled ``MjModel``.
-        joints: the hinge joints that form ``q`` and ``v``, in this order.
-        include_armature: add ``diag(dof_armature)`` to ``M`` (and so to ID / FD).
+
+class BodyInertia:
+    """One body's inertia in Pinocchio's terms, from its dynamic parameters (10,) (see the module docstring).
+
+    ``mass`` [kg], ``lever`` (3,) centre of mass in the body frame [m] (zeros when massless),
+    ``inertia`` (3, 3) about the centre of mass, body axes [kg m²]; ``toDynamicParameters()`` and
+    ``np.asarray`` give the 10-vector.
     """
 
-    def __init__(self, model: str | Path | mujoco.MjModel = "so101", *, joints: tuple[str, ...] = ROBOT_JOINTS,
-                 include_armature: bool = False):  # fmt: skip
-        self._model_path = None if isinstance(model, mujoco.MjModel) else str(model)
-        self._model = model if isinstance(model, mujoco.MjModel) else load_model(model)
-        self._config = {"joints": tuple(joints), "include_armature": bool(include_armature)}
-        self.chain = Chain.from_model(self._model, tuple(joints))
+    def __init__(self, parameters: np.ndarray):
+        self._theta = np.array(parameters, dtype=np.float64).reshape(10)
 
-    nq = property(lambda self: len(self.chain.kin.joints), doc="Number of position variables.")
-    nv = property(lambda self: len(self.chain.kin.joints), doc="Number of velocity variables.")
-    model_format = property(lambda self: "mjcf", doc="Model format: ``'mjcf'``.")
-    model_path = property(lambda self: self._model_path, doc="Scene name or MJCF path; None for an MjModel.")
+    mass = property(lambda self: float(self._theta[0]))
+    lever = property(lambda self: self._theta[1:4] / self.mass if self.mass else np.zeros(3))
+
+    @property
+    def inertia(self) -> np.ndarray:
+        c = self.lever
+        about_origin = self._theta[[4, 5, 7, 5, 6, 8, 7, 8, 9]].reshape(3, 3)
+        return about_origin - self.mass * (c @ c * np.eye(3) - np.outer(c, c))
+
+    def toDynamicParameters(self) -> np.ndarray:  # Pinocchio's name
+        return self._theta.copy()
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return self._theta.astype(dtype or np.float64)
+
+    def __repr__(self) -> str:
+        return f"BodyInertia(mass={self.mass:g}, lever={self.lever.tolist()})"
+
+
+class DynamicsBackend(ABC):
+    """FIGAROH's dynamics-backend interface (seed 004); see the module docstring for the conventions.
+
+    Args:
+        model_path: where the model came from (a path or scene name; None for an in-memory model).
+        kwargs: backend options, returned by :attr:`config`.
+
+    The optional methods raise ``NotImplementedError`` naming the backend unless it implements them.
+    """
+
+    regressor_inertia_start = 0
+    """Index in :meth:`get_inertias` of the body of the regressor's first 10 columns."""
+
+    def __init__(self, model_path: str | None, **kwargs):
+        self._model_path = model_path
+        self._config = dict(kwargs)
+
+    nq = property(abstractmethod(lambda self: None), doc="Number of position variables.")
+    nv = property(abstractmethod(lambda self: None), doc="Number of velocity variables.")
+    model_format = property(abstractmethod(lambda self: None), doc="Model format: 'mjcf' or 'urdf'.")
+    model_path = property(lambda self: self._model_path, doc="Path or scene name of the model; None for an in-memory one.")
     config = property(lambda self: dict(self._config), doc="Backend options.")
-    include_armature = property(lambda self: self._config["include_armature"])
-
-    @abstractmethod
-    def _asarray(self, x, name: str): ...
 
     @abstractmethod
     def compute_mass_matrix(self, q): """M(q), (..., nv, nv)."""
@@ -105,7 +139,7 @@ class DynamicsBackend(ABC):
     def compute_forward_kinematics(self, q) -> dict[str, dict[str, Any]]: """World pose of every frame."""
 
     @abstractmethod
-    def compute_jacobian(self, q, frame: str): """World-aligned Jacobian (..., 6, nv), [linear; angular]."""
+    def compute_jacobian(self, q, frame: str): """Geometric Jacobian (..., 6, nv), [linear; angular]."""
 
     @abstractmethod
     def compute_regressor(self, q, v, a): """W(q, v, a), (..., nv, 10 nb), ``W θ = tau``."""
@@ -116,8 +150,92 @@ class DynamicsBackend(ABC):
     @abstractmethod
     def compute_forward_dynamics(self, q, v, tau): """a (..., nv), rad/s²."""
 
+    def _unimplemented(self, name: str):
+        raise NotImplementedError(f"{type(self).__name__} does not implement {name}")
+
+    def compute_dynamics_derivatives(self, q, v) -> dict[str, Any]:
+        """dM_dq, dC_dq, dC_dv, dg_dq (optional)."""
+        self._unimplemented("dynamics derivatives")
+
+    def get_joint_names(self) -> list[str]:
+        self._unimplemented("get_joint_names")
+
+    def get_frame_names(self) -> list[str]:
+        self._unimplemented("get_frame_names")
+
+    def get_inertias(self) -> list:
+        """Per-body inertia objects, each with a ``mass``: used to drop massless bodies' regressor columns."""
+        self._unimplemented("get_inertias")
+
+    def get_frame_id(self, frame: str) -> int:
+        self._unimplemented("get_frame_id")
+
+    def compute_difference(self, q1, q2):
+        """``q2 ⊖ q1``, (..., nv)."""
+        self._unimplemented("compute_difference")
+
+    def compute_integrate(self, q, v):
+        """``q ⊕ v``, (..., nq)."""
+        self._unimplemented("compute_integrate")
+
+    def random_configuration(self):
+        self._unimplemented("random_configuration")
+
+    def get_model_object(self) -> Any:
+        """The simulator's own model object (escape hatch)."""
+        self._unimplemented("get_model_object")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_val, exc_tb):
+        return None
+
+
+def load_mujoco_model(model: str | Path) -> mujoco.MjModel:
+    """A scene name, MJCF path or URDF path (MuJoCo's URDF import) as an ``MjModel``.
+
+    Raises:
+        ModelLoadError: a RuntimeError (the seed's type) and ValueError, naming the model and why.
+    """
+    if not isinstance(model, (str, Path)):
+        raise InputError(f"model must be a scene name, an MJCF or URDF path or an MjModel, got {type(model).__name__}")
+    try:
+        return mujoco.MjModel.from_xml_path(str(model)) if str(model).endswith(".urdf") else load_model(model)
+    except (ValueError, OSError) as err:
+        raise ModelLoadError(f"Failed to load model '{model}' with MuJoCo: {err}\n"
+                             "Ensure the file is valid URDF or MJCF format.") from err  # fmt: skip
+
+
+class ChainBackend(DynamicsBackend):
+    """The backends over the hinge chain of an ``MjModel``: :class:`JaxBackend` and ``MujocoBackend``.
+
+    Args:
+        model_path: a scene name (``"so101"``: the arm alone), an MJCF or URDF path (``str`` or
+            ``Path``; URDF through MuJoCo's import) or a compiled ``MjModel``.
+        joints: the hinge joints that form ``q`` and ``v``, in this order.
+        include_armature: add ``diag(dof_armature)`` to ``M`` (and so to ID / FD).
+        verbose: print one line when the model is loaded.
+    """
+
+    def __init__(self, model_path: str | Path | mujoco.MjModel = "so101", *, joints: tuple[str, ...] = ROBOT_JOINTS,
+                 include_armature: bool = False, verbose: bool = False):  # fmt: skip
+        in_memory = isinstance(model_path, mujoco.MjModel)
+        super().__init__(None if in_memory else str(model_path), joints=tuple(joints), include_armature=bool(include_armature),
+                         verbose=bool(verbose))  # fmt: skip
+        self._model = model_path if in_memory else load_mujoco_model(model_path)
+        self.chain = Chain.from_model(self._model, tuple(joints))
+        if verbose:
+            print(f"MuJoCo model loaded: {self.nq} positions, {self.nv} velocities ({type(self).__name__})")
+
+    nq = property(lambda self: len(self.chain.kin.joints), doc="Number of position variables.")
+    nv = property(lambda self: len(self.chain.kin.joints), doc="Number of velocity variables.")
+    model_format = property(lambda self: "urdf" if str(self._model_path).endswith(".urdf") else "mjcf",
+                            doc="Model format: 'urdf' for a URDF path, else 'mjcf'.")  # fmt: skip
+    include_armature = property(lambda self: self._config["include_armature"])
+
     @abstractmethod
-    def compute_dynamics_derivatives(self, q, v) -> dict[str, Any]: """dM_dq, dC_dq, dC_dv, dg_dq."""
+    def _asarray(self, x, name: str): ...
 
     def get_joint_names(self) -> list[str]:
         return list(self.chain.kin.joints)
@@ -132,9 +250,9 @@ class DynamicsBackend(ABC):
             raise InputError(f"unknown frame {frame!r}; expected one of {list(self.chain.frame_names)}")
         return self.chain.frame_names.index(frame)
 
-    def get_inertias(self) -> list[np.ndarray]:
-        """Dynamic parameters (10,) of each moving body (names: ``chain.body_names``)."""
-        return list(self.chain.params.copy())
+    def get_inertias(self) -> list[BodyInertia]:
+        """Inertia of each moving body (names: ``chain.body_names``), in regressor order."""
+        return [BodyInertia(theta) for theta in self.chain.params]
 
     @property
     def parameters(self) -> np.ndarray:
@@ -157,18 +275,12 @@ class DynamicsBackend(ABC):
         lo, hi = self.chain.q_range.T
         return np.random.default_rng(rng).uniform(lo, hi, (*size, self.nq))
 
-    def __enter__(self):
-        return self
 
-    def __exit__(self, exc_type, exc_val, exc_tb):
-        return None
-
-
-class JaxBackend(DynamicsBackend):
+class JaxBackend(ChainBackend):
     """Batched, differentiable dynamics in JAX. Inputs (..., nv) broadcast over leading axes."""
 
-    def __init__(self, model: str | Path | mujoco.MjModel = "so101", **kwargs):
-        super().__init__(model, **kwargs)
+    def __init__(self, model_path: str | Path | mujoco.MjModel = "so101", **kwargs):
+        super().__init__(model_path, **kwargs)
         c = self.chain
         arm = c.armature if self.include_armature else np.zeros_like(c.armature)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from so101_mjx.dynamics.backend import DynamicsBackend, JaxBackend
+from so101_mjx.dynamics.backend import ChainBackend, DynamicsBackend, JaxBackend
 
 PARAMETER_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 
@@ -119,7 +119,17 @@ def _rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(np.square(x))))
 
 
-def excite(backend: DynamicsBackend, t: np.ndarray, seed: int, **trajectory) -> tuple[np.ndarray, np.ndarray]:
+def nonzero_inertia_columns(backend: DynamicsBackend) -> np.ndarray:
+    """Regressor columns of the bodies whose inertia has nonzero mass, FIGAROH's filter over
+    ``backend.get_inertias()`` (seed 004: "used for nonzero-inertia filtering in regressor
+    computation"). Body ``i`` of the regressor is ``get_inertias()[regressor_inertia_start + i]``
+    (Pinocchio lists the universe first)."""
+    inertias = backend.get_inertias()[backend.regressor_inertia_start :]
+    keep = np.array([i for i, inertia in enumerate(inertias) if inertia.mass != 0], dtype=int)
+    return (10 * keep[:, None] + np.arange(10)).reshape(-1)
+
+
+def excite(backend: ChainBackend, t: np.ndarray, seed: int, **trajectory) -> tuple[np.ndarray, np.ndarray]:
     """Stacked regressor (T nv, P) and rigid-body torques (T nv,) along a Fourier trajectory."""
     q, v, a = fourier_trajectory(backend.chain.q_range, t, seed=seed, **trajectory)
     w = np.asarray(backend.compute_regressor(q, v, a), dtype=np.float64)
@@ -127,9 +137,11 @@ def excite(backend: DynamicsBackend, t: np.ndarray, seed: int, **trajectory) -> 
     return w.reshape(-1, w.shape[-1]), tau.reshape(-1)
 
 
-def identify(backend: DynamicsBackend | None = None, *, duration: float = 20.0, rate: float = 50.0,
+def identify(backend: ChainBackend | None = None, *, duration: float = 20.0, rate: float = 50.0,
              noise_std: float = 0.01, seed: int = 0, **trajectory) -> IdentificationReport:  # fmt: skip
-    """Identify the base parameters of ``backend`` (default: ``JaxBackend()``, the arm alone).
+    """Identify the base parameters of ``backend`` (default: ``JaxBackend()``, the arm alone), a
+    :class:`~so101_mjx.dynamics.backend.ChainBackend`; bodies of zero mass are left out
+    (:func:`nonzero_inertia_columns`).
 
     Args:
         duration, rate: length [s] and sampling rate [Hz] of the excitation.
@@ -140,17 +152,20 @@ def identify(backend: DynamicsBackend | None = None, *, duration: float = 20.0, 
     """
     backend = JaxBackend() if backend is None else backend
     t = np.arange(0.0, duration, 1.0 / rate)
+    columns = nonzero_inertia_columns(backend)  # massless bodies' parameters are not identified
     w, tau = excite(backend, t, seed, **trajectory)
     w_val, tau_val = excite(backend, t, seed + 1, **trajectory)
+    w, w_val = w[:, columns], w_val[:, columns]
     base = BaseParameters.from_regressor(w)
     wb, wb_val = w[:, base.independent], w_val[:, base.independent]
-    beta = base.project(backend.parameters)
+    beta = base.project(backend.parameters[columns])
     rng = np.random.default_rng(seed)
     tau_noisy = tau + rng.normal(0.0, noise_std, tau.shape)
     tau_val_noisy = tau_val + rng.normal(0.0, noise_std, tau_val.shape)
     beta_clean = np.linalg.lstsq(wb, tau, rcond=None)[0]
     beta_noisy = np.linalg.lstsq(wb, tau_noisy, rcond=None)[0]
     labels = [f"{p}[{b}]" for b in backend.chain.body_names for p in PARAMETER_NAMES]
+    labels = [labels[c] for c in columns]
     return IdentificationReport(
         names=base.describe(labels),
         beta_true=beta,

@@ -11,16 +11,16 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from so101_mjx.dynamics.backend import DynamicsBackend
-from so101_mjx.dynamics.rigid_body import homogeneous
+from so101_mjx.dynamics.backend import ChainBackend
+from so101_mjx.dynamics.rigid_body import homogeneous, quaternion
 from so101_mjx.errors import InputError
 
 
-class MujocoBackend(DynamicsBackend):
+class MujocoBackend(ChainBackend):
     """MuJoCo C reference, numpy, one configuration per call (inputs of shape (nv,))."""
 
-    def __init__(self, model: str | Path | mujoco.MjModel = "so101", **kwargs):
-        super().__init__(model, **kwargs)
+    def __init__(self, model_path: str | Path | mujoco.MjModel = "so101", **kwargs):
+        super().__init__(model_path, **kwargs)
         self._m = m = copy.deepcopy(self._model)
         if not self.include_armature:
             m.dof_armature[:] = 0.0
@@ -126,10 +126,7 @@ class MujocoBackend(DynamicsBackend):
         rot = np.concatenate([d.xmat[self._frame_bodies], d.site_xmat[self._sites]]).reshape(-1, 3, 3)
         out = {}
         for name, p, r in zip(self.chain.frame_names, pos, rot):
-            quat = np.zeros(4)
-            mujoco.mju_mat2Quat(quat, r.reshape(9))
-            quat = -quat if quat[0] < 0 else quat
-            out[name] = {"position": p, "orientation": r, "quaternion": quat, "transformation": homogeneous(p, r)}
+            out[name] = {"position": p, "orientation": r, "quaternion": quaternion(r), "transformation": homogeneous(p, r)}
         return out
 
     def compute_jacobian(self, q, frame: str) -> np.ndarray:
@@ -154,3 +151,6 @@ def _cinert(theta: np.ndarray, offset: np.ndarray, rot: np.ndarray) -> np.ndarra
     s, sh = np.cross(np.eye(3), offset), np.cross(np.eye(3), h)  # skew(offset), skew(h)
     inertia = rot @ i_local @ rot.T - m * s @ s - s @ sh - sh @ s
     return np.array([*inertia[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]], *(h + m * offset), m])
+
+
+MuJoCoBackend = MujocoBackend  # FIGAROH's spelling of the name (seed 004)

@@ -216,6 +216,13 @@ def mat2quat(rot: Array) -> Array:
     return jnp.where(quat[..., :1] < 0, -quat, quat)
 
 
+def quaternion(rot: np.ndarray) -> np.ndarray:
+    """Unit quaternion (4,) (w, x, y, z), w ≥ 0, of one rotation matrix (3, 3) (numpy, MuJoCo's ``mju_mat2Quat``)."""
+    quat = np.zeros(4)
+    mujoco.mju_mat2Quat(quat, np.asarray(rot, dtype=np.float64).reshape(9))
+    return -quat if quat[0] < 0 else quat
+
+
 def homogeneous(pos, rot, xp=np):
     """4x4 transforms (..., 4, 4) from positions (..., 3) and rotations (..., 3, 3)."""
     top = xp.concatenate([rot, pos[..., None]], -1)

@@ -1,7 +1,8 @@
 """``SO101AnalyticSolver``: closed-form IK with the ``BaseSolver`` surface of :class:`SO101Solver`.
 
 Every branch of :func:`so101_mjx.ik.analytic.solve` (pan forward/back × elbow up/down) is checked
-against the joint limits and ranked by ``ik_nearest_weight`` distance to the seed, then FK-
+against the joint limits and ranked by ``ik_nearest_weight`` distance to the seed (or, with
+``selection="manipulability"``, by the TCP's Yoshikawa manipulability), then FK-
 verified: all of them by the chain's FK for poses and ``return_all_solutions``; for a single
 answer to a position, the chosen one by the geometry's own FK (:func:`~so101_mjx.ik.analytic.forward`,
 equal to the chain's to round-off: the closed form is exact where a branch exists, and the check
@@ -26,6 +27,7 @@ validity and (M, K, 5) candidates for :meth:`select_continuous_ik_path`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import partial
 
 import jax
@@ -38,6 +40,8 @@ from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import path as ik_path
+from so101_mjx.ik.multistart import SELECTIONS, manipulability
+from so101_mjx.ik.pytorch_solver import ChainCfg, solver_arguments
 from so101_mjx.ik.solver import SO101Solver, is_se3, pose_tolerance
 
 _INVALID = 1e9  # selection cost step: above any weighted squared joint distance
@@ -124,13 +128,21 @@ class SO101AnalyticSolver(PitchedSolver):
     """Closed-form IK of the TCP; see the module docstring.
 
     Args:
-        pos_eps: metres; a candidate whose FK misses the target by more is invalid.
-        rot_eps: radians (rotation-matrix entries); pose candidates beyond it are not exact.
+        model: MjModel (default: the ``so101`` scene) or an :class:`AnalyticSolverCfg`.
+        device: JAX device or platform string.
+        pos_eps: metres (default 1e-6); a candidate whose FK misses the target by more is invalid.
+        rot_eps: radians (rotation-matrix entries, default 1e-6); pose candidates beyond it are not exact.
+        selection: ``"nearest"`` (weighted joint distance to the seed) or ``"manipulability"`` (the
+            valid branch with the largest Yoshikawa √det(Jv Jvᵀ) of the TCP, nearest on ties).
         Other arguments as :class:`PitchedSolver`.
     """
 
-    def __init__(self, model: mujoco.MjModel | None = None, *, pos_eps: float = 1e-6, rot_eps: float = 1e-6, **kwargs):
-        super().__init__(model, pos_eps=pos_eps, rot_eps=rot_eps, num_samples=len(analytic_ik.BRANCHES), **kwargs)
+    def __init__(self, model: mujoco.MjModel | AnalyticSolverCfg | None = None, device=None, **kwargs):
+        cfg = model if isinstance(model, AnalyticSolverCfg) else None
+        model, kwargs = solver_arguments(model, kwargs)
+        kwargs = {"pos_eps": 1e-6, "rot_eps": 1e-6, **kwargs}
+        super().__init__(model, device=device, num_samples=len(analytic_ik.BRANCHES), **kwargs)
+        self.cfg = cfg
 
     def get_ik(self, target, qpos_seed=None, num_samples: int | None = None, return_all_solutions: bool = False,
                pitch=None):
@@ -147,7 +159,31 @@ class SO101AnalyticSolver(PitchedSolver):
         dt = t.dtype
         limits = (np.asarray(x, dt) for x in (self._lower, self._upper, self._weight, self._tcp))
         return _solve(self.kin, self._geometry(), self._cfg.site, pose, self._cfg.pos_eps, self._cfg.rot_eps,
-                      bool(return_all_solutions), t, pitch, seed, *limits)
+                      bool(return_all_solutions), self._cfg.selection, t, pitch, seed, *limits)
+
+
+@dataclass
+class AnalyticSolverCfg(ChainCfg):
+    """Config of :class:`SO101AnalyticSolver`: the base fields, ``pitch`` (radians), ``pos_eps``,
+    ``rot_eps`` and ``ik_solution_selection`` (``"nearest"`` or ``"manipulability"``)."""
+
+    class_type: str = "SO101AnalyticSolver"
+    pitch: float = np.pi / 2
+    pos_eps: float = 1e-6
+    rot_eps: float = 1e-6
+    ik_solution_selection: str = "nearest"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        checks.real("pitch", self.pitch), checks.real("pos_eps", self.pos_eps, gt=0), checks.real("rot_eps", self.rot_eps, gt=0)
+        if self.ik_solution_selection not in SELECTIONS:
+            raise InputError(f"ik_solution_selection must be one of {SELECTIONS}, got {self.ik_solution_selection!r}")
+
+    def solver_kwargs(self) -> dict:
+        return dict(pitch=self.pitch, pos_eps=self.pos_eps, rot_eps=self.rot_eps, selection=self.ik_solution_selection)
+
+
+AnalyticSolverCfg.solver_class = SO101AnalyticSolver
 
 
 def _floating(x, dtype=None) -> Array | np.ndarray:
@@ -218,11 +254,11 @@ def _pose_branches(kin, geom, site: str, pos: Array, site_rot: Array, seed_roll:
     return exists.reshape(*exists.shape[:-2], -1), q.reshape(*q.shape[:-3], -1, 5), elevation
 
 
-@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5, 6))
-def _solve(kin, geom, site, pose, pos_eps, rot_eps, all_solutions, target, pitch, seed, lower, upper, weight, tcp):
-    """Validity (..., K) and candidates (..., K, 5), valid first, each group nearest first; or
-    without ``all_solutions`` the nearest valid candidate: (...) and (..., 5). Invalid slots hold
-    the seed clipped to the limits.
+@partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5, 6, 7))
+def _solve(kin, geom, site, pose, pos_eps, rot_eps, all_solutions, selection, target, pitch, seed, lower, upper, weight, tcp):
+    """Validity (..., K) and candidates (..., K, 5), valid first, each group best first by ``selection``
+    (nearest, or largest manipulability); or without ``all_solutions`` the best valid candidate:
+    (...) and (..., 5). Invalid slots hold the seed clipped to the limits.
 
     Position targets without ``all_solutions`` FK-check only the chosen branch, by
     :func:`~so101_mjx.ik.analytic.forward`: the closed form is exact where a branch exists, so the
@@ -252,6 +288,9 @@ def _solve(kin, geom, site, pose, pos_eps, rot_eps, all_solutions, target, pitch
         if all_solutions:
             ok &= _reaches(kin, site, tcp, q, pos, pos_eps)[0]
     cost = jnp.sum(weight * (q - seed[..., None, :]) ** 2, -1)
+    if selection == "manipulability":  # the best-conditioned branch; the nearest among equal scores
+        score = manipulability(kin, jnp.where(ok[..., None], q, fallback), site, tcp[:3, 3])
+        cost = jnp.lexsort((cost, -score), axis=-1).argsort(-1).astype(cost.dtype)
     if all_solutions:
         # Valid and exact, then valid, each nearest first; then the invalid ones.
         order = jnp.lexsort((cost, inexact & ok, ~ok), axis=-1)

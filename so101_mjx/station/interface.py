@@ -25,6 +25,7 @@ is always rejected):
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import numbers
 from enum import Enum
 
@@ -47,6 +48,7 @@ __all__ = [
     "gripper_ctrl_to_open_fraction",
     "gripper_open_fraction_to_ctrl",
     "interpolate_chunk",
+    "sample_chunk",
 ]
 
 
@@ -80,9 +82,15 @@ class MotorizedArm_GripperType(Enum):
 _ARM_DOF = {MotorizedArm_ArmType.YAM_6DoF: 6, MotorizedArm_ArmType.SO101_5DoF: 5}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, init=False)
 class MotorizedArmSpec:
     """Hardware spec of one arm.
+
+    ``MotorizedArmSpec(refresh_rate, control_rate)`` is the interface's form (seed 003) and
+    describes the SO-101 (``arm="so101_5dof"``, ``gripper="so101_jaw_1dof"``, keywords to change
+    them). ``MotorizedArmSpec(arm, gripper, refresh_rate, control_rate)``, arm and gripper first,
+    is also accepted: a first positional argument that is an arm type or its string value selects
+    that order.
 
     Attributes:
         arm, gripper: the arm and gripper models (an enum member or its string value).
@@ -95,6 +103,17 @@ class MotorizedArmSpec:
     gripper: MotorizedArm_GripperType
     refresh_rate: int
     control_rate: int
+
+    def __init__(self, *args, **kwargs) -> None:
+        arm_first = bool(args) and isinstance(args[0], (str, MotorizedArm_ArmType))
+        try:
+            bound = (_SPEC_ARM_FIRST if arm_first else _SPEC_RATES_FIRST).bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"MotorizedArmSpec(refresh_rate, control_rate, *, arm=..., gripper=...): {err}") from None
+        bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            object.__setattr__(self, name, value)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         for name, kind in (("arm", MotorizedArm_ArmType), ("gripper", MotorizedArm_GripperType)):
@@ -128,12 +147,11 @@ class MotorizedArmSpec:
         return self.n_arm_dof + (self.n_gripper_dof if self.gripper_actuated else 0)
 
 
-SO101_SPEC = MotorizedArmSpec(
-    arm=MotorizedArm_ArmType.SO101_5DoF,
-    gripper=MotorizedArm_GripperType.SO101_jaw_1DoF,
-    refresh_rate=10,
-    control_rate=10,
-)
+_SPEC_RATES_FIRST = inspect.signature(lambda refresh_rate, control_rate, *, arm=MotorizedArm_ArmType.SO101_5DoF,
+                                       gripper=MotorizedArm_GripperType.SO101_jaw_1DoF: None)  # fmt: skip
+_SPEC_ARM_FIRST = inspect.signature(lambda arm, gripper, refresh_rate, control_rate: None)
+
+SO101_SPEC = MotorizedArmSpec(refresh_rate=10, control_rate=10)
 """The simulated SO-101: the task envs' control step is 0.1 s, and each step sets one position
 target and publishes one observation, so both rates are 10 Hz."""
 
@@ -351,9 +369,24 @@ def interpolate_chunk(
     Returns:
         (..., dof) interpolated targets, in the dtype of ``targets``.
     """
+    tick = jnp.floor(jnp.asarray(t) * control_rate_hz + _TICK_TOLERANCE)
+    return sample_chunk(targets, tick * chunk_rate_hz / control_rate_hz)
+
+
+def sample_chunk(targets: ArrayLike, row: ArrayLike) -> Array:
+    """Targets at fractional row ``row``: linear between the two bracketing rows, row 0 before 0,
+    the last row after ``horizon - 1`` (the hat-function weighting of :func:`interpolate_chunk`).
+
+    Args:
+        targets: (..., horizon, dof) absolute targets.
+        row: (...) fractional row index, e.g. seconds after the reference timestamp times the
+            chunk rate; broadcasts with targets[..., 0, 0].
+
+    Returns:
+        (..., dof) targets, in the dtype of ``targets``.
+    """
     targets = jnp.asarray(targets)
     horizon = targets.shape[-2]
-    tick = jnp.floor(jnp.asarray(t) * control_rate_hz + _TICK_TOLERANCE)
-    row = jnp.clip(tick * chunk_rate_hz / control_rate_hz, 0.0, horizon - 1)
+    row = jnp.clip(jnp.asarray(row), 0.0, horizon - 1)
     weights = jnp.maximum(0.0, 1.0 - jnp.abs(row[..., None] - jnp.arange(horizon)))
     return jnp.sum(weights.astype(targets.dtype)[..., None] * targets, axis=-2)

@@ -6,7 +6,10 @@ control_rate``) it holds absolute joint targets and a gripper open fraction for 
 period. Action chunks emitted at a lower rate are interpolated up to the control rate by
 :func:`so101_mjx.station.interface.interpolate_chunk` (row i is the target i / chunk_rate s after the
 chunk starts; linear between rows, held before and after). Observations are published at
-``spec.refresh_rate`` Hz (every ``control_rate / refresh_rate``-th tick).
+``spec.refresh_rate`` Hz (every ``control_rate / refresh_rate``-th tick). A
+:class:`~so101_mjx.station.chunk.Station_ActionChunk` carries its reference timestamp on the station
+clock (the observations' ``timestamp``): its row i is due ``i / rate`` s after it, so the rows of a
+stale chunk that are already past are skipped (:meth:`SimStation.execute`).
 
 Bad input: :class:`SimStation` raises ``ValueError`` naming the argument for a spec that is not
 the SO-101's, a ``control_rate`` that does not divide the physics rate ``1 / physics_dt`` (each
@@ -46,7 +49,9 @@ from so101_mjx.station.interface import (
     MotorizedArm_Observation,
     MotorizedArmSpec,
     interpolate_chunk,
+    sample_chunk,
 )
+from so101_mjx.station.chunk import Station_ActionChunk
 from so101_mjx.sim.physics import PhysicsState
 
 MAX_PLAY_SECONDS = 600.0  # longest chunk or walk one call plays, simulated seconds
@@ -203,11 +208,27 @@ class SimStation:
         ticks = np.arange(1, n + 1) / self.spec.control_rate
         return self._play(np.asarray(interpolate_chunk(chunk, rate, self.spec.control_rate, np.minimum(ticks, 1 / rate))))
 
-    def execute(self, chunk: MotorizedArm_ActionChunk, chunk_rate_hz: float) -> list[MotorizedArm_Observation]:
-        """Play ``chunk`` (rows at ``chunk_rate_hz``, finite > 0) to its last row; returns published
-        observations. The chunk may last at most ``MAX_PLAY_SECONDS`` ((horizon − 1) / chunk_rate_hz)."""
+    def execute(self, chunk: Station_ActionChunk | MotorizedArm_ActionChunk, chunk_rate_hz: float | None = None
+                ) -> list[MotorizedArm_Observation]:  # fmt: skip
+        """Play ``chunk`` to its last row; returns the observations published meanwhile.
+
+        ``execute(Station_ActionChunk)``: row i is the target at ``chunk.timestamp + i / chunk.rate``
+        on the station clock (the observations' ``timestamp``). Ticks run from now to the last
+        row's time: rows already past are skipped (the first tick takes the chunk's value now,
+        linear between rows), row 0 is held until ``timestamp`` when that lies ahead, and a chunk
+        that ended before now holds its last row for one tick.
+
+        ``execute(MotorizedArm_ActionChunk, chunk_rate_hz)``: rows at ``chunk_rate_hz`` (finite
+        > 0), row 0 now.
+
+        Either way the play may last at most ``MAX_PLAY_SECONDS``.
+        """
+        if isinstance(chunk, Station_ActionChunk):
+            if chunk_rate_hz is not None:
+                raise InputError("chunk_rate_hz must be None for a Station_ActionChunk, which carries its rate")
+            return self._execute_stamped(chunk)
         if not isinstance(chunk, MotorizedArm_ActionChunk):
-            raise InputError(f"chunk must be a MotorizedArm_ActionChunk, got {type(chunk).__name__}")
+            raise InputError(f"chunk must be a MotorizedArm_ActionChunk (with chunk_rate_hz) or a Station_ActionChunk, got {type(chunk).__name__}")
         chunk_rate_hz = checks.real("chunk_rate_hz", chunk_rate_hz, gt=0, unit=" Hz")
         chunk.validate(self.spec, chunk.horizon)
         if (chunk.horizon - 1) / chunk_rate_hz > MAX_PLAY_SECONDS:
@@ -216,3 +237,17 @@ class SimStation:
         targets = np.concatenate([chunk.joint_angle_q, chunk.gripper_pos], axis=-1)
         ticks = np.arange(chunk_ticks(chunk_rate_hz, self.spec.control_rate, chunk.horizon)) / self.spec.control_rate
         return self._play(np.asarray(interpolate_chunk(targets, chunk_rate_hz, self.spec.control_rate, ticks)))
+
+    def _execute_stamped(self, chunk: Station_ActionChunk) -> list[MotorizedArm_Observation]:
+        chunk.validate(self.spec)
+        now = float(self._require().time)
+        wait, span = chunk.timestamp - now, chunk.end_time - now
+        if max(wait, span) > MAX_PLAY_SECONDS:
+            raise InputError(f"chunk plays until {chunk.end_time:.6g} s on the station clock, {span:.3g} s after now "
+                             f"({now:.6g} s); at most {MAX_PLAY_SECONDS} s allowed")
+        rate = self.spec.control_rate
+        n = max(int(np.floor(span * rate + 1e-9)) + 1, 1)  # ticks k >= 0 with now + k / rate <= end_time
+        rows = (np.arange(n) / rate - wait) * chunk.rate
+        arm = chunk.arms[0]
+        targets = np.concatenate([arm.joint_angle_q, arm.gripper_pos], axis=-1)
+        return self._play(np.asarray(sample_chunk(targets, rows)))

@@ -156,8 +156,11 @@ def test_limits_intersection_and_rebuild(model, reachable):
         solver.update_with_robot_limit(np.stack([hi, hi + 1], -1))
     with pytest.raises(ValueError, match=r"robot_qpos_limits must have shape \(5, 2\)"):
         solver.update_with_robot_limit(np.zeros((2, 5)))
-    with pytest.raises(ValueError, match=r"lower_qpos_limits must have shape \(5,\)"):
-        solver.set_qpos_limits(np.zeros(4), np.ones(5))
+    # Seed 002, BaseSolver.set_qpos_limits: invalid input returns False (with a warning), limits unchanged.
+    before = solver.get_qpos_limits()
+    with pytest.warns(UserWarning, match=r"lower_qpos_limits must have shape \(5,\)"):
+        assert solver.set_qpos_limits(np.zeros(4), np.ones(5)) is False
+    assert solver.get_qpos_limits() == before
     # Tight limits: the seed database is rebuilt inside them and every solution respects them.
     tight_lo, tight_hi = np.full(5, -0.6), np.full(5, 0.6)
     assert solver.set_qpos_limits(tight_lo, tight_hi)
@@ -182,8 +185,10 @@ def test_argument_validation(model, solver):
         solver.get_fk(np.zeros(6))
     with pytest.raises(ValueError, match="selection"):
         SO101Solver(model, selection="best")
-    with pytest.raises(ValueError, match="ik_weight"):
-        solver.set_ik_nearest_weight([-1.0, 1, 1, 1, 1])
+    # Seed 002, BaseSolver.set_ik_nearest_weight: invalid weights return False (with a warning).
+    with pytest.warns(UserWarning, match="ik_weight"):
+        assert solver.set_ik_nearest_weight([-1.0, 1, 1, 1, 1]) is False
+    np.testing.assert_array_equal(solver.get_ik_nearest_weight(), np.ones(5))
 
 
 @pytest.mark.slow

@@ -15,9 +15,9 @@ _NETWORKS = {"policy_hidden_layer_sizes": (128, 128, 128), "value_hidden_layer_s
 PRESETS = {
     "tiny": tiny(**PUSH_CONFIG),
     "cpu": Preset(
-        num_timesteps=12 * 532_480, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
-        num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=13,
-        success_bonus=50.0, env_config=PUSH_CONFIG, **_NETWORKS,
+        num_timesteps=6 * 532_480, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
+        num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=7,
+        success_bonus=50.0, demo_start_prob=0.5, env_config=PUSH_CONFIG, **_NETWORKS,
     ),
     "gpu": Preset(
         num_timesteps=100_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,

@@ -1,0 +1,190 @@
+"""The gymnasium base of every env here: a MuJoCo model, its data, frames and the viewer.
+
+:class:`MujocoGymEnv` is lerobot_env_so101 0.4.0's base class of the same name: it owns the model,
+the data, the offscreen renderer (built on first use) and, with ``render_mode="human"``, MuJoCo's
+passive viewer, and derives the physics substeps per control step. Robot control and the task
+loop belong to subclasses (:class:`so101_mjx.gym.so101_env.SO101GymEnv`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import mujoco
+import numpy as np
+
+from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
+from so101_mjx.render.frames import FrameRenderer
+from so101_mjx.robot.scenes import load_model
+
+_logger = logging.getLogger(__name__)
+
+MAX_FRAME_SIZE = 8192  # pixels per side of an offscreen frame
+CAMERA = "front"  # the SO-101 envs' default camera, and the key of their pixels observation
+RENDER_MODES = ("rgb_array", "human")
+VIEWER_CLOSE_TIMEOUT = 10.0  # s close() waits for the viewer's threads to tear its window down
+
+
+@dataclasses.dataclass(frozen=True)
+class GymRenderingSpec:
+    """Offscreen frame size in pixels and the camera of ``render()`` and of the pixels observation.
+
+    ``camera_id``: ``-1`` is MuJoCo's free camera, a name (``"front"``, ``"wrist"``) or a number
+    (0 .. ncam - 1) a camera of the model; ``None`` (the default) the env's own camera: ``front``
+    for the SO-101 envs (what the reference renders), the free camera for a bare
+    :class:`MujocoGymEnv`. ``mode``: ``"rgb_array"`` or ``"human"`` (a record of intent, as in the
+    reference; the env's ``render_mode`` decides).
+    """
+
+    height: int = 128
+    width: int = 128
+    camera_id: str | int | None = None
+    mode: str = "rgb_array"
+
+    def __post_init__(self) -> None:
+        for name in ("height", "width"):
+            object.__setattr__(self, name, checks.integer(f"render_spec.{name}", getattr(self, name), ge=1, le=MAX_FRAME_SIZE))
+        camera = self.camera_id
+        if isinstance(camera, bool) or not (camera is None or (isinstance(camera, str) and camera) or isinstance(camera, (int, np.integer))):
+            raise InputError(f"render_spec.camera_id must be -1 (the free camera), a camera name or number, or None, got {camera!r}")
+        if isinstance(camera, (int, np.integer)):
+            object.__setattr__(self, "camera_id", checks.integer("render_spec.camera_id", camera, ge=-1))
+        if self.mode not in RENDER_MODES:
+            raise InputError(f"render_spec.mode must be one of {RENDER_MODES}, got {self.mode!r}")
+
+
+def resolve_camera(model: mujoco.MjModel, camera: str | int | None, default: str | int) -> str | int:
+    """The camera ``camera`` (``None``: ``default``) checked against ``model``: -1, or a camera's name or id."""
+    camera = default if camera is None else camera
+    names = [model.camera(i).name for i in range(model.ncam)]
+    if isinstance(camera, str) and camera not in names or not isinstance(camera, str) and not -1 <= camera < model.ncam:
+        raise InputError(f"render_spec.camera_id must be -1 (the free camera) or one of the model's cameras "
+                         f"{names} (or their ids 0..{model.ncam - 1}), got {camera!r}")
+    return camera
+
+
+class MujocoGymEnv(gymnasium.Env):
+    """A MuJoCo model wrapped in the gymnasium interface (the reference's ``MujocoGymEnv``).
+
+    Args:
+        xml_path: MJCF scene to load (str or Path); ``FileNotFoundError`` (an InputError) when missing.
+        seed: seeds :attr:`random_state`, an int in [0, 2**32 - 1].
+        control_dt: seconds of simulated time per control step (> 0).
+        physics_dt: MuJoCo's timestep (> 0); ``control_dt // physics_dt`` substeps per control step.
+        render_spec: frame size and camera of :meth:`render`.
+        model: extension: a compiled model to wrap instead of loading ``xml_path`` (subclasses pass theirs).
+    """
+
+    _default_camera: str | int = -1  # the camera of render_spec.camera_id=None
+
+    def __init__(self, xml_path: str | Path | None, seed: int = 0, control_dt: float = 0.02, physics_dt: float = 0.002,
+                 render_spec: GymRenderingSpec = GymRenderingSpec(), *, model: mujoco.MjModel | None = None):
+        if not isinstance(render_spec, GymRenderingSpec):
+            raise InputError(f"render_spec must be a GymRenderingSpec, got {render_spec!r}")
+        seed = checks.integer("seed", seed, ge=0, le=2**32 - 1)
+        control_dt = checks.real("control_dt", control_dt, gt=0, unit=" s")
+        physics_dt = checks.real("physics_dt", physics_dt, gt=0, unit=" s")
+        if model is None:
+            if not isinstance(xml_path, (str, Path)):
+                raise InputError(f"xml_path must be the path of an MJCF file, got {xml_path!r}")
+            model = load_model(Path(xml_path))
+            model.opt.timestep = physics_dt
+        self._model = model
+        self._model.vis.global_.offwidth = max(self._model.vis.global_.offwidth, render_spec.width)
+        self._model.vis.global_.offheight = max(self._model.vis.global_.offheight, render_spec.height)
+        self._mjdata = mujoco.MjData(self._model)
+        self._control_dt = control_dt
+        self._n_substeps = int(control_dt // physics_dt)
+        self._random = np.random.RandomState(seed)
+        self._viewer: FrameRenderer | None = None  # the offscreen renderer, built on first use
+        self._human_viewer: Any = None  # MuJoCo's passive viewer (render_mode "human"), opened on first use
+        self._human_threads: list[threading.Thread] = []  # the viewer's threads, joined by close()
+        self._render_specs = render_spec
+        self._render_camera = resolve_camera(self._model, render_spec.camera_id, self._default_camera)
+
+    # -- rendering ----------------------------------------------------------------------------------
+    def render(self) -> np.ndarray | None:
+        """(height, width, 3) uint8 frame from ``render_spec.camera_id``; with ``render_mode="human"``
+        the viewer is brought up to date instead and None returned (gymnasium's convention)."""
+        if self.render_mode == "human":
+            self._sync_viewer()
+            return None
+        return self._frame()
+
+    def _frame(self) -> np.ndarray:
+        """The offscreen frame (the renderer is built on first use, so a headless run that never
+        renders needs no GL context)."""
+        if self._viewer is None:
+            spec = self._render_specs
+            self._viewer = FrameRenderer(self._model, spec.height, spec.width, self._render_camera)
+        return self._viewer.frame(np.asarray(self.data.qpos), self._marker_positions())
+
+    def _marker_positions(self) -> dict[str, np.ndarray]:
+        """World positions of marker sites to draw, by site name (none here)."""
+        return {}
+
+    def _sync_viewer(self) -> None:
+        """Open MuJoCo's passive viewer on :attr:`data` (first call) and show the current state.
+
+        Needs a display (a desktop, or Xvfb) and GLFW; RuntimeError saying so when it cannot open."""
+        if self._human_viewer is None:
+            import mujoco.viewer
+
+            before = set(threading.enumerate())
+            try:
+                self._human_viewer = mujoco.viewer.launch_passive(self._model, self.data)
+            except Exception as err:  # GLFW's failures surface as assorted types
+                raise RuntimeError(f"render_mode='human' cannot open MuJoCo's viewer: {err}. It needs a display "
+                                   "(DISPLAY set, e.g. under xvfb-run) and GLFW (Debian: libglfw3)") from err
+            self._human_threads = [t for t in threading.enumerate() if t not in before]
+        with self._human_viewer.lock():
+            self.data  # noqa: B018  (brings the viewer's MjData up to date)
+        self._human_viewer.sync()
+
+    def close(self) -> None:
+        """Release the renderer and the viewer, if open; a failure to release is logged, not raised."""
+        for attr in ("_viewer", "_human_viewer"):
+            viewer = getattr(self, attr, None)
+            setattr(self, attr, None)
+            if viewer is not None and callable(getattr(viewer, "close", None)):
+                try:
+                    viewer.close()
+                except Exception:
+                    # teardown failures must not mask the caller's own cleanup (as the reference)
+                    _logger.debug("%s.close() failed", attr, exc_info=True)
+        # the viewer's window is destroyed by its own thread: let it finish before the process may exit
+        for thread in getattr(self, "_human_threads", []):
+            thread.join(VIEWER_CLOSE_TIMEOUT)
+        self._human_threads = []
+
+    # -- the reference's properties -----------------------------------------------------------------
+    @property
+    def model(self) -> mujoco.MjModel:
+        return self._model
+
+    @property
+    def data(self) -> mujoco.MjData:
+        return self._mjdata
+
+    @property
+    def _data(self) -> mujoco.MjData:
+        return self.data
+
+    @property
+    def control_dt(self) -> float:
+        return self._control_dt
+
+    @property
+    def physics_dt(self) -> float:
+        return float(self._model.opt.timestep)
+
+    @property
+    def random_state(self) -> np.random.RandomState:
+        """A ``RandomState`` seeded with the constructor's ``seed`` (not used by ``reset``)."""
+        return self._random

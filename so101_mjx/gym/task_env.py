@@ -1,0 +1,185 @@
+"""The task envs: one gymnasium class per registered task, on :class:`~so101_mjx.gym.so101_env.SO101GymEnv`.
+
+Each class (``SO101PickCubeGymEnv``, ``SO101PickPlaceGymEnv``, ...) has the reference's gym API:
+``reset(seed)``, ``step``, its observation (``agent_pos`` (14) and ``environment_state``, or
+``pixels.front`` with ``image_obs``), and the reference's task attributes (``reward_type``,
+``_z_init``, ``_goal_pos``, ``_compute_reward()``, ...). Rewards, success and termination are the
+functional task's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnasium import spaces
+
+from so101_mjx.envs import registry
+from so101_mjx.envs.arm import AGENT_POS_SIZE
+from so101_mjx.envs.base import layout_text
+from so101_mjx.envs.registry import NAMESPACE
+from so101_mjx.envs.tasks.pick_cube import LIFT_SUCCESS_HEIGHT, PickCube
+from so101_mjx.gym.mujoco_env import CAMERA, GymRenderingSpec
+from so101_mjx.gym.so101_env import CARTESIAN_BOUNDS, HOME_POSITION, SO101GymEnv
+
+
+def _config_field(field: str):
+    return lambda env: getattr(env.env.config, field)
+
+
+# the reference's task attributes that are not task entries: name -> reader, for the tasks that have it
+REFERENCE_ATTRIBUTES = {
+    "reward_type": _config_field("reward_type"),
+    "_random_block_position": _config_field("random_block_position"),
+    "_block_z": lambda env: np.float64(env.env._block_z),
+    "_block_dof_adr": lambda env: int(env.env._block_dof),
+    "_gripper_qpos_adr": lambda env: int(env.env.arm.gripper_qpos),
+    "_z_success": lambda env: np.asarray(env.state.info.task["z_init"]) + LIFT_SUCCESS_HEIGHT if isinstance(env.env, PickCube) else None,
+}
+
+
+class SO101MjxGymEnv(SO101GymEnv):
+    """One world of a registered task on MuJoCo C, with the reference's gym API.
+
+    Args:
+        seed: seeds ``random_state`` (as the reference; episodes are seeded by ``reset(seed)``).
+        render_spec: frame size and camera of ``render()`` and of ``pixels.front``.
+        render_mode: ``"rgb_array"`` or ``"human"`` (MuJoCo's passive viewer, synced every step).
+        image_obs: replace ``environment_state`` by ``pixels.front`` (H, W, 3) uint8.
+        xml_path, home_position, cartesian_bounds: as :class:`SO101GymEnv` (xml_path None: the task's scene).
+        **config: task config overrides with the reference's names (``action_scale``,
+            ``control_dt``, ``physics_dt``, ``reward_type``, ``random_block_position``,
+            ``top_down_ik``, ``jaw_pads``) and backend options (``nthread``); ValueError naming an
+            invalid field.
+    """
+
+    task: ClassVar[str] = ""
+
+    def __init__(self, seed: int = 0, render_spec: GymRenderingSpec = GymRenderingSpec(), render_mode: str = "rgb_array",  # noqa: B008
+                 image_obs: bool = False, *, xml_path: str | Path | None = None, home_position=HOME_POSITION,
+                 cartesian_bounds=CARTESIAN_BOUNDS, **config: Any):
+        self._setup(registry.task(self.task), xml_path, seed, render_spec, render_mode, image_obs, home_position,
+                    cartesian_bounds, config)
+        self._observe = jax.jit(self.env.observation)
+        self._evaluate = jax.jit(self._success_and_reward)
+        agent = spaces.Box(-np.inf, np.inf, (AGENT_POS_SIZE,), np.float32)
+        spec = self._render_specs
+        if self.image_obs:
+            front = spaces.Box(0, 255, (spec.height, spec.width, 3), np.uint8)
+            self.observation_space = spaces.Dict({"pixels": spaces.Dict({CAMERA: front}), "agent_pos": agent})
+        else:
+            env_box = spaces.Box(-np.inf, np.inf, (self.env.obs_size() - AGENT_POS_SIZE,), np.float32)
+            self.observation_space = spaces.Dict({"agent_pos": agent, "environment_state": env_box})
+
+    # -- gymnasium API --------------------------------------------------------------------------
+    def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[dict, dict]:
+        """New episode (``seed`` positional or keyword; other keywords, e.g. ``options``, are ignored,
+        as the reference). For a task mirroring the reference, block (and goal) are drawn from
+        ``np_random`` exactly as lerobot_env_so101's ``reset(seed)`` draws them (same seed, same
+        positions); a JAX key drawn after them seeds the rest (randomization). Other tasks draw
+        everything from that key. The arm then goes to ``home_position`` (:meth:`reset_robot`)."""
+        super().reset(seed=seed)
+        fixed = self.env.reference_initial(self.np_random) if self.env.reference_env else None
+        key = jax.random.PRNGKey(self.np_random.integers(0, 2**31 - 1))
+        if fixed is None:
+            self._set_state(self._reset_fn(key))
+        else:
+            self._set_state(self._reset_to_fn(key, **{k: jnp.asarray(v, self._dtype) for k, v in fixed.items()}))
+        self.reset_robot()
+        if self.render_mode == "human":
+            self._sync_viewer()
+        return self._compute_observation(), {}
+
+    def reset_to(self, state) -> tuple[dict, dict]:
+        """Start an episode from an exact functional state (e.g. ``self.env.reset_to(key, block_xy=...)``)."""
+        self._set_state(state)
+        return self._observation(), {}
+
+    def step(self, action) -> tuple[dict, float, bool, bool, dict]:
+        """One control step with ``action`` (4,) = [dx, dy, dz, grasp] (:meth:`apply_action`).
+
+        ``terminated``: success, or the task's failure (the block left the area). ``info``:
+        ``succeed`` (the reference's key) and ``is_success`` (the key lerobot-eval reads)."""
+        self.apply_action(action)
+        s = self._state
+        succeed = bool(s.info.succeed)
+        return self._observation(), float(s.reward), bool(s.done), False, {"succeed": succeed, "is_success": succeed}
+
+    # -- the reference's task methods -----------------------------------------------------------
+    def _compute_observation(self) -> dict:
+        """The observation of the current state (edits of :attr:`data` included)."""
+        self._read_back()
+        self._state = self._state.replace(obs=self._observe(self._state.physics, self._state.info))
+        return self._observation()
+
+    def _compute_reward(self) -> float:
+        """The task's reward at the current state."""
+        self._read_back()
+        return float(self._evaluate(self._state.physics, self._state.info)[1])
+
+    def _is_success(self) -> bool:
+        """The task's success criterion at the current state."""
+        self._read_back()
+        return bool(self._evaluate(self._state.physics, self._state.info)[0])
+
+    def _success_and_reward(self, physics, info) -> tuple[jax.Array, jax.Array]:
+        success = self.env.success(physics, info)
+        terms = self.env.reward_terms(physics, info, success)
+        dtype = physics.qpos.dtype
+        return success, sum((self.env.reward_scales[k] * v.astype(dtype) for k, v in terms.items()), jnp.zeros((), dtype))
+
+    @property
+    def task_description(self) -> str:
+        """The task's instruction (what ``so101-mjx record`` writes as the dataset's task; lerobot-eval
+        passes it to language-conditioned policies)."""
+        return self.env.instruction
+
+    def __getattr__(self, name: str) -> Any:
+        """The reference's task attributes: task entries (``_z_init``, ``_was_carried``),
+        ``_<marker>_pos`` (``_goal_pos``) and :data:`REFERENCE_ATTRIBUTES` where the task has them."""
+        state = self.__dict__.get("_state")
+        if state is not None:
+            key = name[1:]
+            if name.startswith("_") and key in state.info.task:
+                return np.asarray(state.info.task[key])
+            if name.startswith("_") and key.endswith("_pos") and key[:-4] in self.env.markers.values():
+                return np.asarray(state.info.task[key[:-4]], np.float64)
+            if name in REFERENCE_ATTRIBUTES:
+                try:
+                    value = REFERENCE_ATTRIBUTES[name](self)
+                except AttributeError:
+                    value = None
+                if value is not None:
+                    return value
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    # -- internals ------------------------------------------------------------------------------
+    def _marker_positions(self) -> dict[str, np.ndarray]:
+        return {site: np.asarray(pos) for site, pos in self.env.marker_positions(self._state.info).items()}
+
+    def _observation(self) -> dict:
+        obs = np.asarray(self._state.obs, np.float32)
+        if self.image_obs:
+            return {"pixels": {CAMERA: self._frame()}, "agent_pos": obs[:AGENT_POS_SIZE]}
+        return {"agent_pos": obs[:AGENT_POS_SIZE], "environment_state": obs[AGENT_POS_SIZE:]}
+
+
+def gym_class_name(name: str) -> str:
+    """``SO101PickCube-v0`` -> ``SO101PickCubeGymEnv`` (the reference's class names)."""
+    return name.split("-v")[0] + "GymEnv"
+
+
+def gym_class(name: str) -> type[SO101MjxGymEnv]:
+    """The gymnasium class of a registered env: :class:`SO101MjxGymEnv` bound to it, with one
+    ``<entry>_pos`` property per render marker (``goal_pos``, ``target_pos``)."""
+    task = registry.task(name)
+    props = {f"{key}_pos": _marker_property(key) for key in task.markers.values()}
+    doc = f"``{NAMESPACE}{task.name}``: environment_state = {layout_text(task.observation_layout)}."
+    return type(gym_class_name(task.name), (SO101MjxGymEnv,), {"task": task.name, "__doc__": doc, "__module__": __package__, **props})
+
+
+def _marker_property(key: str) -> property:
+    return property(lambda self: np.asarray(self._state.info.task[key], np.float64), doc=f"World position (3,) of the task's {key}.")

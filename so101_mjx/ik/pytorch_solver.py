@@ -1,0 +1,151 @@
+"""``PytorchSolverCfg`` / ``PytorchSolver``: :class:`~so101_mjx.ik.solver.SO101Solver` under the solver
+interface's names, built from a config (seed 002, PyTorch Solver).
+
+The seed's batched damped least squares with ``is_only_position_constraint=True`` for the SO-101 is
+the role :class:`SO101Solver` plays; ``PytorchSolver(cfg, device)`` and ``cfg.init_solver(device)``
+build it from a :class:`PytorchSolverCfg` (also named ``SO101SolverCfg``). Defaults are the SO-101's
+(the seed's iteration defaults are those of ``set_iteration_params``). FK results and IK targets are
+in the root link's frame, which must be the world frame (the root link fixed at the origin).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from so101_mjx import _checks as checks
+from so101_mjx.errors import InputError
+from so101_mjx.ik import iterative as ik
+from so101_mjx.ik.config import SolverCfg
+from so101_mjx.ik.multistart import SELECTIONS
+from so101_mjx.ik.solver import SO101Solver
+from so101_mjx.robot.scenes import scene_path
+from so101_mjx.robot.urdf import load_robot
+
+
+def chain_joints(model: mujoco.MjModel, root: str, end_site: str) -> tuple[str, ...]:
+    """The hinge joints from body ``root`` to the body of site ``end_site``, root first."""
+    body, names = model.site(end_site).bodyid[0], []
+    root_id = model.body(root).id
+    while body != root_id:
+        if body == 0:
+            raise InputError(f"end_link_name {end_site!r} is not below root_link_name {root!r}")
+        names += [model.joint(model.body_jntadr[body] + k).name for k in range(model.body_jntnum[body])
+                  if model.jnt_type[model.body_jntadr[body] + k] == mujoco.mjtJoint.mjJNT_HINGE]
+        body = model.body_parentid[body]
+    return tuple(reversed(names))
+
+
+@dataclass
+class ChainCfg(SolverCfg):
+    """A :class:`SolverCfg` whose model and chain :class:`SO101Solver`-family solvers build from."""
+
+    def chain_kwargs(self) -> tuple[mujoco.MjModel, dict]:
+        """The model (``urdf_path`` through MuJoCo; the end link gets a site if it is a body) and the
+        constructor arguments of the chain: joints, root, site, TCP, weights and limits."""
+        model, _ = load_robot(scene_path("so101") if self.urdf_path is None else self.urdf_path, self.end_link_name)
+        root = self.root_link_name
+        if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, root) < 0:
+            raise InputError(f"root_link_name {root!r} is not a link of the model")
+        data = mujoco.MjData(model)
+        mujoco.mj_kinematics(model, data)
+        b = model.body(root).id
+        if not (np.allclose(data.xpos[b], 0, rtol=0, atol=1e-12) and np.allclose(data.xmat[b], np.eye(3).ravel(), rtol=0, atol=1e-12)):
+            raise InputError(f"root_link_name {root!r} must be fixed at the world origin (FK and targets are in its frame)")
+        joints = tuple(self.joint_names) if self.joint_names else chain_joints(model, root, self.end_link_name)
+        return model, dict(joints=joints, root=root, site=self.end_link_name, tcp=self.tcp,
+                           ik_nearest_weight=self.ik_nearest_weight, user_qpos_limits=self.user_qpos_limits)
+
+    def solver_kwargs(self) -> dict:
+        """Further constructor arguments of the solver (a subclass adds its fields)."""
+        return {}
+
+
+def solver_arguments(cfg, kwargs: dict) -> tuple[mujoco.MjModel | None, dict]:
+    """``(model, kwargs)`` of an :class:`SO101Solver`-family constructor whose first argument ``cfg``
+    is a :class:`ChainCfg` (its model and arguments, ``kwargs`` taking precedence), or a model / None."""
+    if not isinstance(cfg, ChainCfg):
+        return cfg, kwargs
+    cfg = dataclasses.replace(cfg)  # validated again: the fields are assignable
+    model, chain = cfg.chain_kwargs()
+    return model, {**chain, **cfg.solver_kwargs(), **kwargs}
+
+
+@dataclass
+class PytorchSolverCfg(ChainCfg):
+    """Config of :class:`PytorchSolver` (seed 002, ``PytorchSolverCfg``): the base fields, and
+
+    Attributes:
+        pos_eps: metres, rot_eps: radians: convergence (validity) thresholds.
+        max_iterations, dt, damp: least-squares steps, step length, damping (0 keeps the 1e-9 floor).
+        is_only_position_constraint: constrain the TCP position only (the SO-101's default); False adds
+            the TCP axis ``approach_axis`` (the 5 DoF leave the roll about it free).
+        num_samples: starts per target. ik_solution_selection: ``"nearest"`` or ``"manipulability"``.
+        enable_seed_selection, seed_db_size, seed_rot_scale, seed_k_max: database seeds (re-ranked).
+        approach_axis, tolerance, orientation_weight: ours, as :class:`SO101Solver`'s arguments.
+    """
+
+    class_type: str = "PytorchSolver"
+    pos_eps: float = 1e-3
+    rot_eps: float = 0.05
+    max_iterations: int = 30
+    dt: float = 1.0
+    damp: float = 1e-3
+    is_only_position_constraint: bool = True
+    num_samples: int = 16
+    ik_solution_selection: str = "nearest"
+    enable_seed_selection: bool = True
+    seed_db_size: int = 4096
+    seed_rot_scale: float = 0.2
+    seed_k_max: int = 64
+    approach_axis: int = ik.APPROACH_AXIS
+    tolerance: float = 1e-4
+    orientation_weight: float = ik.ORIENTATION_WEIGHT
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        r, i = checks.real, checks.integer
+        r("pos_eps", self.pos_eps, gt=0), r("rot_eps", self.rot_eps, gt=0), r("dt", self.dt, gt=0)
+        r("damp", self.damp, ge=0), r("seed_rot_scale", self.seed_rot_scale, ge=0), r("tolerance", self.tolerance, gt=0)
+        r("orientation_weight", self.orientation_weight, ge=0)
+        i("max_iterations", self.max_iterations, ge=1), i("num_samples", self.num_samples, ge=1)
+        i("seed_db_size", self.seed_db_size, ge=1), i("seed_k_max", self.seed_k_max, ge=1)
+        checks.flag("is_only_position_constraint", self.is_only_position_constraint)
+        checks.flag("enable_seed_selection", self.enable_seed_selection)
+        if self.ik_solution_selection not in SELECTIONS:
+            raise InputError(f"ik_solution_selection must be one of {SELECTIONS}, got {self.ik_solution_selection!r}")
+        if self.approach_axis not in (0, 1, 2) or isinstance(self.approach_axis, bool):
+            raise InputError(f"approach_axis must be 0, 1 or 2, got {self.approach_axis!r}")
+
+    def solver_kwargs(self) -> dict:
+        return dict(pos_eps=self.pos_eps, rot_eps=self.rot_eps, iterations=self.max_iterations, dt=self.dt,
+                    damping=self.damp, approach_axis=None if self.is_only_position_constraint else self.approach_axis,
+                    num_samples=self.num_samples, selection=self.ik_solution_selection,
+                    seed_selection=self.enable_seed_selection, seed_db_size=self.seed_db_size,
+                    seed_rot_scale=self.seed_rot_scale, seed_k_max=self.seed_k_max, tolerance=self.tolerance,
+                    orientation_weight=self.orientation_weight)
+
+
+class PytorchSolver(SO101Solver):
+    """:class:`SO101Solver` built the solver interface's way: ``PytorchSolver(cfg, device)``.
+
+    Args:
+        cfg: :class:`PytorchSolverCfg` (None = its defaults); kept as ``self.cfg``.
+        device: JAX device or platform string (None = JAX's default device).
+        **kwargs: further :class:`SO101Solver` arguments, overriding the config's.
+    """
+
+    def __init__(self, cfg: PytorchSolverCfg | None = None, device=None, **kwargs):
+        cfg = PytorchSolverCfg() if cfg is None else cfg
+        if not isinstance(cfg, PytorchSolverCfg):
+            raise InputError(f"cfg must be a PytorchSolverCfg, got {type(cfg).__name__}")
+        model, kwargs = solver_arguments(cfg, kwargs)
+        super().__init__(model, device=device, **kwargs)
+        self.cfg = cfg
+
+
+PytorchSolverCfg.solver_class = PytorchSolver
+SO101SolverCfg = PytorchSolverCfg
