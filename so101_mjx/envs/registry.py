@@ -103,4 +103,6 @@ def make(name: str, backend: str | None = None, **options) -> SO101Env:
     unknown = sorted(set(config) - fields)
     if unknown:
         raise InputError(f"unknown config field(s) {unknown} for {name}; expected some of {sorted(fields)}")
+    if config.get("control_mode", base.control_mode) != base.control_mode:  # rates not given: the new mode's defaults
+        config = {"control_dt": None, "physics_dt": None, **config}
     return cls(dataclasses.replace(base, **config), backend, **physics_kwargs)  # the config validates (dict randomization too)
