@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from so101_mjx.envs.base import ArmConfig, SO101Env
+from so101_mjx.envs.base import SO101Env
+from so101_mjx.envs.config import ArmConfig
 from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import BACKENDS, backend_options
 
