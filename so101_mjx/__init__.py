@@ -32,7 +32,7 @@ _LAZY = {
     "register": "so101_mjx.envs.registry",
     "default_config": "so101_mjx.envs.registry",
     "SO101Env": "so101_mjx.envs.base",
-    "ArmConfig": "so101_mjx.envs.base",
+    "ArmConfig": "so101_mjx.envs.config",
     "State": "so101_mjx.sim.state",
     "Info": "so101_mjx.sim.state",
     "run_episodes": "so101_mjx.envs.rollout",

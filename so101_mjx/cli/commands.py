@@ -21,7 +21,7 @@ QUALITY = types.one_of("so101_mjx.render.batch", "QUALITIES", "image quality")
 BACKEND_HELP = "physics backend: mjx or c (default: c on CPU, mjx on accelerators)"
 QUALITY_HELP = "camera render model: fast, shadowed or full"
 # Frame sizes (px): the pixel student's convolutions need 36 (so101_mjx.training.pixel_policy.MIN_IMAGE_SIZE), the env
-# renders up to 1024 (so101_mjx.envs.base.MAX_IMAGE_SIZE); record writes 16 to 8192 (so101_mjx.data.record.IMAGE_SIZES).
+# renders up to 1024 (so101_mjx.envs.config.MAX_IMAGE_SIZE); record writes 16 to 8192 (so101_mjx.data.record.IMAGE_SIZES).
 DISTILL_IMAGE_SIZES, RECORD_IMAGE_SIZES = (36, 1024), (16, 8192)
 # DistillConfig's fields (so101_mjx.training.distill), each an option; None keeps the dataclass default.
 DISTILL_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps,

@@ -15,6 +15,8 @@ The gripper mappings (jaw command / open fraction <-> gripper ctrl, ``gripper_po
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax.numpy as jnp
 import mujoco
 import numpy as np
@@ -24,6 +26,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
+from so101_mjx.robot import motors
 from so101_mjx.robot.gripper import ctrl_to_gripper_pose, ctrl_to_open_fraction, open_fraction_to_ctrl
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.sim.physics import Physics, PhysicsState
@@ -44,6 +47,43 @@ EE_SENSOR = "so101/ee_pos"
 # agent_pos, the first 14 observation entries of every task: (name, size) in order
 AGENT_POS_LAYOUT: tuple[tuple[str, int], ...] = (("qpos", 5), ("qvel", 5), ("gripper_pose", 1), ("ee_pos", 3))
 AGENT_POS_SIZE = sum(size for _, size in AGENT_POS_LAYOUT)
+# joint mode's agent_pos: the six motors' measured positions in the follower's units (robot.motors)
+JOINT_AGENT_POS_LAYOUT: tuple[tuple[str, int], ...] = (("motor_pos", len(motors.MOTORS)),)
+CARTESIAN_ACTION = "[dx, dy, dz, grasp]"
+RELATIVE_BOUND = 10.0  # motor units per control step: relative targets' span without max_relative_target
+
+
+def agent_pos_layout(control_mode: str) -> tuple[tuple[str, int], ...]:
+    """``agent_pos``'s entries under ``control_mode``: :data:`AGENT_POS_LAYOUT`, or :data:`JOINT_AGENT_POS_LAYOUT` in joint mode."""
+    return JOINT_AGENT_POS_LAYOUT if control_mode == "joint" else AGENT_POS_LAYOUT
+
+
+@dataclasses.dataclass(frozen=True)
+class JointMode:
+    """Joint-mode control: ``units`` of the arm motors (:data:`~so101_mjx.robot.motors.JOINT_UNITS`),
+    ``relative`` targets (offsets from the measured positions), ``max_relative`` (motor units, or None)."""
+
+    units: str = "degrees"
+    relative: bool = False
+    max_relative: float | None = None
+
+    @classmethod
+    def of(cls, config: dict) -> JointMode | None:
+        """The joint mode of an env config as a dict (run metadata), or None in Cartesian mode."""
+        if config.get("control_mode", "cartesian") != "joint":
+            return None
+        return cls(config.get("joint_units", "degrees"), config.get("relative_joint_targets", False), config.get("max_relative_target"))
+
+    @property
+    def action_layout(self) -> str:
+        """Joint-mode actions in words (export metadata)."""
+        what = "offsets from the measured positions" if self.relative else "targets"
+        return f"{list(motors.MOTORS)} {what} ({self.units}; the gripper 0..100, 0 closed)"
+
+    @property
+    def agent_pos_text(self) -> str:
+        """Joint mode's ``agent_pos`` in words (export metadata)."""
+        return f"agent_pos[0:6] = measured {list(motors.MOTORS)} ({self.units}; the gripper 0..100, 0 closed)"
 
 
 class SO101Arm:
@@ -60,15 +100,17 @@ class SO101Arm:
             the current joints; a target no branch reaches holds the joint targets.
         action_scale: metres of IK-target motion per unit action.
         n_substeps: physics steps per control step.
+        joint_mode: joint-mode control (actions are motor targets, ``agent_pos`` the motor
+            positions), or None for the reference's Cartesian control.
     """
 
     def __init__(self, model: mujoco.MjModel, physics: Physics, *, top_down_ik: bool, action_scale: float,
-                 n_substeps: int, ik_solver: str = "lm"):
+                 n_substeps: int, ik_solver: str = "lm", joint_mode: JointMode | None = None):
         if ik_solver not in IK_SOLVERS or (ik_solver == "analytic" and not top_down_ik):
             raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {ik_solver!r}")
         self.model, self.physics = model, physics
         self.top_down_ik, self.action_scale, self.n_substeps = top_down_ik, action_scale, n_substeps
-        self.ik_solver = ik_solver
+        self.ik_solver, self.joint_mode = ik_solver, joint_mode
         self.kin = Kinematics.from_model(model, ARM_JOINTS)
         self.qpos_ids = joint_qpos_ids(model)  # (5,) arm joints in qpos
         self.dof_ids = joint_dof_ids(model)  # (5,) arm joints in qvel
@@ -80,6 +122,8 @@ class SO101Arm:
         self.actuated_qpos = model.jnt_qposadr[model.actuator_trnid[:, 0]]  # (nu,)
         self.actuated_dof = model.jnt_dofadr[model.actuator_trnid[:, 0]]  # (nu,)
         self.joint_lower, self.joint_upper = ik.joint_limits(model)
+        # (6, 2) rad: the ranges the motor units are calibrated on (robot.motors), arm joints then gripper
+        self.motor_ranges = model.jnt_range[[model.joint(n).id for n in (*ARM_JOINTS, GRIPPER_JOINT)]].copy()
         self.ik_offset = ik.grasp_point_offset(model) if top_down_ik else None  # (3,) in the site frame
         self.geometry = analytic_ik.ArmGeometry.from_kinematics(self.kin, EE_SITE, self.ik_offset) if ik_solver == "analytic" else None
 
@@ -108,8 +152,51 @@ class SO101Arm:
         """Gripper joint position mapped to [0, 1] like the command (0 closed), not clipped."""
         return ctrl_to_open_fraction(physics.qpos[..., self.gripper_qpos], self.gripper_range, clip=False)
 
+    @property
+    def agent_pos_layout(self) -> tuple[tuple[str, int], ...]:
+        """:func:`agent_pos_layout` of this arm's control mode."""
+        return agent_pos_layout("cartesian" if self.joint_mode is None else "joint")
+
+    @property
+    def action_size(self) -> int:
+        return 4 if self.joint_mode is None else len(motors.MOTORS)
+
+    @property
+    def action_layout(self) -> str:
+        """The action's entries, in words (errors, export metadata)."""
+        return CARTESIAN_ACTION if self.joint_mode is None else self.joint_mode.action_layout
+
+    def action_bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(low, high)`` (action_size,) of a meaningful action: [-1, 1]^3 x [0, 1] in Cartesian mode;
+        the motor limits, or ±``max_relative`` (default :data:`RELATIVE_BOUND`) with relative targets."""
+        if self.joint_mode is None:
+            return np.asarray([-1.0, -1.0, -1.0, 0.0]), np.ones(4)
+        if self.joint_mode.relative:
+            bound = np.full(len(motors.MOTORS), self.joint_mode.max_relative or RELATIVE_BOUND)
+            return -bound, bound
+        limits = motors.motor_limits(self.motor_ranges, self.joint_mode.units)
+        return limits[:, 0], limits[:, 1]
+
+    def hold_action(self, physics: PhysicsState) -> Array:
+        """The action that keeps every target where it is: Cartesian (0, 0, 0) with the jaw open, or in
+        joint mode the present targets (zero offsets when relative)."""
+        dtype = physics.qpos.dtype
+        if self.joint_mode is None:
+            return jnp.asarray([0.0, 0.0, 0.0, 1.0], dtype)
+        if self.joint_mode.relative:
+            return jnp.zeros(len(motors.MOTORS), dtype)
+        return self._motor_targets(physics)
+
+    def _motor_targets(self, physics: PhysicsState) -> Array:
+        """The position actuators' targets (6,) in motor units."""
+        ctrl = jnp.concatenate([physics.ctrl[self.actuator_ids], physics.ctrl[self.gripper_actuator, None]])
+        return motors.to_motor(ctrl, self.motor_ranges, self.joint_mode.units)
+
     def agent_pos(self, physics: PhysicsState) -> Array:
-        """:data:`AGENT_POS_LAYOUT`: [qpos (5), qvel (5), gripper_pose, ee_pos (3)], shape (..., 14)."""
+        """:data:`AGENT_POS_LAYOUT`: [qpos (5), qvel (5), gripper_pose, ee_pos (3)], shape (..., 14);
+        in joint mode the motor positions (..., 6) (:meth:`motor_positions`)."""
+        if self.joint_mode is not None:
+            return self.motor_positions(physics)
         return jnp.concatenate([
             physics.qpos[..., self.qpos_ids],
             physics.qvel[..., self.dof_ids],
@@ -172,14 +259,28 @@ class SO101Arm:
         return jnp.where(jnp.any(feasible), q[steepest, jnp.argmin(cost)], physics.ctrl[self.actuator_ids])
 
     def control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
-        """Apply one action (4,): IK target update, gripper command, IK, ``n_substeps`` of physics."""
-        dtype = physics.qpos.dtype
+        """Apply one action: (4,) [dx, dy, dz, grasp] (IK target update, gripper command, IK) or, in
+        joint mode, (6,) motor targets; then ``n_substeps`` of physics."""
+        action = self._checked(action, physics.qpos.dtype)
+        if self.joint_mode is not None:
+            return self._joint_control(physics, info, action)
+        arm_q, gripper, info = self.cartesian_targets(physics, info, action)
+        return self.actuate(physics, arm_q, gripper, info.model_params), info
+
+    def _checked(self, action: Array, dtype) -> Array:
+        """``action`` as a ``dtype`` array of this mode's shape; InputError for complex, text or another shape."""
         action = jnp.asarray(action if checks.is_traced(action) else checks.real_array("action", action))  # complex, text: refused
         if action.dtype.kind not in "iuf":
             raise InputError(f"action must be real numbers (not complex or bool), got {action.dtype}")
         action = action.astype(dtype)
-        if action.shape != (4,):
-            raise InputError(f"action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
+        if action.shape != (self.action_size,):
+            raise InputError(f"action must have shape ({self.action_size},) = {self.action_layout}, got {action.shape}")
+        return action
+
+    def cartesian_targets(self, physics: PhysicsState, info: Info, action: Array) -> tuple[Array, Array, Info]:
+        """The reference's control without the physics: ``(arm joint targets (5,) rad, gripper ctrl rad,
+        info with the new IK target)`` for a Cartesian ``action`` (4,)."""
+        dtype = physics.qpos.dtype
         finite = jnp.isfinite(action)
         raw = jnp.where(finite[:3], action[:3], 0.0)
         is_zero = jnp.linalg.norm(raw) < ZERO_ACTION_TOLERANCE
@@ -188,11 +289,48 @@ class SO101Arm:
         lo, hi = (jnp.asarray(b, dtype) for b in CARTESIAN_BOUNDS)
         target = jnp.clip(target, lo, hi)
         gripper = jnp.where(finite[3], self.gripper_ctrl(action[3]), physics.ctrl[self.gripper_actuator])
-        physics = self.actuate(physics, self.solve_ik(physics, target), gripper, info.model_params)
-        return physics, info.replace(
+        return self.solve_ik(physics, target), gripper, info.replace(
             ik_target=target, last_action_zero=is_zero,
             nonfinite_actions=info.nonfinite_actions + jnp.any(~finite).astype(jnp.int32),
         )
+
+    # -- joint mode ------------------------------------------------------------------------------
+    def motor_positions(self, physics: PhysicsState) -> Array:
+        """Measured positions of the six motors (..., 6) in the follower's units (joint mode's ``agent_pos``)."""
+        q = jnp.concatenate([physics.qpos[..., self.qpos_ids], physics.qpos[..., self.gripper_qpos, None]], axis=-1)
+        return motors.to_motor(q, self.motor_ranges, self.joint_mode.units)
+
+    def _joint_control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
+        """Joint mode: motor targets (6,) (offsets from the measured positions when relative), a non-finite
+        entry keeping that motor's previous target, each target within ``max_relative`` of the measured
+        position; the IK target follows the arm (``ik_point``) for :meth:`cartesian_as_joint`."""
+        mode, present = self.joint_mode, self.motor_positions(physics)
+        finite = jnp.isfinite(action)
+        goal = jnp.where(finite, present + action if mode.relative else action, self._motor_targets(physics))
+        if mode.max_relative is not None:
+            goal = present + jnp.clip(goal - present, -mode.max_relative, mode.max_relative)
+        q = motors.from_motor(goal, self.motor_ranges, mode.units)
+        gripper = jnp.clip(q[5], self.gripper_range[0], self.gripper_range[1])
+        physics = self.actuate(physics, q[:5], gripper, info.model_params)
+        return physics, info.replace(
+            ik_target=self.ik_point(physics), last_action_zero=jnp.zeros((), bool),
+            nonfinite_actions=info.nonfinite_actions + jnp.any(~finite).astype(jnp.int32),
+        )
+
+    def cartesian_as_joint(self, physics: PhysicsState, info: Info, action: Array) -> Array:
+        """The joint-mode action (6,) that sets the targets a Cartesian ``action`` (4,) would, from the
+        arm's current IK point (for scripted controllers and Cartesian policies in joint mode)."""
+        arm_q, gripper, _ = self.cartesian_targets(physics, info, self._checked_cartesian(action, physics.qpos.dtype))
+        arm_q = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
+        goal = motors.to_motor(jnp.concatenate([arm_q, gripper[None]]), self.motor_ranges, self.joint_mode.units)
+        return goal - self.motor_positions(physics) if self.joint_mode.relative else goal
+
+    @staticmethod
+    def _checked_cartesian(action: Array, dtype) -> Array:
+        action = jnp.asarray(action, dtype)
+        if action.shape != (4,):
+            raise InputError(f"a Cartesian action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
+        return action
 
     def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array, params: dict[str, Array] | None = None) -> PhysicsState:
         """Hold arm targets ``arm_q`` (5,) rad (clipped to the ctrl ranges) and ``gripper_ctrl`` rad for

@@ -24,78 +24,12 @@ from jax import Array
 from so101_mjx import _checks as checks
 from so101_mjx.sim import randomization
 from so101_mjx.render import visual_randomization
-from so101_mjx.envs.arm import AGENT_POS_LAYOUT, AGENT_POS_SIZE, IK_SOLVERS, SO101Arm
+from so101_mjx.envs.arm import JointMode, SO101Arm
+from so101_mjx.envs.config import ArmConfig, whole_substeps
 from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import Physics, PhysicsState, make_physics
 from so101_mjx.sim.state import Info, State
 from so101_mjx.robot.scenes import load_model
-
-MAX_ACTION_SCALE = 1.0  # m of IK-target motion per unit action
-MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
-MAX_EPISODE_LENGTH = 2**31 - 1  # control steps; step counters are int32
-MAX_IMAGE_SIZE = 1024  # px, the scenes' offscreen buffer
-
-
-@dataclasses.dataclass(frozen=True)
-class ArmConfig:
-    """Fields shared by every SO-101 task; names and defaults as the reference ``SO101GymEnv``."""
-
-    control_dt: float = 0.1
-    physics_dt: float = 0.002
-    action_scale: float = 1.0
-    top_down_ik: bool = False
-    ik_solver: str = "lm"  # extension: "analytic" (top-down only) for the closed-form IK instead of the reference's LM
-    jaw_pads: bool = False
-    image_obs: bool = False
-    image_size: int = 64  # px, height = width of pixels/front when image_obs
-    image_quality: str = "fast"  # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.render.batch.render_model)
-    image_cameras: tuple[str, ...] = ("front",)  # with image_obs, one pixels/<camera> entry each: "front", "wrist"
-    episode_length: int = 100
-    randomization: randomization.Randomization | None = None  # per-episode domain randomization
-    visual_randomization: visual_randomization.VisualRandomization | None = None  # per-episode lighting, colours, camera poses (image_obs)
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
-        """Raise ValueError naming the first invalid field; store plain Python values (JSON-ready).
-
-        Runs at construction (``dataclasses.replace`` and ``make`` included) and again in the env.
-        """
-        set_ = object.__setattr__
-        set_(self, "physics_dt", checks.real("physics_dt", self.physics_dt, gt=0, unit=" s"))
-        set_(self, "control_dt", checks.real("control_dt", self.control_dt, gt=0, unit=" s"))
-        if not self.control_dt >= self.physics_dt:
-            raise InputError(f"physics_dt ({self.physics_dt}) must not exceed control_dt ({self.control_dt})")
-        substeps = self.control_dt // self.physics_dt
-        if substeps > MAX_SUBSTEPS:
-            raise InputError(f"control_dt / physics_dt = {substeps:.3g} physics substeps per control step; at most "
-                             f"{MAX_SUBSTEPS} allowed (control_dt={self.control_dt}, physics_dt={self.physics_dt})")
-        scale = checks.real("action_scale", self.action_scale)
-        if not 0 < scale <= MAX_ACTION_SCALE:
-            raise InputError(f"action_scale must be positive and at most {MAX_ACTION_SCALE} m per unit action "
-                             f"(the reference's default; a unit action then already spans the workspace), got {scale!r}")
-        set_(self, "action_scale", scale)
-        if self.ik_solver not in IK_SOLVERS or (self.ik_solver == "analytic" and not self.top_down_ik):
-            raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {self.ik_solver!r}")
-        for name in ("top_down_ik", "jaw_pads", "image_obs"):
-            set_(self, name, checks.flag(name, getattr(self, name)))
-        set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))
-        set_(self, "randomization", randomization.parse(self.randomization))
-        set_(self, "image_size", checks.integer("image_size", self.image_size, ge=1, le=MAX_IMAGE_SIZE))
-        from so101_mjx.render.batch import QUALITIES
-
-        if self.image_quality not in QUALITIES:
-            raise InputError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
-        cameras = self.image_cameras
-        if (not isinstance(cameras, (tuple, list)) or not cameras or len(set(cameras)) != len(cameras)
-                or not all(isinstance(c, str) and c for c in cameras)):
-            raise InputError(f"image_cameras must be a non-empty tuple of distinct camera names, got {cameras!r}")
-        set_(self, "image_cameras", tuple(cameras))
-        set_(self, "visual_randomization", visual_randomization.parse(self.visual_randomization))
-        if self.visual_randomization is not None and not self.image_obs:
-            raise InputError("visual_randomization changes only rendered frames: it needs image_obs=True")
-
 
 class SO101Env(abc.ABC):
     """Base SO-101 env: model, backend, the arm (``self.arm``), and the shared reset/step skeleton.
@@ -132,8 +66,13 @@ class SO101Env(abc.ABC):
         self.mj_model = load_model(self.scene, jaw_pads=config.jaw_pads) if model is None else copy.copy(model)
         self.mj_model.opt.timestep = config.physics_dt
         self.physics: Physics = make_physics(backend, self.mj_model, **physics_kwargs)
-        self.arm = SO101Arm(self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
-                            n_substeps=int(config.control_dt // config.physics_dt), ik_solver=config.ik_solver)
+        joint = config.control_mode == "joint"
+        self.arm = SO101Arm(
+            self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
+            n_substeps=whole_substeps(config.control_dt, config.physics_dt) if joint else int(config.control_dt // config.physics_dt),
+            ik_solver=config.ik_solver,
+            joint_mode=JointMode(config.joint_units, config.relative_joint_targets, config.max_relative_target) if joint else None,
+        )
         self.reward_scales = {k: float(v) for k, v in self.reward_weights().items() if v}
         self.cameras = self._cameras() if config.image_obs else None
 
@@ -256,7 +195,7 @@ class SO101Env(abc.ABC):
         return State(physics, self.observation(physics, info), jnp.zeros((), dtype), jnp.zeros((), dtype), metrics, info)
 
     def step(self, state: State, action: Array) -> State:
-        """Advance one control step with ``action`` (4,) = [dx, dy, dz, grasp]."""
+        """Advance one control step with ``action`` (4,) = [dx, dy, dz, grasp], or in joint mode (6,) motor targets."""
         physics, info = self.arm.control(state.physics, state.info, action)
         info = info.replace(task=self.update_task(physics, info))
         success = self.success(physics, info)
@@ -271,9 +210,9 @@ class SO101Env(abc.ABC):
         return State(physics, self.observation(physics, info), reward, done.astype(dtype), metrics, info)
 
     def observation(self, physics: PhysicsState, info: Info) -> Array | dict[str, Array]:
-        """Flat observation (obs_size,): agent_pos (14) then the task's entries in layout order.
+        """Flat observation (obs_size,): agent_pos (14; joint mode: 6) then the task's entries in layout order.
 
-        With ``image_obs``: ``{"agent_pos": (14,), "pixels/<camera>": (H, W, 3) uint8 for each of
+        With ``image_obs``: ``{"agent_pos": (14,) or (6,), "pixels/<camera>": (H, W, 3) uint8 for each of
         ``config.image_cameras``, "state": (obs_size,)}``,
         ``state`` being the flat observation (privileged: for teachers and critics; the reference's
         pixel envs expose only the other two).
@@ -285,7 +224,7 @@ class SO101Env(abc.ABC):
         markers = jnp.stack(list(self.marker_positions(info).values())) if self.markers else None
         params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")} | (info.render_params or {})
         pixels = {f"pixels/{c}": r.jax_render(physics.qpos, markers, params) for c, r in self.cameras.items()}
-        return {"agent_pos": flat[:AGENT_POS_SIZE], **pixels, "state": flat}
+        return {"agent_pos": flat[:self.agent_pos_size], **pixels, "state": flat}
 
     @staticmethod
     def _metrics(info: Info, success: Array, terms: dict[str, Array]) -> dict[str, Array]:
@@ -307,21 +246,30 @@ class SO101Env(abc.ABC):
 
     @property
     def action_size(self) -> int:
-        return 4
+        """4 ([dx, dy, dz, grasp]), or 6 motor targets in joint mode."""
+        return self.arm.action_size
 
-    @classmethod
-    def observation_slices(cls) -> dict[str, slice]:
+    @property
+    def agent_pos_size(self) -> int:
+        """Size of ``agent_pos``, the observation's first entries: 14, or 6 in joint mode."""
+        return sum(size for _, size in self.arm.agent_pos_layout)
+
+    def observation_slices(self) -> dict[str, slice]:
         """Where each named entry (agent_pos's, then the task's) sits in the flat observation."""
         out, start = {}, 0
-        for name, size in (*AGENT_POS_LAYOUT, *cls.observation_layout):
+        for name, size in (*self.arm.agent_pos_layout, *self.observation_layout):
             out[name] = slice(start, start + size)
             start += size
         return out
 
     @classmethod
-    def obs_size(cls) -> int:
-        """Flat observation size: agent_pos (14) plus the task's layout (any config)."""
-        return AGENT_POS_SIZE + sum(size for _, size in cls.observation_layout)
+    def task_obs_size(cls) -> int:
+        """Size of the task's entries (``environment_state``), the same in every config."""
+        return sum(size for _, size in cls.observation_layout)
+
+    def obs_size(self) -> int:
+        """Flat observation size: ``agent_pos`` plus the task's entries."""
+        return self.agent_pos_size + self.task_obs_size()
 
     @property
     def observation_size(self) -> int | dict[str, tuple[int, ...]]:
@@ -330,7 +278,7 @@ class SO101Env(abc.ABC):
             return self.obs_size()
         size = self.config.image_size
         pixels = {f"pixels/{c}": (size, size, 3) for c in self.cameras}
-        return {"agent_pos": (AGENT_POS_SIZE,), **pixels, "state": (self.obs_size(),)}
+        return {"agent_pos": (self.agent_pos_size,), **pixels, "state": (self.obs_size(),)}
 
     @property
     def backend(self) -> str:

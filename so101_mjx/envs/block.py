@@ -18,7 +18,8 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0, block_dof_adr, block_qpos_adr
+from so101_mjx.envs.base import SO101Env, as_qpos0, block_dof_adr, block_qpos_adr
+from so101_mjx.envs.config import ArmConfig
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.scenes import EE_SITE

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from so101_mjx.envs.base import ArmConfig, SO101Env
+from so101_mjx.envs.base import SO101Env
+from so101_mjx.envs.config import ArmConfig
 from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import BACKENDS, backend_options
 
@@ -103,4 +104,6 @@ def make(name: str, backend: str | None = None, **options) -> SO101Env:
     unknown = sorted(set(config) - fields)
     if unknown:
         raise InputError(f"unknown config field(s) {unknown} for {name}; expected some of {sorted(fields)}")
+    if config.get("control_mode", base.control_mode) != base.control_mode:  # rates not given: the new mode's defaults
+        config = {"control_dt": None, "physics_dt": None, **config}
     return cls(dataclasses.replace(base, **config), backend, **physics_kwargs)  # the config validates (dict randomization too)

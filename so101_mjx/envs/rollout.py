@@ -37,10 +37,10 @@ def policy_fns(env: SO101Env, policy: str | Callable[[Array], Array]) -> tuple[C
         init, act = scripted.controller_for(env, demonstrator=policy == "demonstrator")
         return lambda s: init(_flat(s)), lambda cs, s, key: act(cs, _flat(s))
     if policy == "random":
-        lo, hi = jnp.asarray([-1.0, -1.0, -1.0, 0.0]), jnp.asarray([1.0, 1.0, 1.0, 1.0])
-        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jax.random.uniform(key, (4,), s.physics.qpos.dtype, lo, hi)))
+        lo, hi = env.arm.action_bounds()
+        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jax.random.uniform(key, lo.shape, s.physics.qpos.dtype, lo, hi)))
     if policy == "zero":
-        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jnp.zeros(4, s.physics.qpos.dtype).at[3].set(1.0)))
+        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, env.arm.hold_action(s.physics)))
     raise InputError(f"policy must be one of {POLICIES} or a callable, got {policy!r}")
 
 
@@ -172,10 +172,10 @@ def default_policy(env: SO101Env) -> str:
 def scripted_criterion(env: SO101Env, obs: Array) -> tuple[str, Array] | None:
     """``(description, bool (...,))`` of what the scripted controller achieves from final observations
     ``obs`` (..., obs_size) when that is not the task's success: PickCube's controller is the reference's
-    reach-and-close, which closes on the block and does not lift it. None for every other task."""
-    if env.name != PickCube.name:
-        return None
+    reach-and-close, which closes on the block and does not lift it. None for every other task, and in joint mode."""
     at = env.observation_slices()
+    if env.name != PickCube.name or "ee_pos" not in at:  # joint mode's agent_pos has no ee_pos
+        return None
     closed = scripted.is_reach_close_success(obs[..., at["ee_pos"]], obs[..., at["block_pos"]], obs[..., at["gripper_pose"]])
     return "scripted reach-and-close success (gripper closed within 5 cm of the block)", closed
 

@@ -130,8 +130,17 @@ def controller_for(env, demonstrator: bool = False) -> tuple[Callable, Callable]
     """``(init(state) -> cs, act(cs, state) -> (cs, action))`` of an env's scripted controller
     (:meth:`~so101_mjx.envs.base.SO101Env.scripted_controller`, single world), or with
     ``demonstrator`` of the one that aims at its success (:meth:`~so101_mjx.envs.base.SO101Env.demonstrator`);
-    ValueError if it has none."""
+    ValueError if it has none. In joint mode, ``act`` returns the joint targets of the controller's
+    Cartesian action (:meth:`~so101_mjx.envs.arm.SO101Arm.cartesian_as_joint`)."""
     fns = env.demonstrator() if demonstrator else env.scripted_controller()
     if fns is None:
         raise InputError(f"{env.name} has no {'demonstrator' if demonstrator else 'scripted controller'}")
-    return fns
+    if env.arm.joint_mode is None:
+        return fns
+    init, act = fns
+
+    def joint_act(cs, state):  # joint mode: the Cartesian action's joint targets, through the arm's IK
+        cs, action = act(cs, state)
+        return cs, env.arm.cartesian_as_joint(state.physics, state.info, action)
+
+    return init, joint_act

@@ -1,9 +1,11 @@
 """Envs for training: the policy-to-env action map and the Brax adapter around :class:`TrainingEnv`.
 
-Brax PPO's tanh-normal policy acts in [-1, 1]^4. The env takes ``[dx, dy, dz]`` in [-1, 1] and
-the jaw command ``grasp`` in [0, 1] (0 closed), so :func:`to_env_action` maps the last component
-affinely, ``grasp = 0.5·a + 0.5``. Training, the JAX inference function and the exported ONNX /
-numpy policies all apply this same map: exported policies output env actions.
+Brax PPO's tanh-normal policy acts in [-1, 1]^n. :func:`action_map` maps that box affinely onto the
+env's :meth:`~so101_mjx.envs.arm.SO101Arm.action_bounds`: in Cartesian mode ``[dx, dy, dz]`` stay in
+[-1, 1] and the jaw command ``grasp = 0.5·a + 0.5`` lands in [0, 1] (0 closed); in joint mode each
+motor's [-1, 1] spans its limits (or ±the relative bound). Training, the JAX inference function and
+the exported ONNX / numpy policies all apply this same map (the run's ``action_map``): exported
+policies output env actions.
 """
 
 from __future__ import annotations
@@ -18,13 +20,16 @@ from so101_mjx.envs.base import SO101Env
 from so101_mjx.sim.state import State
 from so101_mjx.envs.wrappers import wrap_for_brax
 
-ACTION_SCALE = np.asarray([1.0, 1.0, 1.0, 0.5], np.float32)
-ACTION_OFFSET = np.asarray([0.0, 0.0, 0.0, 0.5], np.float32)
+
+def action_map(env: SO101Env) -> tuple[np.ndarray, np.ndarray]:
+    """``(scale, offset)`` float32 (action_size,): env action = ``scale · a + offset`` for a policy action a in [-1, 1]."""
+    low, high = env.arm.action_bounds()
+    return ((high - low) / 2).astype(np.float32), ((high + low) / 2).astype(np.float32)
 
 
-def to_env_action(action: Array) -> Array:
-    """Policy action in [-1, 1]^4 -> env action [-1, 1]^3 x [0, 1] (last axis)."""
-    return action * jnp.asarray(ACTION_SCALE, action.dtype) + jnp.asarray(ACTION_OFFSET, action.dtype)
+def to_env_action(action: Array, scale: np.ndarray, offset: np.ndarray) -> Array:
+    """Policy action in [-1, 1]^n -> env action, ``scale · action + offset`` (last axis; :func:`action_map`)."""
+    return action * jnp.asarray(scale, action.dtype) + jnp.asarray(offset, action.dtype)
 
 
 def make_env(name: str, env_config: dict, backend: str | None = None) -> SO101Env:
@@ -35,7 +40,7 @@ def make_env(name: str, env_config: dict, backend: str | None = None) -> SO101En
 class BraxAdapter:
     """What ``ppo.train`` needs on top of :class:`~so101_mjx.envs.wrappers.TrainingEnv`.
 
-    Maps policy actions with :func:`to_env_action`; adds ``metrics["final_success"]`` (success
+    Maps policy actions with :func:`to_env_action` and ``action_map`` (the env's :func:`action_map`); adds ``metrics["final_success"]`` (success
     at an episode's last step: Brax's evaluator sums metrics over the episode, so this sum is the
     episode's success). Brax's loop keeps and extends ``state.info`` as a dict: the adapter's states
     carry the env's :class:`~so101_mjx.sim.state.Info` as ``info["env"]`` next to the entries PPO's
@@ -48,9 +53,10 @@ class BraxAdapter:
     hover just short of success.
     """
 
-    def __init__(self, env, success_bonus: float = 0.0):
+    def __init__(self, env, action_map: tuple[np.ndarray, np.ndarray], success_bonus: float = 0.0):
         self.env = env
         self.success_bonus = success_bonus
+        self.action_map = action_map
         self._metric_keys = tuple(jax.eval_shape(env.reset, jax.random.split(jax.random.PRNGKey(0), 1)).metrics)
 
     @property
@@ -68,7 +74,7 @@ class BraxAdapter:
         # The wrapped env scans over action repeats: hand it back its own metrics structure
         # (without ours and those of Brax's EvalWrapper).
         state = state.replace(metrics={k: state.metrics[k] for k in self._metric_keys}, info=state.info["env"])
-        return self._annotate(self.env.step(state, to_env_action(action)))
+        return self._annotate(self.env.step(state, to_env_action(action, *self.action_map)))
 
     def _annotate(self, state: State) -> State:
         final_success = state.metrics["success"] * (state.done > 0)
@@ -85,4 +91,5 @@ def wrap_env_fn(
 ) -> BraxAdapter:
     """``wrap_env_fn`` for ``ppo.train`` (bind ``success_bonus`` and the demonstration starts,
     :mod:`so101_mjx.training.demo_starts`, with functools.partial)."""
-    return BraxAdapter(wrap_for_brax(env, episode_length, action_repeat, randomization_fn, starts, start_prob), success_bonus)
+    wrapped = wrap_for_brax(env, episode_length, action_repeat, randomization_fn, starts, start_prob)
+    return BraxAdapter(wrapped, action_map(env), success_bonus)

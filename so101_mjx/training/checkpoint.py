@@ -152,7 +152,7 @@ def policy_weights(run: dict[str, Any], params: Any) -> PolicyWeights:
 def inference_fn(run: dict[str, Any], params: Any):
     """Brax's deterministic policy for a loaded checkpoint: obs -> env action."""
     factory = networks.network_factory(**run["network"])
-    return networks.inference_fn(factory, run["obs_size"], run["action_size"], run["normalize_observations"], params)
+    return networks.inference_fn(factory, run["obs_size"], run["action_map"], run["normalize_observations"], params)
 
 
 def _params_template(run: dict[str, Any]) -> tuple[Any, Any, Any]:

@@ -36,22 +36,29 @@ from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights
 AGENT_POS_LAYOUT = "agent_pos[0:14] = arm qpos (5), arm qvel (5), gripper_pose (1, -1 closed), ee_pos (3)"
 
 
-def obs_layout(env: str, obs_size: int) -> str:
-    """The flat observation's layout for env ``env`` (from the task's ``observation_layout``)."""
+def obs_layout(env: str, obs_size: int, env_config: dict[str, Any]) -> str:
+    """The flat observation's layout for env ``env`` under ``env_config`` (agent_pos by control mode,
+    then the task's ``observation_layout``)."""
+    from so101_mjx.envs.arm import JointMode
     from so101_mjx.envs.base import layout_text
     from so101_mjx.envs.registry import task
 
-    return f"{AGENT_POS_LAYOUT}; environment_state[14:{obs_size}] = {layout_text(task(env).observation_layout)}"
+    joint = JointMode.of(env_config)
+    agent, size = (AGENT_POS_LAYOUT, 14) if joint is None else (joint.agent_pos_text, 6)
+    return f"{agent}; environment_state[{size}:{obs_size}] = {layout_text(task(env).observation_layout)}"
 
 
 def metadata(run: dict[str, Any]) -> dict[str, Any]:
     """The run metadata plus the observation and action layouts."""
+    from so101_mjx.envs.arm import JointMode
     from so101_mjx.envs.registry import task
 
+    config = run.get("env_config", {})
+    joint = JointMode.of(config)
     return {
         **run,
-        "obs_layout": obs_layout(run["env"], run["obs_size"]),
-        "action_layout": task(run["env"]).action_layout,
+        "obs_layout": obs_layout(run["env"], run["obs_size"], config),
+        "action_layout": task(run["env"]).action_layout if joint is None else joint.action_layout,
     }
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 from brax.training import networks as brax_networks
 from brax.training.acme import running_statistics
 from brax.training.agents.ppo import networks as ppo_networks
@@ -34,10 +35,12 @@ def network_factory(policy_hidden_layer_sizes, value_hidden_layer_sizes, activat
 
 
 def inference_fn(
-    factory: Callable, obs_size: int, action_size: int, normalize_observations: bool, params: Any
+    factory: Callable, obs_size: int, action_map: dict[str, list[float]], normalize_observations: bool, params: Any
 ) -> Callable[[Array], Array]:
-    """Brax's deterministic inference function followed by :func:`to_env_action`: obs -> env action."""
+    """Brax's deterministic inference function followed by :func:`to_env_action` with the run's
+    ``action_map`` (``{"scale", "offset"}``, one entry per action component): obs -> env action."""
     normalize = running_statistics.normalize if normalize_observations else (lambda x, _: x)
-    network = factory(obs_size, action_size, preprocess_observations_fn=normalize)
+    scale, offset = (np.asarray(action_map[k], np.float32) for k in ("scale", "offset"))
+    network = factory(obs_size, len(scale), preprocess_observations_fn=normalize)
     policy = ppo_networks.make_inference_fn(network)(params, deterministic=True)
-    return jax.jit(lambda obs: to_env_action(policy(obs, None)[0]))
+    return jax.jit(lambda obs: to_env_action(policy(obs, None)[0], scale, offset))

@@ -52,7 +52,7 @@ def run_metadata(env_name: str, preset_name: str, preset: presets.Preset, env, s
         "action_size": env.action_size,
         "network": preset.network(),
         "normalize_observations": preset.normalize_observations,
-        "action_map": {"scale": envs.ACTION_SCALE.tolist(), "offset": envs.ACTION_OFFSET.tolist()},
+        "action_map": dict(zip(("scale", "offset"), (x.tolist() for x in envs.action_map(env)))),
         "version": so101_mjx.__version__,
     }
 

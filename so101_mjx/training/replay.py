@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from so101_mjx.validation import reference as reference_envs
+from so101_mjx.envs.arm import agent_pos_layout
 from so101_mjx.envs.registry import canonical, default_config, task
 from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, write_video
@@ -60,10 +61,11 @@ def policy_env(meta: dict[str, Any], env: str | None, force: bool, source) -> tu
     except ValueError as err:
         raise InputError(f"{source}: metadata env: {err}") from None
     name = canonical(env) if env else own
-    size = obs_size(name)
+    config = meta["env_config"] if name == own else {}
+    size = obs_size(name, config)
     if size != meta["obs_size"]:
         raise InputError(f"policy expects observations of size {meta['obs_size']} ({own}); {name} gives {size}")
-    expected = obs_layout(name, size)
+    expected = obs_layout(name, size, config)
     if not force and name != own:
         raise InputError(f"{source} is a {own} policy; --env {name} differs (its observations mean other things; "
                          f"pass --force to run it in {name} anyway, with {name}'s default config)")
@@ -117,9 +119,10 @@ def gym_policy(path: str | Path, env: str | None, force: bool) -> tuple[Callable
     return act, name, meta["env_config"], int(meta["env_config"]["image_size"])
 
 
-def obs_size(name: str) -> int:
-    """Flat observation size of env ``name`` (agent_pos + environment_state; the same for every config)."""
-    return task(name).obs_size()
+def obs_size(name: str, env_config: dict[str, Any]) -> int:
+    """Flat observation size of env ``name`` under ``env_config`` (agent_pos, by control mode, + environment_state)."""
+    layout = agent_pos_layout(env_config.get("control_mode", "cartesian"))
+    return sum(size for _, size in layout) + task(name).task_obs_size()
 
 
 def replay(

@@ -32,7 +32,7 @@ def assert_one_line_error(result: subprocess.CompletedProcess, *words: str) -> s
 
 def test_distill_image_size_range_is_the_students_own():
     """The parser accepts exactly the frame sizes the student's strided convolutions take (36 px and up)."""
-    from so101_mjx.envs.base import MAX_IMAGE_SIZE
+    from so101_mjx.envs.config import MAX_IMAGE_SIZE
     from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, conv_sides
 
     assert commands.DISTILL_IMAGE_SIZES == (MIN_IMAGE_SIZE, MAX_IMAGE_SIZE) == (36, 1024)

@@ -93,7 +93,7 @@ def test_consumers_derive_from_the_declaration(env):
     assert gym_cls.__name__ == cls.name.split("-v")[0] + "GymEnv" and getattr(sgym, gym_cls.__name__) is gym_cls
     for key in cls.markers.values():
         assert isinstance(getattr(gym_cls, f"{key}_pos"), property)
-    layout = obs_layout(cls.name, env.observation_size)
+    layout = obs_layout(cls.name, env.observation_size, {})
     assert all(f"{name} ({size})" in layout for name, size in cls.observation_layout)
     assert "tiny" in presets.PRESETS[cls.name] and presets.default_preset(cls.name) in presets.PRESETS[cls.name]
     assert (cls.name in reference.mirrored()) == (cls.reference_env is not None)

@@ -175,7 +175,6 @@ def test_every_preset_builds_its_env(env_name, name):
 def test_replay_in_the_reference_env(tmp_path, capsys):
     """--reference runs the policy in lerobot_env_so101's own env, given the config fields it knows."""
     pytest.importorskip("lerobot_env_so101")
-    from so101_mjx.training import brax_env as envs
     from so101_mjx.training.policy import NumpyPolicy, PolicyWeights
 
     rng = np.random.default_rng(0)
@@ -186,8 +185,8 @@ def test_replay_in_the_reference_env(tmp_path, capsys):
     )
     env_config = {"top_down_ik": True, "jaw_pads": True, "reward_type": "dense", "grasp_reward": 0.25, "episode_length": 5}
     meta = {"env": "SO101PickCube-v0", "env_config": env_config, "obs_size": 17,
-            "action_map": {"scale": envs.ACTION_SCALE.tolist(), "offset": envs.ACTION_OFFSET.tolist()}}
-    NumpyPolicy(weights, meta, envs.ACTION_SCALE, envs.ACTION_OFFSET).save(tmp_path / "policy.npz")
+            "action_map": {"scale": [1.0, 1.0, 1.0, 0.5], "offset": [0.0, 0.0, 0.0, 0.5]}}
+    NumpyPolicy(weights, meta, meta["action_map"]["scale"], meta["action_map"]["offset"]).save(tmp_path / "policy.npz")
     assert cli.main(["replay", str(tmp_path / "policy.npz"), "--reference", "--episodes", "2"]) == 0
     out = capsys.readouterr().out
     assert "lerobot_env_so101 SO101PickCubeGymEnv" in out and "mean episode length 5.0" in out

@@ -104,7 +104,7 @@ def task_spec(
     if image_obs:
         features[PIXELS_KEY] = ("VISUAL", (height, width, 3))
     else:
-        features["environment_state"] = ("ENV", (registry.task(name).obs_size() - AGENT_POS_SIZE,))
+        features["environment_state"] = ("ENV", (registry.task(name).task_obs_size(),))
     gym_kwargs = {
         "image_obs": image_obs,
         "render_spec": so101_gym.GymRenderingSpec(height=height, width=width),

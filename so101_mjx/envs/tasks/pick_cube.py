@@ -106,7 +106,7 @@ class PickCube(BlockTask):
     def scripted_controller(self):
         """The reference's reach-and-close (hover, descend, close; it does not lift)."""
         scale, at = self.config.action_scale, self.observation_slices()
-        act = lambda cs, s: (cs, scripted.reach_close(s.obs[at["ee_pos"]], s.obs[at["block_pos"]], scale))  # noqa: E731
+        act = lambda cs, s: (cs, scripted.reach_close(self.arm.ee_pos(s.physics), s.obs[at["block_pos"]], scale))  # noqa: E731
         return (lambda s: jnp.zeros(()), act)
 
     def demonstrator(self):

@@ -15,7 +15,8 @@ import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx.envs import scripted
-from so101_mjx.envs.base import ArmConfig, SO101Env, as_qpos0
+from so101_mjx.envs.base import SO101Env, as_qpos0
+from so101_mjx.envs.config import ArmConfig
 from so101_mjx.sim.state import State
 
 TARGET_BOUNDS = ((0.15, -0.15, 0.05), (0.35, 0.15, 0.25))

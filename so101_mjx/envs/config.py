@@ -1,0 +1,111 @@
+"""The config every task shares (:class:`ArmConfig`): rates, control mode, IK, observation and randomization options."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from so101_mjx import _checks as checks
+from so101_mjx.envs.arm import IK_SOLVERS
+from so101_mjx.errors import InputError
+from so101_mjx.render import visual_randomization
+from so101_mjx.robot.motors import JOINT_UNITS
+from so101_mjx.sim import randomization
+
+MAX_ACTION_SCALE = 1.0  # m of IK-target motion per unit action
+MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
+MAX_EPISODE_LENGTH = 2**31 - 1  # control steps; step counters are int32
+MAX_IMAGE_SIZE = 1024  # px, the scenes' offscreen buffer
+CONTROL_MODES = ("cartesian", "joint")
+CARTESIAN_DEFAULTS = {"control_dt": 0.1, "physics_dt": 0.002}  # the reference's
+JOINT_DEFAULTS = {"control_dt": 1 / 30, "physics_dt": 1 / 480}  # lerobot-record's 30 fps; 16 physics steps each
+
+
+def whole_substeps(control_dt: float, physics_dt: float) -> int:
+    """``n = control_dt / physics_dt`` when it is a whole number (to 1e-9), else InputError naming both
+    rates (joint mode: a control tick runs whole physics steps, as the station's ticks do)."""
+    ratio = control_dt / physics_dt
+    n = round(ratio)
+    if n < 1 or abs(ratio - n) > 1e-9 * n:
+        raise InputError(f"the control rate 1 / control_dt = {1 / control_dt:g} Hz must divide the physics rate "
+                         f"1 / physics_dt = {1 / physics_dt:g} Hz (a whole number of physics steps per control step)")
+    return n
+
+
+@dataclasses.dataclass(frozen=True)
+class ArmConfig:
+    """Fields shared by every SO-101 task; names and defaults as the reference ``SO101GymEnv``."""
+
+    control_dt: float | None = None  # s; None: 0.1 (the reference's) in Cartesian mode, 1/30 in joint mode
+    physics_dt: float | None = None  # s; None: 0.002 (the reference's) in Cartesian mode, 1/480 in joint mode
+    action_scale: float = 1.0
+    top_down_ik: bool = False
+    ik_solver: str = "lm"  # extension: "analytic" (top-down only) for the closed-form IK instead of the reference's LM
+    jaw_pads: bool = False
+    image_obs: bool = False
+    image_size: int = 64  # px, height = width of pixels/front when image_obs
+    image_quality: str = "fast"  # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.render.batch.render_model)
+    image_cameras: tuple[str, ...] = ("front",)  # with image_obs, one pixels/<camera> entry each: "front", "wrist"
+    episode_length: int = 100
+    randomization: randomization.Randomization | None = None  # per-episode domain randomization
+    visual_randomization: visual_randomization.VisualRandomization | None = None  # per-episode lighting, colours, camera poses (image_obs)
+    # extension, the real follower's action space (envs.arm, "Joint mode"): "cartesian" (the reference's
+    # [dx, dy, dz, grasp]) or "joint" (six motor targets in lerobot's follower units)
+    control_mode: str = "cartesian"
+    joint_units: str = "degrees"  # joint mode: the arm motors' units, "degrees" or "range_m100_100" (robot.motors)
+    relative_joint_targets: bool = False  # joint mode: actions are offsets from the measured motor positions
+    max_relative_target: float | None = None  # joint mode: largest |target - measured| per motor, in motor units
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first invalid field; store plain Python values (JSON-ready).
+
+        Runs at construction (``dataclasses.replace`` and ``make`` included) and again in the env.
+        """
+        set_ = object.__setattr__
+        if self.control_mode not in CONTROL_MODES:
+            raise InputError(f"control_mode must be one of {CONTROL_MODES}, got {self.control_mode!r}")
+        joint = self.control_mode == "joint"
+        for name in ("physics_dt", "control_dt"):
+            default = JOINT_DEFAULTS[name] if joint else CARTESIAN_DEFAULTS[name]
+            set_(self, name, checks.real(name, default if getattr(self, name) is None else getattr(self, name), gt=0, unit=" s"))
+        if not self.control_dt >= self.physics_dt:
+            raise InputError(f"physics_dt ({self.physics_dt}) must not exceed control_dt ({self.control_dt})")
+        substeps = self.control_dt // self.physics_dt
+        if substeps > MAX_SUBSTEPS:
+            raise InputError(f"control_dt / physics_dt = {substeps:.3g} physics substeps per control step; at most "
+                             f"{MAX_SUBSTEPS} allowed (control_dt={self.control_dt}, physics_dt={self.physics_dt})")
+        if joint:
+            whole_substeps(self.control_dt, self.physics_dt)
+        if self.joint_units not in JOINT_UNITS:
+            raise InputError(f"joint_units must be one of {JOINT_UNITS}, got {self.joint_units!r}")
+        set_(self, "relative_joint_targets", checks.flag("relative_joint_targets", self.relative_joint_targets))
+        if self.max_relative_target is not None:
+            set_(self, "max_relative_target", checks.real("max_relative_target", self.max_relative_target, gt=0))
+        if (self.relative_joint_targets or self.max_relative_target is not None) and not joint:
+            raise InputError("relative_joint_targets and max_relative_target apply to control_mode='joint' only")
+        scale = checks.real("action_scale", self.action_scale)
+        if not 0 < scale <= MAX_ACTION_SCALE:
+            raise InputError(f"action_scale must be positive and at most {MAX_ACTION_SCALE} m per unit action "
+                             f"(the reference's default; a unit action then already spans the workspace), got {scale!r}")
+        set_(self, "action_scale", scale)
+        if self.ik_solver not in IK_SOLVERS or (self.ik_solver == "analytic" and not self.top_down_ik):
+            raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {self.ik_solver!r}")
+        for name in ("top_down_ik", "jaw_pads", "image_obs"):
+            set_(self, name, checks.flag(name, getattr(self, name)))
+        set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))
+        set_(self, "randomization", randomization.parse(self.randomization))
+        set_(self, "image_size", checks.integer("image_size", self.image_size, ge=1, le=MAX_IMAGE_SIZE))
+        from so101_mjx.render.batch import QUALITIES
+
+        if self.image_quality not in QUALITIES:
+            raise InputError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
+        cameras = self.image_cameras
+        if (not isinstance(cameras, (tuple, list)) or not cameras or len(set(cameras)) != len(cameras)
+                or not all(isinstance(c, str) and c for c in cameras)):
+            raise InputError(f"image_cameras must be a non-empty tuple of distinct camera names, got {cameras!r}")
+        set_(self, "image_cameras", tuple(cameras))
+        set_(self, "visual_randomization", visual_randomization.parse(self.visual_randomization))
+        if self.visual_randomization is not None and not self.image_obs:
+            raise InputError("visual_randomization changes only rendered frames: it needs image_obs=True")
