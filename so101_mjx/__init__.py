@@ -46,6 +46,14 @@ _LAZY = {
     "SO101LearnedSolver": "so101_mjx.ik.learned",
     "JaxBackend": "so101_mjx.dynamics.backend",
     "MujocoBackend": "so101_mjx.dynamics.mujoco_backend",
+    "PinocchioBackend": "so101_mjx.dynamics.pinocchio_backend",
+    "SolverCfg": "so101_mjx.ik.config",
+    "PytorchSolver": "so101_mjx.ik.pytorch_solver",
+    "PytorchSolverCfg": "so101_mjx.ik.pytorch_solver",
+    "DifferentialSolver": "so101_mjx.ik.differential",
+    "PinocchioSolver": "so101_mjx.ik.pinocchio_solver",
+    "PinkSolver": "so101_mjx.ik.pink_solver",
+    "NeuralIKSolver": "so101_mjx.ik.neural",
     "InputError": "so101_mjx.errors",
 }
 

@@ -156,6 +156,11 @@ def _record(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repair", action="store_true",
                         help="truncate the dataset at --out to its last complete episode, then append (implies --resume)")
     parser.add_argument("--no-video", action="store_true", help="record no camera frames")
+    parser.add_argument("--control-mode", choices=("cartesian", "joint"), default="cartesian",
+                        help="joint: the follower's action space and feature names (six motor targets, '<motor>.pos'; "
+                             "with --policy scripted or demonstrator)")
+    parser.add_argument("--joint-units", choices=("degrees", "range_m100_100"), default="degrees",
+                        help="with --control-mode joint: the arm motors' units (lerobot's use_degrees=True or False)")
     parser.add_argument("--num-envs", type=types.positive_int, default=64, help="worlds simulated at a time")
 
 

@@ -46,6 +46,7 @@ from so101_mjx.render.batch import camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
+from so101_mjx.robot.motors import MOTORS
 from so101_mjx.robot.scenes import ARM_JOINTS
 from so101_mjx.render.visual_randomization import VisualRandomization
 
@@ -53,7 +54,8 @@ ROBOT_TYPE = "so101"
 VISUAL_STREAM = 0x715A  # folded into the seed's key: the visual draws' own stream
 IMAGE_SIZES = (16, 8192)  # px: the frame sides record accepts (even)
 STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x", "ee.y", "ee.z"]
-AGENT_POS_SIZE = len(STATE_NAMES)  # observation.state = agent_pos = obs[..., :14]
+# joint mode (control_mode="joint"): observation.state and action as a real so101_follower's, "<motor>.pos"
+FOLLOWER_NAMES = [f"{m}.pos" for m in MOTORS]
 
 
 def environment_state_names(env_name: str) -> list[str]:
@@ -100,6 +102,10 @@ def load_policy(policy: str, env_name: str | None, backend: str | None, config: 
 
     fn, meta = load(policy)
     name, env_config = policy_env(meta, env_name, False, policy)
+    mode = env_config.get("control_mode", "cartesian")
+    if config.get("control_mode", mode) != mode:
+        raise InputError(f"{policy} acts in control_mode {mode!r}; it cannot record in {config['control_mode']!r} "
+                         "(--control-mode applies to the scripted policies)")
     return name, make(name, backend=backend, **{**env_config, **config}), fn, str(Path(policy).resolve())
 
 
@@ -121,16 +127,23 @@ def _check_memory(env: SO101Env, worlds: int, image_size: int | None, cameras: i
                            f"an episode's {frames} frames of {image_size}x{image_size}x3 bytes, twice")
 
 
-def features(env_name: str, obs_size: int, image_size: int | None, cameras: list[str], fps: int, dataset) -> dict[str, dict]:
+def state_and_action_names(env: SO101Env) -> tuple[list[str], list[str]]:
+    """Feature names of ``observation.state`` and ``action``: the Cartesian mode's, or in joint mode the
+    follower's (``shoulder_pan.pos``, ..., ``gripper.pos`` for both)."""
+    return (STATE_NAMES, ACTION_NAMES) if env.arm.joint_mode is None else (FOLLOWER_NAMES, FOLLOWER_NAMES)
+
+
+def features(env: SO101Env, image_size: int | None, cameras: list[str], fps: int, dataset) -> dict[str, dict]:
     """The recorded features (lerobot's five defaults excluded)."""
-    env_names = environment_state_names(env_name)
-    if obs_size != AGENT_POS_SIZE + len(env_names):
-        raise InputError(f"{env_name}: observation size {obs_size}, expected {AGENT_POS_SIZE} + {len(env_names)}")
+    env_names = environment_state_names(env.name)
+    state_names, action_names = state_and_action_names(env)
+    if env.obs_size() != len(state_names) + len(env_names):
+        raise InputError(f"{env.name}: observation size {env.obs_size()}, expected {len(state_names)} + {len(env_names)}")
     vector = lambda names: {"dtype": "float32", "shape": [len(names)], "names": names}  # noqa: E731
     scalar = lambda dtype: {"dtype": dtype, "shape": [1], "names": None}  # noqa: E731
     images = {f"observation.images.{c}": dataset.video_feature(image_size, image_size, fps) for c in (cameras if image_size else ())}
     return images | {
-        "observation.state": vector(STATE_NAMES), "observation.environment_state": vector(env_names), "action": vector(ACTION_NAMES),
+        "observation.state": vector(state_names), "observation.environment_state": vector(env_names), "action": vector(action_names),
         "next.reward": scalar("float32"), "next.done": scalar("bool"), "next.success": scalar("bool"),
     }
 
@@ -185,11 +198,11 @@ def run_worlds(env: SO101Env, fns, keys: jax.Array) -> dict[str, np.ndarray]:
     return out
 
 
-def _episode(out: dict[str, np.ndarray], world: int) -> dict[str, np.ndarray]:
-    """World ``world``'s frames as the dataset's per-frame features."""
+def _episode(out: dict[str, np.ndarray], world: int, state_size: int) -> dict[str, np.ndarray]:
+    """World ``world``'s frames as the dataset's per-frame features (``state_size``: agent_pos's)."""
     t = out["length"][world]
     obs = out["obs"][world, :t]
-    return {"observation.state": obs[:, :AGENT_POS_SIZE], "observation.environment_state": obs[:, AGENT_POS_SIZE:],
+    return {"observation.state": obs[:, :state_size], "observation.environment_state": obs[:, state_size:],
             "action": out["action"][world, :t], "next.reward": out["reward"][world, :t],
             "next.done": np.arange(t) == t - 1, "next.success": out["success"][world, :t]}
 
@@ -276,7 +289,7 @@ def record(
         worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
         counts = {"tried": 0, "kept": 0, "successes": 0, "frames": 0}
         renderer = _Frames(jax_env, image_size, cameras, image_quality, visual) if image_size else None  # a GL failure: before anything is written
-        writer = dataset.DatasetWriter(out, features(name, jax_env.observation_size, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
+        writer = dataset.DatasetWriter(out, features(jax_env, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
         run_record = {"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend, "policy": source,
                       "seed": seed, "only_success": only_success, "visual_randomization": visual and dataclasses.asdict(visual),
                       "first_episode": writer.total_episodes}
@@ -315,7 +328,7 @@ def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: st
         keep = success or not only_success
         if keep:  # an attempt counts as tried once kept (or dropped): an interrupt retries it
             images = renderer.episode(traj, w, jax.random.fold_in(visual_base, int(ids[w]))) if renderer else None
-            writer.add_episode(_episode(traj, w), task(name).instruction, images)
+            writer.add_episode(_episode(traj, w, env.agent_pos_size), task(name).instruction, images)
             counts["kept"] += 1
             counts["frames"] += int(traj["length"][w])
         counts["tried"] += 1
@@ -363,7 +376,8 @@ def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float)
 def run(args: argparse.Namespace) -> int:
     r = record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
                tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
-               args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization, repair=args.repair)
+               args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization, repair=args.repair,
+               config={"control_mode": "joint", "joint_units": args.joint_units} if args.control_mode == "joint" else None)
     print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
     print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
           f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")

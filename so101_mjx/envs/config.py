@@ -11,7 +11,6 @@ from so101_mjx.render import visual_randomization
 from so101_mjx.robot.motors import JOINT_UNITS
 from so101_mjx.sim import randomization
 
-MAX_ACTION_SCALE = 1.0  # m of IK-target motion per unit action
 MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
 MAX_EPISODE_LENGTH = 2**31 - 1  # control steps; step counters are int32
 MAX_IMAGE_SIZE = 1024  # px, the scenes' offscreen buffer
@@ -86,9 +85,8 @@ class ArmConfig:
         if (self.relative_joint_targets or self.max_relative_target is not None) and not joint:
             raise InputError("relative_joint_targets and max_relative_target apply to control_mode='joint' only")
         scale = checks.real("action_scale", self.action_scale)
-        if not 0 < scale <= MAX_ACTION_SCALE:
-            raise InputError(f"action_scale must be positive and at most {MAX_ACTION_SCALE} m per unit action "
-                             f"(the reference's default; a unit action then already spans the workspace), got {scale!r}")
+        if not scale > 0:
+            raise InputError(f"action_scale must be positive (m of IK-target motion per unit action), got {scale!r}")
         set_(self, "action_scale", scale)
         if self.ik_solver not in IK_SOLVERS or (self.ik_solver == "analytic" and not self.top_down_ik):
             raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {self.ik_solver!r}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.config import ArmConfig
@@ -97,13 +98,21 @@ def make(name: str, backend: str | None = None, **options) -> SO101Env:
     cls = task(name)
     if backend is not None and backend not in BACKENDS:
         raise InputError(f"backend must be one of {BACKENDS} or None, got {backend!r}")
+    config, physics_kwargs = split_options(cls, backend, options)
+    return cls(config, backend, **physics_kwargs)
+
+
+def split_options(cls: type[SO101Env], backend: str | None, options: dict[str, Any]) -> tuple[ArmConfig, dict[str, Any]]:
+    """``(config, backend options)`` of ``make``'s ``options`` for task ``cls``: config overrides on its
+    default config (validated; an unknown name is an InputError), with a changed ``control_mode``
+    taking that mode's default rates unless they are given."""
     physics_kwargs = backend_options(backend, options)
     base = cls.default_config()
     fields = {f.name for f in dataclasses.fields(base)}
     config = {k: v for k, v in options.items() if k not in physics_kwargs}
     unknown = sorted(set(config) - fields)
     if unknown:
-        raise InputError(f"unknown config field(s) {unknown} for {name}; expected some of {sorted(fields)}")
+        raise InputError(f"unknown config field(s) {unknown} for {cls.name}; expected some of {sorted(fields)}")
     if config.get("control_mode", base.control_mode) != base.control_mode:  # rates not given: the new mode's defaults
         config = {"control_dt": None, "physics_dt": None, **config}
-    return cls(dataclasses.replace(base, **config), backend, **physics_kwargs)  # the config validates (dict randomization too)
+    return dataclasses.replace(base, **config), physics_kwargs  # the config validates (dict randomization too)

@@ -16,7 +16,6 @@ within it).
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,13 +27,14 @@ from gymnasium import spaces
 
 from so101_mjx import _checks as checks
 from so101_mjx.envs import arm as arm_module
-from so101_mjx.envs.base import MAX_ACTION_SCALE, ArmConfig, SO101Env, as_qpos0
+from so101_mjx.envs.base import SO101Env, as_qpos0
+from so101_mjx.envs.config import ArmConfig
 from so101_mjx.errors import InputError
 from so101_mjx.gym.mujoco_env import CAMERA, RENDER_MODES, GymRenderingSpec, MujocoGymEnv
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.gripper import ctrl_to_gripper_pose
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
-from so101_mjx.sim.physics import backend_options
+from so101_mjx.envs.registry import split_options
 from so101_mjx.sim.state import State
 
 HOME_POSITION = np.asarray(arm_module.HOME_POSITION, np.float64)  # (5,) rad, the arm's reset pose
@@ -74,14 +74,7 @@ class ArmOnly(SO101Env):
 def functional_env(task: type[SO101Env], xml_path: str | Path | None, config: dict[str, Any]) -> SO101Env:
     """``task`` on backend ``c`` with config overrides and backend options ``config`` (unknown names:
     InputError) on its scene, or on the MJCF at ``xml_path`` (same joints, sites and named geoms)."""
-    physics_kwargs = backend_options("c", config)
-    base = task.default_config()
-    fields = {f.name for f in dataclasses.fields(base)}
-    overrides = {k: v for k, v in config.items() if k not in physics_kwargs}
-    unknown = sorted(set(overrides) - fields)
-    if unknown:
-        raise InputError(f"unknown config field(s) {unknown} for {task.name}; expected some of {sorted(fields)}")
-    cfg = dataclasses.replace(base, **overrides)
+    cfg, physics_kwargs = split_options(task, "c", config)
     if xml_path is not None and not isinstance(xml_path, (str, Path)):
         raise InputError(f"xml_path must be None or the path of an MJCF file, got {xml_path!r}")
     model = None if xml_path is None else load_model(Path(xml_path), jaw_pads=cfg.jaw_pads)
@@ -153,7 +146,7 @@ class SO101GymEnv(MujocoGymEnv):
         home = checks.real_array("home_position", home_position, (len(ARM_JOINTS),), finite=True, layout=" (arm joint angles, rad)")
         bounds = check_bounds(cartesian_bounds)
         scale = check_action_scale(config.get("action_scale", task.default_config().action_scale))
-        config["action_scale"] = min(scale, MAX_ACTION_SCALE)  # unused by the control here: the IK target is updated below
+        config["action_scale"] = scale  # unused by the control here: the IK target is updated below
         checks.integer("seed", seed, ge=0, le=2**32 - 1)
         self.env = functional_env(task, xml_path, config)
         cfg = self.env.config
@@ -171,7 +164,9 @@ class SO101GymEnv(MujocoGymEnv):
         self._agent_pos = jax.jit(arm.agent_pos)
         self._synced: tuple[np.ndarray, ...] | None = None  # the MjData fields as last written from the state
         self._set_state(self._reset_fn(jax.random.PRNGKey(seed)))
-        self.action_space = spaces.Box(np.asarray([-1, -1, -1, 0], np.float32), np.asarray([1, 1, 1, 1], np.float32), dtype=np.float32)
+        low, high = arm.action_bounds()  # joint mode (control_mode="joint"): the six motors' targets
+        self.action_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        self._joint_step = jax.jit(self.env.step) if arm.joint_mode is not None else None
 
     def _control_step(self, state: State, action: jax.Array, scale: jax.Array, bounds: jax.Array) -> State:
         """The reference's IK-target update (``scale`` m per unit action, clipped to ``bounds`` (2, 3) m), then
@@ -205,7 +200,15 @@ class SO101GymEnv(MujocoGymEnv):
         """One control step with ``action`` (4,) = [dx, dy, dz, grasp]: the IK target moves by
         ``action_scale`` metres per unit (a near-zero delta, ‖a[:3]‖ < 1e-6, holds the current pose),
         clipped to ``cartesian_bounds``; ``grasp`` in [0, 1] (0 closed) is the jaw command; one IK,
-        then ``control_dt // physics_dt`` physics steps. ValueError for another shape or non-real values."""
+        then ``control_dt // physics_dt`` physics steps. ValueError for another shape or non-real values.
+        In joint mode (``control_mode="joint"``): six motor targets (:mod:`so101_mjx.robot.motors`)."""
+        if self._joint_step is not None:  # joint mode: motor targets straight to the functional step
+            action = checks.real_array("action", action, (6,), layout=f" = {self.env.arm.action_layout}")
+            self._read_back()
+            self._set_state(self._joint_step(self._state, jnp.asarray(action, self._dtype)))
+            if self.render_mode == "human":
+                self._sync_viewer()
+            return
         action = checks.real_array("action", action, (4,), layout=" = [dx, dy, dz, grasp]")
         self._read_back()
         scale, bounds = jnp.asarray(self._action_scale, self._dtype), jnp.asarray(self._cartesian_bounds, self._dtype)

@@ -18,7 +18,6 @@ import numpy as np
 from gymnasium import spaces
 
 from so101_mjx.envs import registry
-from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs.base import layout_text
 from so101_mjx.envs.registry import NAMESPACE
 from so101_mjx.envs.tasks.pick_cube import LIFT_SUCCESS_HEIGHT, PickCube
@@ -65,13 +64,13 @@ class SO101MjxGymEnv(SO101GymEnv):
                     cartesian_bounds, config)
         self._observe = jax.jit(self.env.observation)
         self._evaluate = jax.jit(self._success_and_reward)
-        agent = spaces.Box(-np.inf, np.inf, (AGENT_POS_SIZE,), np.float32)
+        agent = spaces.Box(-np.inf, np.inf, (self.env.agent_pos_size,), np.float32)
         spec = self._render_specs
         if self.image_obs:
             front = spaces.Box(0, 255, (spec.height, spec.width, 3), np.uint8)
             self.observation_space = spaces.Dict({"pixels": spaces.Dict({CAMERA: front}), "agent_pos": agent})
         else:
-            env_box = spaces.Box(-np.inf, np.inf, (self.env.obs_size() - AGENT_POS_SIZE,), np.float32)
+            env_box = spaces.Box(-np.inf, np.inf, (self.env.task_obs_size(),), np.float32)
             self.observation_space = spaces.Dict({"agent_pos": agent, "environment_state": env_box})
 
     # -- gymnasium API --------------------------------------------------------------------------
@@ -163,8 +162,8 @@ class SO101MjxGymEnv(SO101GymEnv):
     def _observation(self) -> dict:
         obs = np.asarray(self._state.obs, np.float32)
         if self.image_obs:
-            return {"pixels": {CAMERA: self._frame()}, "agent_pos": obs[:AGENT_POS_SIZE]}
-        return {"agent_pos": obs[:AGENT_POS_SIZE], "environment_state": obs[AGENT_POS_SIZE:]}
+            return {"pixels": {CAMERA: self._frame()}, "agent_pos": obs[:self.env.agent_pos_size]}
+        return {"agent_pos": obs[:self.env.agent_pos_size], "environment_state": obs[self.env.agent_pos_size:]}
 
 
 def gym_class_name(name: str) -> str:

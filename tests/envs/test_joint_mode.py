@@ -159,3 +159,39 @@ def test_joint_mode_is_the_same_on_both_backends():
     arm = [*c_env.arm.dof_ids, c_env.mj_model.joint("gripper").dofadr[0]]
     np.testing.assert_allclose(m.physics.qvel[:, arm], c.physics.qvel[:, arm], rtol=0, atol=1e-9)
     np.testing.assert_allclose(m.physics.qvel, c.physics.qvel, rtol=0, atol=1e-8)
+
+
+def test_the_gym_env_takes_joint_mode():
+    """so101_mjx/<task> with control_mode='joint': a 6-motor action space in motor units and agent_pos (6,)."""
+    import gymnasium
+
+    import so101_mjx.gym  # noqa: F401  (registers the ids)
+
+    env = gymnasium.make(f"so101_mjx/{NAME}", control_mode="joint")
+    obs, _ = env.reset(seed=0)
+    assert env.action_space.shape == (6,) and obs["agent_pos"].shape == (6,)
+    assert env.unwrapped.control_dt == pytest.approx(1 / 30)  # the mode's default rate, as make's
+    np.testing.assert_allclose(env.action_space.high[[0, 5]], [110.0, 100.0], atol=1e-3)
+    target = obs["agent_pos"].copy()
+    target[0] = 20.0
+    for _ in range(20):
+        obs, *_ = env.step(target)
+    assert abs(obs["agent_pos"][0] - 20.0) < 1.0
+    with pytest.raises(ValueError, match=r"action must have shape \(6,\)"):
+        env.step(np.zeros(4))
+    env.close()
+
+
+def test_a_joint_mode_recording_has_the_followers_features(tmp_path):
+    """record --control-mode joint: observation.state and action named as so101_follower's ('<motor>.pos')."""
+    import json
+
+    from so101_mjx.data.record import record
+
+    r = record("SO101PickPlace-v0", "scripted", 1, tmp_path / "ds", "c", image_size=None, num_envs=1,
+               config={"control_mode": "joint", "episode_length": 20})
+    assert r["kept"] == 1
+    info = json.loads((tmp_path / "ds" / "meta" / "info.json").read_text())
+    names = [f"{m}.pos" for m in motors.MOTORS]
+    assert info["features"]["observation.state"]["names"] == names and info["features"]["action"]["names"] == names
+    assert info["fps"] == 30

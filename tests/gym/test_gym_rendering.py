@@ -32,6 +32,7 @@ def _frame(camera, image_obs=False):
     return frame
 
 
+@pytest.mark.slow
 def test_camera_id_is_honoured(gl):
     """Seed 000, GymRenderingSpec.camera_id: -1 the free camera, a name or number a fixed one; the default renders front."""
     front = _frame(None)

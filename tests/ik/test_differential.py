@@ -10,6 +10,8 @@ from so101_mjx.ik import SolverCfg
 from so101_mjx.ik import pose as P
 from so101_mjx.ik.differential import DEFAULT_IK_PARAMS, DifferentialSolver, DifferentialSolverCfg, delta_joint_pos
 
+pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
+
 
 @pytest.fixture(scope="module")
 def pose_solver():

@@ -10,6 +10,8 @@ from so101_mjx.ik import SolverCfg
 from so101_mjx.ik import pose as P
 from so101_mjx.ik.neural import NeuralIKSolver, NeuralIKSolverCfg, save_checkpoint
 
+pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
+
 HIDDEN = [16, 16]
 OBS = 2 * 5 + 14
 

@@ -9,6 +9,8 @@ from so101_mjx.errors import InputError
 from so101_mjx.ik import PytorchSolver, QposSeedSampler, QposSeedSelSampler
 from so101_mjx.ik.seed_sampler import correction
 
+pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
+
 
 @pytest.fixture(scope="module")
 def arm():

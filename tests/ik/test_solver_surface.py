@@ -11,6 +11,8 @@ from so101_mjx.ik import PytorchSolver, PytorchSolverCfg, SO101AnalyticSolver, c
 from so101_mjx.ik.analytic_solver import _pitch_of as pitch_of
 from so101_mjx.ik.solver import DAMP_FLOOR
 
+pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
+
 
 @pytest.fixture(scope="module")
 def solver():

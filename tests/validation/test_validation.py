@@ -39,7 +39,7 @@ INF, NAN = float("inf"), float("nan")
 
 BAD_CONFIGS = [
     ("action_scale", INF, "action_scale must be a finite number"),
-    ("action_scale", 1e30, "action_scale must be positive and at most 1.0 m"),
+    ("action_scale", -1e30, "action_scale must be positive"),
     ("action_scale", NAN, "action_scale must be a finite number"),
     ("action_scale", "0.1", "action_scale must be a finite number"),
     ("control_dt", INF, "control_dt must be a finite number > 0"),
