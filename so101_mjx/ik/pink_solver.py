@@ -28,16 +28,14 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.ik import iterative as ik
 from so101_mjx.ik.chain_solver import CfgSolver
-from so101_mjx.ik.pytorch_solver import ChainCfg
-from so101_mjx.ik.pinocchio_solver import PinocchioChain, import_optional
+from so101_mjx.ik.pinocchio_solver import PinocchioChain, PinocchioIterationCfg, import_optional
 
 LOGGER = logging.getLogger(__name__)
 
 
 @dataclass
-class PinkSolverCfg(ChainCfg):
+class PinkSolverCfg(PinocchioIterationCfg):
     """Configuration of :class:`PinkSolver` (seed 002, ``PinkSolverCfg``); see the module docstring.
 
     ``solver_type`` defaults to ``"daqp"`` (the ``pink`` extra's QP solver; the interface's default,
@@ -47,13 +45,6 @@ class PinkSolverCfg(ChainCfg):
     solver_class: ClassVar[type | None] = None  # set below
 
     class_type: str = "PinkSolver"
-    pos_eps: float = 5e-4
-    rot_eps: float = 5e-4
-    max_iterations: int = 1000
-    dt: float = 0.1
-    damp: float = 1e-6
-    is_only_position_constraint: bool = False
-    mesh_path: str | None = None
     variable_input_tasks: list | None = None
     fixed_input_tasks: list | None = None
     show_ik_warnings: bool = True
@@ -69,26 +60,19 @@ class PinkSolverCfg(ChainCfg):
     def __post_init__(self) -> None:
         super().__post_init__()
         r, i = checks.real, checks.integer
-        self.pos_eps, self.rot_eps, self.dt = r("pos_eps", self.pos_eps, gt=0), r("rot_eps", self.rot_eps, gt=0), r("dt", self.dt, gt=0)
-        self.max_iterations = i("max_iterations", self.max_iterations, ge=1)
         self.stagnation_iterations = i("stagnation_iterations", self.stagnation_iterations, ge=1)
         self.max_backtracks = i("max_backtracks", self.max_backtracks, ge=0)
-        self.damp, self.stagnation_tolerance = r("damp", self.damp, ge=0), r("stagnation_tolerance", self.stagnation_tolerance, ge=0)
+        self.stagnation_tolerance = r("stagnation_tolerance", self.stagnation_tolerance, ge=0)
         self.damping_growth = r("damping_growth", self.damping_growth, gt=1)
         self.damping_decay = r("damping_decay", self.damping_decay, gt=0, le=1)
         self.max_damping = r("max_damping", self.max_damping, ge=self.damp)
-        for name in ("is_only_position_constraint", "show_ik_warnings", "fail_on_joint_limit_violation"):
+        for name in ("show_ik_warnings", "fail_on_joint_limit_violation"):
             setattr(self, name, checks.flag(name, getattr(self, name)))
         if not isinstance(self.solver_type, str) or not self.solver_type:
             raise InputError(f"solver_type must be the name of a QP solver (e.g. 'daqp'), got {self.solver_type!r}")
         for name in ("variable_input_tasks", "fixed_input_tasks"):
             if getattr(self, name) is not None and (isinstance(getattr(self, name), str) or not isinstance(getattr(self, name), Sequence)):
                 raise InputError(f"{name} must be None or a list of pink tasks, got {getattr(self, name)!r}")
-
-    def solver_kwargs(self) -> dict:
-        return dict(pos_eps=self.pos_eps, rot_eps=self.rot_eps, iterations=self.max_iterations, dt=self.dt,
-                    damping=self.damp, seed_selection=False,
-                    approach_axis=None if self.is_only_position_constraint else ik.APPROACH_AXIS)
 
 
 class PinkSolver(PinocchioChain, CfgSolver):

@@ -109,20 +109,16 @@ def _add_body(pin, pm, model: mujoco.MjModel, b: int, jid: int, frame) -> None:
 
 
 @dataclass
-class PinocchioSolverCfg(ChainCfg):
-    """Configuration of :class:`PinocchioSolver` (seed 002, ``PinocchioSolverCfg``).
+class PinocchioIterationCfg(ChainCfg):
+    """The fields :class:`PinocchioSolverCfg` and ``PinkSolverCfg`` share (seed 002), checked at construction.
 
     Attributes (beyond :class:`~so101_mjx.ik.config.SolverCfg`'s):
         mesh_path: the URDF's mesh directory (kept for the interface; the kinematics need no meshes).
         pos_eps: metres, rot_eps: radians (norms of the log error's parts): convergence.
         max_iterations: steps per start; dt: step scale; damp: DLS damping (0 = the 1e-9 floor).
         is_only_position_constraint: solve the TCP position only.
-        num_samples: starts per target (the seed, then uniform samples within the limits).
     """
 
-    solver_class: ClassVar[type | None] = None  # set below
-
-    class_type: str = "PinocchioSolver"
     mesh_path: str | None = None
     pos_eps: float = 5e-4
     rot_eps: float = 5e-4
@@ -130,22 +126,40 @@ class PinocchioSolverCfg(ChainCfg):
     dt: float = 0.1
     damp: float = 1e-6
     is_only_position_constraint: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        r = checks.real
+        self.pos_eps, self.rot_eps, self.dt = r("pos_eps", self.pos_eps, gt=0), r("rot_eps", self.rot_eps, gt=0), r("dt", self.dt, gt=0)
+        self.damp = r("damp", self.damp, ge=0)
+        self.max_iterations = checks.integer("max_iterations", self.max_iterations, ge=1)
+        self.is_only_position_constraint = checks.flag("is_only_position_constraint", self.is_only_position_constraint)
+
+    def solver_kwargs(self) -> dict:
+        return dict(pos_eps=self.pos_eps, rot_eps=self.rot_eps, iterations=self.max_iterations, dt=self.dt,
+                    damping=self.damp, seed_selection=False,
+                    approach_axis=None if self.is_only_position_constraint else ik.APPROACH_AXIS)
+
+
+@dataclass
+class PinocchioSolverCfg(PinocchioIterationCfg):
+    """Configuration of :class:`PinocchioSolver` (seed 002, ``PinocchioSolverCfg``): the
+    :class:`PinocchioIterationCfg` fields and ``num_samples``, starts per target (the seed, then
+    uniform samples within the limits)."""
+
+    solver_class: ClassVar[type | None] = None  # set below
+
+    class_type: str = "PinocchioSolver"
     num_samples: int = 30
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.mesh_path is not None and not isinstance(self.mesh_path, str):
             raise InputError(f"mesh_path must be None or a directory path, got {self.mesh_path!r}")
-        r, i = checks.real, checks.integer
-        self.pos_eps, self.rot_eps, self.dt = r("pos_eps", self.pos_eps, gt=0), r("rot_eps", self.rot_eps, gt=0), r("dt", self.dt, gt=0)
-        self.damp = r("damp", self.damp, ge=0)
-        self.max_iterations, self.num_samples = i("max_iterations", self.max_iterations, ge=1), i("num_samples", self.num_samples, ge=1)
-        self.is_only_position_constraint = checks.flag("is_only_position_constraint", self.is_only_position_constraint)
+        self.num_samples = checks.integer("num_samples", self.num_samples, ge=1)
 
     def solver_kwargs(self) -> dict:
-        return dict(pos_eps=self.pos_eps, rot_eps=self.rot_eps, iterations=self.max_iterations, dt=self.dt,
-                    damping=self.damp, num_samples=self.num_samples, seed_selection=False,
-                    approach_axis=None if self.is_only_position_constraint else ik.APPROACH_AXIS)
+        return {**super().solver_kwargs(), "num_samples": self.num_samples}
 
 
 class PinocchioChain:
