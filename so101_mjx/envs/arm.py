@@ -280,19 +280,25 @@ class SO101Arm:
     def cartesian_targets(self, physics: PhysicsState, info: Info, action: Array) -> tuple[Array, Array, Info]:
         """The reference's control without the physics: ``(arm joint targets (5,) rad, gripper ctrl rad,
         info with the new IK target)`` for a Cartesian ``action`` (4,)."""
-        dtype = physics.qpos.dtype
         finite = jnp.isfinite(action)
-        raw = jnp.where(finite[:3], action[:3], 0.0)
-        is_zero = jnp.linalg.norm(raw) < ZERO_ACTION_TOLERANCE
-        snap = is_zero & ~info.last_action_zero
-        target = jnp.where(snap, self.ik_point(physics), info.ik_target + jnp.where(is_zero, 0.0, raw * self.action_scale))
-        lo, hi = (jnp.asarray(b, dtype) for b in CARTESIAN_BOUNDS)
-        target = jnp.clip(target, lo, hi)
+        target, is_zero = self.next_ik_target(physics, info, action[:3], self.action_scale, CARTESIAN_BOUNDS)
         gripper = jnp.where(finite[3], self.gripper_ctrl(action[3]), physics.ctrl[self.gripper_actuator])
         return self.solve_ik(physics, target), gripper, info.replace(
             ik_target=target, last_action_zero=is_zero,
             nonfinite_actions=info.nonfinite_actions + jnp.any(~finite).astype(jnp.int32),
         )
+
+    def next_ik_target(self, physics: PhysicsState, info: Info, delta: Array, scale, bounds) -> tuple[Array, Array]:
+        """The reference's IK-target update for ``delta`` (3,): ``(target (3,) m, is_zero)``. The target
+        moves ``scale`` m per unit (NaN/inf components count as zero), a near-zero delta
+        (‖delta‖ < 1e-6) holds the current IK point the first time, and it is clipped to ``bounds`` (2, 3) m."""
+        dtype = physics.qpos.dtype
+        raw = jnp.where(jnp.isfinite(delta), delta, 0.0)
+        is_zero = jnp.linalg.norm(raw) < ZERO_ACTION_TOLERANCE
+        snap = is_zero & ~info.last_action_zero
+        moved = info.ik_target + jnp.where(is_zero, 0.0, raw * jnp.asarray(scale, dtype))
+        lo, hi = (jnp.asarray(b, dtype) for b in bounds)
+        return jnp.clip(jnp.where(snap, self.ik_point(physics), moved), lo, hi), is_zero
 
     # -- joint mode ------------------------------------------------------------------------------
     def motor_positions(self, physics: PhysicsState) -> Array:

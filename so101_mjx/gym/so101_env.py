@@ -174,13 +174,8 @@ class SO101GymEnv(MujocoGymEnv):
 
         NaN/inf deltas count as zero and reach the functional step as they are, which counts them
         in ``nonfinite_actions``; a non-finite grasp keeps the jaw command there."""
-        info, dtype = state.info, state.physics.qpos.dtype
-        finite = jnp.isfinite(action[:3])
-        raw = jnp.where(finite, action[:3], 0.0)
-        is_zero = jnp.linalg.norm(raw) < arm_module.ZERO_ACTION_TOLERANCE
-        snap = is_zero & ~info.last_action_zero
-        moved = info.ik_target + jnp.where(is_zero, 0.0, raw * scale.astype(dtype))
-        target = jnp.clip(jnp.where(snap, self.env.arm.ik_point(state.physics), moved), bounds[0], bounds[1])
+        info, finite = state.info, jnp.isfinite(action[:3])
+        target, is_zero = self.env.arm.next_ik_target(state.physics, info, action[:3], scale, bounds)
         held = state.replace(info=info.replace(ik_target=target, last_action_zero=jnp.ones((), bool)))
         out = self.env.step(held, jnp.concatenate([jnp.where(finite, 0.0, action[:3]), action[3:]]))
         return out.replace(info=out.info.replace(last_action_zero=is_zero))
