@@ -4,8 +4,9 @@ multi-start damped least-squares solve with database seeds and candidate selecti
 A solve step is ``q ← q + dt · (clip(q + dq) − q)`` with ``dq`` the damped least-squares step of
 :func:`so101_mjx.ik.iterative.ik_step` (``dt = 1``: exactly :func:`~so101_mjx.ik.iterative.levenberg_marquardt`);
 the step stays within the limits (a convex combination of two points inside them) and a converged
-problem stays frozen. Database seeds: the ``k_max`` entries nearest each target, re-ranked by the
-predicted correction of one least-squares step (:func:`so101_mjx.ik.seed_sampler.correction`).
+problem stays frozen. Database seeds: the entries nearest each target; with ``k_max``, the ``k_max``
+nearest re-ranked by the predicted correction of one least-squares step
+(:func:`so101_mjx.ik.seed_sampler.correction`).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class SolveConfig:
     selection: str
     seed_rot_scale: float
     dt: float = 1.0
-    k_max: int = 64
+    k_max: int | None = None
 
 
 def _approach_axis_world(kin: Kinematics, q: Array, cfg: SolveConfig, tcp_rot: Array) -> Array:
@@ -125,10 +126,14 @@ def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight
         others = jnp.broadcast_to(starts, (*pos.shape[:-1], *starts.shape))
     else:
         key = jnp.concatenate([pos, cfg.seed_rot_scale * direction], -1) if top else pos
-        cand = db_q[nearest(db_key, key, max(starts.shape[0], min(cfg.k_max, db_q.shape[0])))]
-        err, jac = ik.task_error(kin, cand, pos[..., None, :], approach_dir=direction[..., None, :], **task)
-        order = jnp.argsort(correction(err, jac), axis=-1)[..., : starts.shape[0]]
-        others = jnp.take_along_axis(cand, order[..., None], -2)
+        m = starts.shape[0]
+        cand = db_q[nearest(db_key, key, m if cfg.k_max is None else max(m, min(cfg.k_max, db_q.shape[0])))]
+        if cfg.k_max is None or cand.shape[-2] == m:
+            others = cand
+        else:
+            err, jac = ik.task_error(kin, cand, pos[..., None, :], approach_dir=direction[..., None, :], **task)
+            order = jnp.argsort(correction(err, jac), axis=-1)[..., :m]
+            others = jnp.take_along_axis(cand, order[..., None], -2)
     q0 = jnp.concatenate([seed[..., None, :], others], -2)
     q = _least_squares(kin, cfg, q0, pos[..., None, :], direction[..., None, :], task, lower, upper)
     err = jnp.linalg.norm(kin.point(q, cfg.site, tcp_pos) - pos[..., None, :], axis=-1)

@@ -84,7 +84,7 @@ class PytorchSolverCfg(ChainCfg):
         is_only_position_constraint: constrain the TCP position only (the SO-101's default); False adds
             the TCP axis ``approach_axis`` (the 5 DoF leave the roll about it free).
         num_samples: starts per target. ik_solution_selection: ``"nearest"`` or ``"manipulability"``.
-        enable_seed_selection, seed_db_size, seed_rot_scale, seed_k_max: database seeds (re-ranked).
+        enable_seed_selection, seed_db_size, seed_rot_scale, seed_k_max: database seeds (``seed_k_max`` None: unranked).
         approach_axis, tolerance, orientation_weight: ours, as :class:`SO101Solver`'s arguments.
     """
 
@@ -100,7 +100,7 @@ class PytorchSolverCfg(ChainCfg):
     enable_seed_selection: bool = True
     seed_db_size: int = 4096
     seed_rot_scale: float = 0.2
-    seed_k_max: int = 64
+    seed_k_max: int | None = None
     approach_axis: int = ik.APPROACH_AXIS
     tolerance: float = 1e-4
     orientation_weight: float = ik.ORIENTATION_WEIGHT
@@ -112,7 +112,9 @@ class PytorchSolverCfg(ChainCfg):
         r("damp", self.damp, ge=0), r("seed_rot_scale", self.seed_rot_scale, ge=0), r("tolerance", self.tolerance, gt=0)
         r("orientation_weight", self.orientation_weight, ge=0)
         i("max_iterations", self.max_iterations, ge=1), i("num_samples", self.num_samples, ge=1)
-        i("seed_db_size", self.seed_db_size, ge=1), i("seed_k_max", self.seed_k_max, ge=1)
+        i("seed_db_size", self.seed_db_size, ge=1)
+        if self.seed_k_max is not None:
+            i("seed_k_max", self.seed_k_max, ge=1)
         checks.flag("is_only_position_constraint", self.is_only_position_constraint)
         checks.flag("enable_seed_selection", self.enable_seed_selection)
         if self.ik_solution_selection not in SELECTIONS:

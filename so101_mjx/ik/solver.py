@@ -10,8 +10,8 @@ point (TCP), joint limits, multi-start seeding and solution selection:
   full pose as far as 5 DoF allow an iterative solver here: the roll about the approach axis is
   left free (the closed-form :class:`~so101_mjx.ik.analytic_solver.SO101AnalyticSolver` honours it).
 - seeds: slot 0 is the caller's seed; the other ``num_samples - 1`` slots are SELIK-style database
-  entries (scrambled-Halton joint samples and their FK): the ``seed_k_max`` nearest each target,
-  re-ranked by predicted joint-space correction; with ``seed_selection=False`` the first Halton
+  entries (scrambled-Halton joint samples and their FK) nearest each target (with ``seed_k_max``: the
+  ``seed_k_max`` nearest, re-ranked by predicted joint-space correction); with ``seed_selection=False`` the first Halton
   samples. The database is rebuilt lazily whenever the limits, the TCP or the constraint mode change.
 - selection among the valid candidates: ``"nearest"`` to the seed (weighted by ``ik_nearest_weight``) or
   ``"manipulability"`` (largest Yoshikawa √det(Jv Jvᵀ)).
@@ -88,7 +88,9 @@ class SO101Solver(BaseSolver):
         seed_selection: retrieve starts from the FK database (else fixed Halton samples).
         seed_db_size: entries of the FK database; retrieval costs O(batch · seed_db_size) memory.
         seed_rot_scale: metres per unit of approach-direction distance in the retrieval metric.
-        seed_k_max: database entries fetched per target before re-ranking (at least ``num_samples - 1``).
+        seed_k_max: database entries fetched per target and re-ranked by predicted correction; None (the
+            default) takes the ``num_samples - 1`` nearest unranked, which solved more top-down grasps
+            (docs/ik.md#seeds).
         user_qpos_limits: (2, n) limits intersected with the model's joint ranges.
         pos_eps: metres, rot_eps: radians: success thresholds.
         damping: >= 0 (0 solves with the 1e-9 floor); dt > 0: step length (1 = full LM steps);
@@ -112,7 +114,7 @@ class SO101Solver(BaseSolver):
         seed_selection: bool = True,
         seed_db_size: int = 4096,
         seed_rot_scale: float = 0.2,
-        seed_k_max: int = 64,
+        seed_k_max: int | None = None,
         user_qpos_limits=None,
         pos_eps: float = 1e-3,
         rot_eps: float = 0.05,
@@ -149,7 +151,7 @@ class SO101Solver(BaseSolver):
             site, approach_axis, r("orientation_weight", orientation_weight, ge=0), max(self._damp, DAMP_FLOOR),
             checks.integer("iterations", iterations, ge=1), r("tolerance", tolerance, gt=0), r("pos_eps", pos_eps, gt=0),
             r("rot_eps", rot_eps, gt=0), selection, r("seed_rot_scale", seed_rot_scale, ge=0), r("dt", dt, gt=0),
-            checks.integer("seed_k_max", seed_k_max, ge=1))
+            None if seed_k_max is None else checks.integer("seed_k_max", seed_k_max, ge=1))
         self._robot_lower, self._robot_upper = ik.joint_limits(model, joints)
         self._lower, self._upper = self._robot_lower, self._robot_upper
         if user_qpos_limits is not None:

@@ -52,6 +52,21 @@ def test_multi_start_solves_reachable_targets(model, solver, reachable):
     np.testing.assert_array_equal(np.asarray(solver.get_ik(poses)[1]), q)
 
 
+def test_seed_re_ranking_is_opt_in_and_solves(model, solver, reachable):
+    """seed_k_max re-ranks the k nearest database entries by predicted correction (docs/ik.md#seeds);
+    seed_k_max = num_samples - 1 keeps the plain nearest ones, the default."""
+    _, targets = reachable
+    plain = np.asarray(solver.get_ik(targets[:200], return_all_solutions=True)[1])
+    same = SO101Solver(model, seed_k_max=solver.num_samples - 1)
+    np.testing.assert_array_equal(np.asarray(same.get_ik(targets[:200], return_all_solutions=True)[1]), plain)
+    ranked = SO101Solver(model, seed_k_max=64)
+    success, q = (np.asarray(a) for a in ranked.get_ik(targets[:200], return_all_solutions=True))
+    assert not np.array_equal(q, plain)  # other starts were kept
+    assert success[:, 0].mean() >= 0.99
+    with pytest.raises(ValueError, match="seed_k_max"):
+        SO101Solver(model, seed_k_max=0)
+
+
 def test_unreachable_and_non_finite_targets(model, solver, reachable):
     q_reach, t_reach = reachable
     targets = np.array([t_reach[0], [1.5, 0.0, 0.2], [0.0, 0.0, -2.0], [np.nan, 0.1, 0.1],
