@@ -4,13 +4,26 @@ float32 arrays explicitly.
 XLA compiles at backend optimization level 0 (LLVM's code generation unoptimized), in this process
 and in the CLI subprocesses the tests start: most of the suite's time is compilation, and this
 halves it. To test optimized code, name another level in ``XLA_FLAGS``
-(``--xla_backend_optimization_level=3``, XLA's default)."""
+(``--xla_backend_optimization_level=3``, XLA's default).
 
+A persistent compilation cache (``JAX_COMPILATION_CACHE_DIR``) in a temporary directory of the run
+is shared by the pytest-xdist workers and the CLI subprocesses (they inherit the variable): a
+program that several tests build (the same env, new instances) compiles once per run. The process
+that creates it removes it at exit; a directory given in the environment is used as it is."""
+
+import atexit
 import os
+import shutil
+import tempfile
 
 os.environ.setdefault("MUJOCO_GL", "egl")
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
+
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="so101-mjx-tests-jax-cache-")
+    atexit.register(shutil.rmtree, os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
 import jax
 

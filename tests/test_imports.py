@@ -25,6 +25,7 @@ FLOORS = [
     {"validation"},
     {"training"},
     {"data", "benchmarks"},
+    {"follower"},
     {"cli"},
     {"__main__"},
 ]

@@ -164,6 +164,39 @@ def _record(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-envs", type=types.positive_int, default=64, help="worlds simulated at a time")
 
 
+def _deploy(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("policy", help="exported joint-mode policy: .onnx or .npz (a pixel student: student.npz)")
+    parser.add_argument("--robot.type", dest="robot_type", choices=("so101_mjx", "so101_follower"), default="so101_mjx",
+                        help="so101_follower: a real SO-101 through lerobot; so101_mjx: the simulated follower")
+    parser.add_argument("--robot.port", dest="robot_port", default=None, help="the follower's serial port (so101_follower)")
+    parser.add_argument("--robot.id", dest="robot_id", default=None, help="the follower's calibration id (so101_follower)")
+    parser.add_argument("--robot.max_relative_target", dest="robot_max_relative_target", type=types.positive_float, default=None,
+                        help="motor units per action a target may lie from the measured position (lerobot's clamp)")
+    parser.add_argument("--robot.front_camera", dest="robot_front_camera", default=None,
+                        help="OpenCV index or path of the 'front' camera (a pixel policy on so101_follower)")
+    parser.add_argument("--episodes", type=types.positive_int, default=1)
+    parser.add_argument("--episode-time-s", type=types.positive_float, default=None, help="default: the task's episode length")
+    parser.add_argument("--time-limit-s", type=types.positive_float, default=None, help="stop the whole run after this long")
+    parser.add_argument("--start-tolerance", type=types.positive_float, default=10.0,
+                        help="motor units each arm motor may lie from the start pose before the first action")
+    parser.add_argument("--dataset", type=types.output_dir, default=None, help="log observations and actions here as a LeRobotDataset")
+    parser.add_argument("--real-time", action="store_true", help="so101_mjx: pace the simulation to the wall clock")
+    parser.add_argument("--dry-run", action="store_true", help="compute the actions, send none")
+    parser.add_argument("--seed", type=types.seed, default=0, help="so101_mjx: the first episode's scene")
+
+
+def _teleop(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="SO101PickCube-v0", help="the task whose scene is driven")
+    parser.add_argument("--mode", choices=("joint", "cartesian"), default="joint",
+                        help="joint: keys move the six motors (q/a w/s e/d r/f t/g y/h); cartesian: the IK target (w/s a/d r/f, o/c)")
+    parser.add_argument("--step", type=types.positive_float, default=2.0, help="joint mode: motor units per key press")
+    parser.add_argument("--action-scale", type=types.positive_float, default=0.01, help="Cartesian mode: metres per key press")
+    parser.add_argument("--range-units", action="store_true", help="joint mode: arm motors in -100..100 (lerobot's use_degrees=False)")
+    parser.add_argument("--viewer", action="store_true", help="show the arm in MuJoCo's viewer (needs a display)")
+    parser.add_argument("--max-steps", type=types.positive_int, default=None, help="stop after this many control periods")
+    parser.add_argument("--seed", type=types.seed, default=0)
+
+
 COMMANDS: dict[str, Command] = {
     "info": Command("versions, JAX devices, scenes and envs", "so101_mjx.cli.info", _info),
     "rollout": Command("jitted batched rollout: success rate and env-steps/s", "so101_mjx.envs.rollout", _rollout),
@@ -176,4 +209,7 @@ COMMANDS: dict[str, Command] = {
     "distill": Command("distil a state policy into a pixel policy with DAgger (backend c camera)",
                        "so101_mjx.training.distill", _distill),
     "record": Command("record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)", "so101_mjx.data.record", _record),
+    "deploy": Command("run an exported joint-mode policy on a follower (real through lerobot, or simulated)",
+                      "so101_mjx.follower.deploy", _deploy),
+    "teleop": Command("drive the simulated arm from the keyboard (joint or Cartesian mode)", "so101_mjx.follower.teleop", _teleop),
 }

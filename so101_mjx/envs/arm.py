@@ -123,7 +123,7 @@ class SO101Arm:
         self.actuated_dof = model.jnt_dofadr[model.actuator_trnid[:, 0]]  # (nu,)
         self.joint_lower, self.joint_upper = ik.joint_limits(model)
         # (6, 2) rad: the ranges the motor units are calibrated on (robot.motors), arm joints then gripper
-        self.motor_ranges = model.jnt_range[[model.joint(n).id for n in (*ARM_JOINTS, GRIPPER_JOINT)]].copy()
+        self.motor_ranges = motors.joint_ranges(model)
         self.ik_offset = ik.grasp_point_offset(model) if top_down_ik else None  # (3,) in the site frame
         self.geometry = analytic_ik.ArmGeometry.from_kinematics(self.kin, EE_SITE, self.ik_offset) if ik_solver == "analytic" else None
 

@@ -88,9 +88,7 @@ class SO101Solver(BaseSolver):
         seed_selection: retrieve starts from the FK database (else fixed Halton samples).
         seed_db_size: entries of the FK database; retrieval costs O(batch · seed_db_size) memory.
         seed_rot_scale: metres per unit of approach-direction distance in the retrieval metric.
-        seed_k_max: database entries fetched per target and re-ranked by predicted correction; None (the
-            default) takes the ``num_samples - 1`` nearest unranked, which solved more top-down grasps
-            (docs/ik.md#seeds).
+        seed_k_max: entries fetched per target and re-ranked by predicted correction; None: the nearest (docs/ik.md#seeds).
         user_qpos_limits: (2, n) limits intersected with the model's joint ranges.
         pos_eps: metres, rot_eps: radians: success thresholds.
         damping: >= 0 (0 solves with the 1e-9 floor); dt > 0: step length (1 = full LM steps);

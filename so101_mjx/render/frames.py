@@ -40,10 +40,11 @@ class FrameRenderer:
     """Renders a model at given ``qpos`` vectors from a named camera; ``close()`` releases GL (at
     interpreter exit at the latest)."""
 
-    def __init__(self, model: mujoco.MjModel, height: int = 240, width: int = 320, camera: str | int = "front"):
+    def __init__(self, model: mujoco.MjModel, height: int = 240, width: int = 320, camera: str | int = "front",
+                 shadows: bool = True):
         self.model = model
         self.data = mujoco.MjData(model)
-        self.camera = camera
+        self.camera, self.shadows = camera, shadows
         try:
             self._renderer = mujoco.Renderer(model, height=height, width=width)
         except Exception as err:  # GL failures surface as assorted exception types
@@ -63,6 +64,7 @@ class FrameRenderer:
         self.data.qpos[:] = qpos
         mujoco.mj_forward(self.model, self.data)
         self._renderer.update_scene(self.data, camera=self.camera)
+        self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.shadows
         return self._renderer.render().copy()
 
     def close(self) -> None:

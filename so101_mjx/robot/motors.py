@@ -56,6 +56,11 @@ def from_motor(value: Array, ranges: np.ndarray, units: str) -> Array:
     return (value - jnp.asarray(offset, value.dtype)) / jnp.asarray(gain, value.dtype)
 
 
+def joint_ranges(model) -> np.ndarray:
+    """The MJCF ranges (6, 2) rad of the six motors' joints (:data:`MOTORS` order) of an SO-101 ``model``."""
+    return model.jnt_range[[model.joint(name).id for name in MOTORS]].copy()
+
+
 def motor_limits(ranges: np.ndarray, units: str) -> np.ndarray:
     """The joint ``ranges`` (6, 2) rad as motor values (6, 2): ``[lower, upper]`` per motor."""
     gain, offset = _gain_offset(ranges, units)

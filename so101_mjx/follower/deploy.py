@@ -1,0 +1,257 @@
+"""``so101-mjx deploy POLICY``: an exported joint-mode policy on a follower, through lerobot's robot API.
+
+The robot is ``so101_follower`` (a real SO-101, through lerobot >= 0.6) or ``so101_mjx`` (the
+simulated follower, :class:`~so101_mjx.follower.sim.SimFollower`; no lerobot needed). Each control
+period (the policy's rate) the loop reads ``get_observation()``, builds the policy's observation
+from it in the training layout (``agent_pos`` = the six ``<motor>.pos`` in the policy's units; a
+pixel policy's ``front`` frame; a state policy's ``environment_state``, which only the simulator
+measures), and sends the policy's targets (offsets added to the measured positions for a
+relative-target policy), within the motor ranges as in training, with ``send_action``; the robot clamps them to ``max_relative_target``.
+
+Safety: the policy must act in joint mode (a Cartesian-mode policy is refused, naming the fix) in
+the robot's units; before the first action every arm motor must be within ``start_tolerance`` of
+the pose the policy's episodes start from; a non-finite policy output stops the run before it is
+sent; ``time_limit_s`` bounds the run; Ctrl-C stops it. On any stop the robot is disconnected (a
+real follower then disables torque, lerobot's ``disable_torque_on_disconnect``) and the episodes
+run so far are in the ``dataset`` log (a LeRobotDataset v3.0: ``observation.state`` and
+``action`` with the follower's feature names). ``dry_run`` computes the actions and sends none.
+This loop has not been run on hardware by this project.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from so101_mjx.envs import registry
+from so101_mjx.envs.arm import JointMode
+from so101_mjx.errors import InputError
+from so101_mjx.follower.actions import FEATURE_KEYS, as_dict, check_max_relative
+from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
+from so101_mjx.robot import motors
+from so101_mjx.robot.scenes import load_model
+
+ROBOTS = ("so101_mjx", "so101_follower")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What the policy at ``path`` needs: its act function, task, mode, rate and observation."""
+
+    path: str
+    act: Any
+    task: str
+    mode: JointMode
+    fps: int
+    episode_steps: int
+    image_size: int | None
+    task_options: dict[str, Any]
+    limits: np.ndarray  # (6, 2) the motors' ranges in the policy's units
+
+
+    @property
+    def units(self) -> str:
+        return self.mode.units
+
+    def observation(self, robot_obs: dict[str, Any], environment_state: np.ndarray | None) -> dict[str, Any]:
+        """The policy's observation (the gym env's keys) from the robot's."""
+        obs: dict[str, Any] = {"agent_pos": np.asarray([robot_obs[k] for k in FEATURE_KEYS], np.float32)}
+        if self.image_size is not None:
+            frame = np.asarray(robot_obs["front"])
+            if frame.shape != (self.image_size, self.image_size, 3):
+                raise InputError(f"the robot's 'front' frames are {frame.shape}; {self.path} sees "
+                                 f"({self.image_size}, {self.image_size}, 3)")
+            obs["pixels"] = {"front": frame}
+        else:
+            obs["environment_state"] = environment_state
+        return obs
+
+    def targets(self, obs: dict[str, Any]) -> np.ndarray:
+        """Absolute motor targets (6,) for ``obs`` within the motor ranges (where training's actuators held
+        them); RuntimeError for a non-finite policy output."""
+        action = np.asarray(self.act(obs), np.float64)
+        if action.shape != (len(FEATURE_KEYS),) or not np.all(np.isfinite(action)):
+            raise RuntimeError(f"{self.path} produced {action}: not 6 finite targets; nothing of it was sent")
+        goal = obs["agent_pos"].astype(np.float64) + action if self.mode.relative else action
+        return np.clip(goal, self.limits[:, 0], self.limits[:, 1])
+
+
+def plan(path: str | Path) -> Plan:
+    """The :class:`Plan` of an exported policy; ValueError unless it acts in joint mode."""
+    from so101_mjx.training.replay import IMAGE_OPTIONS, gym_policy
+
+    act, name, env_config, image_size = gym_policy(path, None, False)
+    mode = JointMode.of(env_config)
+    if mode is None:
+        raise InputError(f"{path} acts in Cartesian mode ([dx, dy, dz, grasp] through the simulator's IK); "
+                         "deploy runs joint-mode policies: train one with control_mode='joint' (e.g. SO101Reach-v0 --preset joint)")
+    config, _ = registry.split_options(registry.task(name), "c", {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS})
+    fps = round(1.0 / config.control_dt)
+    options = {k: v for k, v in env_config.items() if k not in (*JOINT_FIELDS, *IMAGE_OPTIONS, "physics_dt")}
+    limits = motors.motor_limits(motors.joint_ranges(load_model(registry.task(name).scene)), mode.units)
+    return Plan(str(path), act, name, mode, fps, config.episode_length, image_size, options, limits)
+
+
+def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | None = None, max_relative_target=None,
+               real_time: bool = False, seed: int = 0, front_camera: str | None = None):
+    """The robot ``kind`` (:data:`ROBOTS`) set up for plan ``p``; ValueError naming what is wrong."""
+    max_relative_target = check_max_relative(max_relative_target)
+    if kind == "so101_mjx":
+        size = p.image_size or 480
+        return SimFollower(SimFollowerConfig(
+            task=p.task, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
+            camera_names=("front",) if p.image_size else (), camera_height=size, camera_width=size, fps=p.fps,
+            real_time=real_time, seed=seed, task_options=p.task_options))
+    if kind != "so101_follower":
+        raise InputError(f"--robot.type must be one of {ROBOTS}, got {kind!r}")
+    if p.image_size is None:
+        raise InputError(f"{p.path} is a state policy of {p.task}: it observes the objects' state, which a real "
+                         "follower does not measure; deploy a pixel policy there, or run it on --robot.type so101_mjx")
+    if not port:
+        raise InputError("--robot.port is required with --robot.type so101_follower (lerobot-find-port finds it)")
+    if not Path(port).exists():
+        raise InputError(f"--robot.port {port} does not exist: connect the follower's controller board "
+                         "(lerobot-find-port finds its port)")
+    if front_camera is None:
+        raise InputError("--robot.front-camera (an OpenCV index or path) is required for a pixel policy on so101_follower")
+    try:
+        from lerobot.cameras.opencv import OpenCVCameraConfig
+        from lerobot.robots import make_robot_from_config
+        from lerobot.robots.so_follower import SO101FollowerConfig
+    except ImportError:
+        raise InputError("--robot.type so101_follower needs lerobot >= 0.6 with its Feetech extra "
+                         "(Python >= 3.12): pip install 'lerobot[feetech]>=0.6'") from None
+    camera = OpenCVCameraConfig(index_or_path=int(front_camera) if front_camera.isdigit() else Path(front_camera),
+                                width=p.image_size, height=p.image_size, fps=p.fps)
+    return make_robot_from_config(SO101FollowerConfig(
+        port=port, id=robot_id, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
+        cameras={"front": camera}))
+
+
+def start_pose(p: Plan) -> np.ndarray:
+    """The six motor positions (6,) the policy's episodes start from (its task's reset)."""
+    with SimFollower(SimFollowerConfig(task=p.task, use_degrees=p.units == "degrees", camera_names=(), fps=p.fps,
+                                       task_options=p.task_options)) as sim:
+        return sim.present_position()
+
+
+def check_start(measured: np.ndarray, start: np.ndarray, tolerance: float, units: str) -> None:
+    """ValueError listing the arm motors farther than ``tolerance`` from ``start`` (the gripper is free)."""
+    far = [f"{k} at {m:.1f}, start {s:.1f}" for k, m, s in zip(FEATURE_KEYS[:5], measured[:5], start[:5], strict=True)
+           if abs(m - s) > tolerance]
+    if far:
+        raise InputError(f"the arm is not at the policy's start pose (within {tolerance} {units}): {'; '.join(far)}. "
+                         "Move it there (or raise --start-tolerance); nothing was sent")
+
+
+@dataclasses.dataclass
+class Log:
+    """The episodes run so far, as arrays for the dataset writer."""
+
+    episodes: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
+    successes: list[bool] = dataclasses.field(default_factory=list)
+    clamped: int = 0  # actions the robot changed (max_relative_target or range clipping)
+
+
+def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log: Log) -> bool:
+    """One episode of at most ``steps`` actions (fewer when the task ends it, or at ``deadline``, a
+    ``time.monotonic()``); appends it to ``log``; returns False when the deadline stopped it."""
+    sim = robot if isinstance(robot, SimFollower) else None
+    paced = sim is None  # a real follower runs at the policy's rate; the simulator paces itself (real_time)
+    states, actions, env_states = [], [], []
+    tick, in_time = time.monotonic(), True
+    for _ in range(steps):
+        robot_obs = robot.get_observation()
+        env_state = sim.environment_state() if sim is not None else None
+        obs = p.observation(robot_obs, env_state)
+        goal = as_dict(p.targets(obs))
+        sent = goal if dry_run else robot.send_action(goal)
+        log.clamped += int(any(abs(sent[k] - goal[k]) > 1e-9 for k in FEATURE_KEYS))
+        states.append(obs["agent_pos"])
+        actions.append([sent[k] for k in FEATURE_KEYS])
+        if env_state is not None:
+            env_states.append(env_state)
+        if sim is not None and sim.terminated:
+            break
+        if paced:
+            tick += 1.0 / p.fps
+            time.sleep(max(0.0, tick - time.monotonic()))
+        if time.monotonic() >= deadline:
+            in_time = False
+            break
+    episode = {"observation.state": np.asarray(states, np.float32), "action": np.asarray(actions, np.float32)}
+    if env_states:
+        episode["observation.environment_state"] = np.asarray(env_states, np.float32)
+    log.episodes.append(episode)
+    log.successes.append(bool(sim.info.get("succeed", False)) if sim is not None else False)
+    return in_time
+
+
+def write_log(root: str | Path, log: Log, p: Plan, robot_type: str) -> None:
+    """The episodes of ``log`` as a new LeRobotDataset v3.0 at ``root``."""
+    from so101_mjx._lock import exclusive
+    from so101_mjx.data.lerobot_dataset import DatasetWriter
+    from so101_mjx.data.record import environment_state_names
+
+    names = list(FEATURE_KEYS)
+    vector = lambda n: {"dtype": "float32", "shape": [len(n)], "names": n}  # noqa: E731
+    features = {"observation.state": vector(names), "action": vector(names)}
+    if log.episodes and "observation.environment_state" in log.episodes[0]:
+        features["observation.environment_state"] = vector(environment_state_names(p.task))
+    with exclusive(root, "deploy"):
+        writer = DatasetWriter(root, features, p.fps, robot_type)
+        for episode in log.episodes:
+            if len(episode["action"]):
+                writer.add_episode(episode, registry.task(p.task).instruction)
+        writer.close()
+
+
+def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1, episode_time_s: float | None = None,
+           time_limit_s: float | None = None, dry_run: bool = False, start_tolerance: float = 10.0, dataset: str | None = None,
+           seed: int = 0, **robot_options: Any) -> dict[str, Any]:
+    """Run ``episodes`` episodes of the policy at ``path`` on the robot; print and return a summary
+    (``success_rate`` counts the simulator's task success; a real follower reports none)."""
+    p = plan(path)
+    steps = p.episode_steps if episode_time_s is None else max(1, round(episode_time_s * p.fps))
+    robot = make_robot(robot_type, p, seed=seed, **robot_options)
+    start = start_pose(p) if not isinstance(robot, SimFollower) else None
+    log = Log()
+    deadline = time.monotonic() + (float("inf") if time_limit_s is None else time_limit_s)
+    robot.connect()
+    stopped = "done"
+    try:
+        for episode in range(episodes):
+            if isinstance(robot, SimFollower):
+                robot.reset(seed + episode)
+            else:
+                measured = np.asarray([robot.get_observation()[k] for k in FEATURE_KEYS])
+                check_start(measured, start, start_tolerance, p.units)
+            if not run_episode(robot, p, steps, dry_run, deadline, log):
+                stopped = "time limit"
+                break
+    except KeyboardInterrupt:
+        stopped = "Ctrl-C"
+    finally:
+        robot.disconnect()
+        if dataset is not None and log.episodes:
+            write_log(dataset, log, p, robot_type)
+    sim = robot_type == "so101_mjx"
+    result = {"episodes": len(log.episodes), "stopped": stopped, "clamped_actions": log.clamped,
+              "success_rate": float(np.mean(log.successes)) if sim and log.episodes else None}
+    rate = f"success rate {result['success_rate']:.3f} ({sum(log.successes)}/{len(log.episodes)})" if sim else "success not measured"
+    print(f"deploy {Path(path).name} on {robot_type} ({p.task}, {p.fps} Hz, {p.units}{', dry run' if dry_run else ''}): "
+          f"{len(log.episodes)} episodes, {rate}, {log.clamped} actions clamped by the robot; stopped: {stopped}")
+    return result
+
+
+def run(args) -> int:
+    options = {"port": args.robot_port, "robot_id": args.robot_id, "max_relative_target": args.robot_max_relative_target,
+               "real_time": args.real_time, "front_camera": args.robot_front_camera}
+    result = deploy(args.policy, args.robot_type, episodes=args.episodes, episode_time_s=args.episode_time_s,
+                    time_limit_s=args.time_limit_s, dry_run=args.dry_run, start_tolerance=args.start_tolerance,
+                    dataset=args.dataset, seed=args.seed, **options)
+    return 130 if result["stopped"] == "Ctrl-C" else 0

@@ -1,0 +1,114 @@
+"""so101-mjx deploy (issue 33, item 3) against the simulated follower: the observation it builds, the
+actions it sends, its log, and its refusals (nothing sent, nothing half-written)."""
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import train_tiny
+from so101_mjx import cli
+from so101_mjx.follower import deploy as deploy_module
+from so101_mjx.follower.deploy import check_start, deploy, plan
+from so101_mjx.data import dataset_check
+from so101_mjx.envs.arm import JointMode
+
+ENV = "SO101Reach-v0"
+
+
+@pytest.fixture(scope="module")
+def joint_policy(tmp_path_factory) -> Path:
+    """The tiny joint-mode Reach preset, trained and exported (relative targets, degrees, 30 Hz)."""
+    out = tmp_path_factory.mktemp("deploy") / "run"
+    train_tiny(out, "--env", ENV, "--preset", "tiny-joint")
+    return out / "policy.onnx"
+
+
+@pytest.fixture
+def cartesian_policy() -> Path:
+    return Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "pick_cube_run" / "policy.onnx"
+
+
+def test_plan_reads_the_policys_mode_and_rate(joint_policy):
+    p = plan(joint_policy)
+    assert (p.task, p.fps, p.units, p.mode.relative, p.mode.max_relative) == (ENV, 30, "degrees", True, 3.0)
+    assert p.image_size is None and p.episode_steps == 8  # the tiny preset's episode length
+
+
+def test_deploy_on_the_simulator_equals_the_gym_env_and_logs_a_dataset(joint_policy, tmp_path):
+    """Two episodes on so101_mjx: each action is the policy's on the observation built from the robot's,
+    and the logged states and actions are those of the gym env run with the same policy and seeds."""
+    import gymnasium as gym
+
+    import so101_mjx.gym  # noqa: F401
+    from so101_mjx.training.replay import gym_policy
+
+    result = deploy(joint_policy, "so101_mjx", episodes=2, dataset=str(tmp_path / "log"), seed=5)
+    assert result["episodes"] == 2 and result["stopped"] == "done" and 0 <= result["success_rate"] <= 1
+    info = dataset_check.check(tmp_path / "log")
+    assert info["total_episodes"] == 2 and info["fps"] == 30 and info["robot_type"] == "so101_mjx"
+    names = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos", "gripper.pos"]
+    assert info["features"]["observation.state"]["names"] == info["features"]["action"]["names"] == names
+    import pyarrow.parquet as pq
+    table = pq.read_table(next((tmp_path / "log" / "data").rglob("*.parquet"))).to_pydict()
+    act, name, env_config, _ = gym_policy(joint_policy, None, False)
+    env = gym.make(f"so101_mjx/{name}", **env_config)
+    obs, _ = env.reset(seed=5)
+    state0 = np.asarray(table["observation.state"][0])
+    np.testing.assert_allclose(state0, obs["agent_pos"], atol=1e-4)
+    offsets = act(obs)
+    expected = np.clip(obs["agent_pos"] + np.clip(offsets, -3, 3), *plan(joint_policy).limits.T)
+    np.testing.assert_allclose(np.asarray(table["action"][0]), expected, atol=1e-3)
+    env.close()
+
+
+def test_refusals_name_the_problem_and_send_nothing(joint_policy, cartesian_policy, tmp_path, capsys):
+    with pytest.raises(ValueError, match="acts in Cartesian mode"):
+        plan(cartesian_policy)
+    p = plan(joint_policy)
+    with pytest.raises(ValueError, match="state policy of SO101Reach-v0"):
+        deploy_module.make_robot("so101_follower", p, port="/dev/ttyACM0")
+    with pytest.raises(ValueError, match="--robot.type must be one of"):
+        deploy_module.make_robot("so100", p)
+    with pytest.raises(ValueError, match="max_relative_target"):
+        deploy_module.make_robot("so101_mjx", p, max_relative_target=-2.0)
+    start = np.zeros(6)
+    with pytest.raises(ValueError, match=r"elbow_flex.pos at 30.0, start 0.0"):
+        check_start(np.asarray([0, 0, 30.0, 0, 0, 50]), start, 10.0, "degrees")
+    check_start(np.asarray([5.0, -5, 0, 0, 0, 90]), start, 10.0, "degrees")  # the gripper may be anywhere
+    # through the CLI: one line, exit 2
+    assert cli.main(["deploy", str(cartesian_policy)]) == 2
+    assert "Cartesian mode" in capsys.readouterr().err
+
+
+def test_a_port_that_does_not_exist_is_refused(tmp_path):
+    p = deploy_module.Plan("pixel.onnx", None, ENV, JointMode(), 30, 50, 64, {}, np.zeros((6, 2)))
+    with pytest.raises(ValueError, match="--robot.port /dev/ttyNONE does not exist"):
+        deploy_module.make_robot("so101_follower", p, port="/dev/ttyNONE", front_camera="0")
+    with pytest.raises(ValueError, match="--robot.port is required"):
+        deploy_module.make_robot("so101_follower", p, front_camera="0")
+
+
+def test_a_non_finite_policy_output_stops_before_sending(joint_policy, monkeypatch, tmp_path):
+    p = plan(joint_policy)
+    bad = dataclasses.replace(p, act=lambda obs: np.full(6, np.nan))
+    monkeypatch.setattr(deploy_module, "plan", lambda path: bad)
+    sent = []
+    original = deploy_module.SimFollower.send_action
+    monkeypatch.setattr(deploy_module.SimFollower, "send_action", lambda self, a: sent.append(a) or original(self, a))
+    with pytest.raises(RuntimeError, match="not 6 finite targets; nothing of it was sent"):
+        deploy(joint_policy, "so101_mjx")
+    assert sent == []
+
+
+def test_time_limit_and_dry_run(joint_policy, monkeypatch):
+    sent = []
+    original = deploy_module.SimFollower.send_action
+    monkeypatch.setattr(deploy_module.SimFollower, "send_action", lambda self, a: sent.append(a) or original(self, a))
+    result = deploy(joint_policy, "so101_mjx", episodes=3, dry_run=True)
+    assert result["episodes"] == 3 and sent == []
+    result = deploy(joint_policy, "so101_mjx", episodes=100, time_limit_s=1e-3)
+    assert result["stopped"] == "time limit" and result["episodes"] == 1 and len(sent) == 1
+    assert json.dumps(result)

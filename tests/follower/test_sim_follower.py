@@ -1,0 +1,131 @@
+"""SimFollower (issue 33, item 2): so101_follower's features and units, a round trip through
+send_action / get_observation, lerobot's max_relative_target rule, and clear errors."""
+
+import time
+
+import numpy as np
+import pytest
+
+from so101_mjx.follower import FEATURE_KEYS, SimFollower, SimFollowerConfig, clamp_relative
+from so101_mjx.follower.sim import DeviceAlreadyConnectedError, DeviceNotConnectedError
+from so101_mjx.robot import motors
+
+# so101_follower's features in lerobot 0.6.1 (SOFollower._motors_ft, _cameras_ft)
+FOLLOWER_MOTORS = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos", "gripper.pos"]
+SIZE = dict(camera_height=48, camera_width=64)
+
+
+@pytest.fixture(scope="module")
+def follower():
+    f = SimFollower(SimFollowerConfig(**SIZE))
+    f.connect()
+    yield f
+    f.disconnect()
+
+
+def test_features_are_the_followers(follower):
+    assert list(FEATURE_KEYS) == FOLLOWER_MOTORS
+    assert follower.action_features == dict.fromkeys(FOLLOWER_MOTORS, float)
+    assert follower.observation_features == {**dict.fromkeys(FOLLOWER_MOTORS, float), "front": (48, 64, 3), "wrist": (48, 64, 3)}
+    obs = follower.get_observation()
+    assert list(obs) == list(follower.observation_features)
+    assert all(isinstance(obs[k], float) for k in FOLLOWER_MOTORS)
+    for cam in ("front", "wrist"):
+        assert obs[cam].shape == (48, 64, 3) and obs[cam].dtype == np.uint8 and obs[cam].std() > 0
+    assert follower.is_calibrated and follower.calibrate() is None
+
+
+def test_round_trip_moves_the_motors_in_degrees(follower):
+    follower.reset(3)
+    start = follower.get_observation()
+    action = {k: start[k] for k in FOLLOWER_MOTORS}
+    action["wrist_roll.pos"] += 30.0  # no gravity load on the roll: it settles on its target
+    action["gripper.pos"] = 60.0
+    for _ in range(30):  # one second at 30 Hz
+        sent = follower.send_action(action)
+    assert sent == action
+    obs = follower.get_observation()
+    assert abs(obs["wrist_roll.pos"] - action["wrist_roll.pos"]) < 1.0
+    assert abs(obs["gripper.pos"] - 60.0) < 2.0
+    # the measured positions are the joints in the follower's units
+    q = np.asarray(follower.env.data.qpos)[[*follower.env.env.arm.qpos_ids, follower.env.env.arm.gripper_qpos]]
+    expected = motors.to_motor(q, follower.env.env.arm.motor_ranges, "degrees")
+    np.testing.assert_allclose([obs[k] for k in FOLLOWER_MOTORS], expected, atol=1e-4)
+
+
+def test_range_units_and_max_relative_target():
+    config = SimFollowerConfig(use_degrees=False, max_relative_target=5.0, camera_names=(), seed=1)
+    with SimFollower(config) as f:
+        np.testing.assert_allclose(f.limits, [[-100, 100]] * 5 + [[0, 100]], atol=1e-12)
+        present = f.present_position()
+        far = dict(zip(FOLLOWER_MOTORS, [90.0, -90.0, 90.0, -90.0, 90.0, 95.0], strict=True))
+        sent = f.send_action(far)
+        np.testing.assert_allclose([sent[k] for k in FOLLOWER_MOTORS], present + np.clip(np.asarray(list(far.values())) - present, -5, 5))
+        assert f.get_observation().keys() == set(FOLLOWER_MOTORS)
+
+
+def test_clamp_relative_follows_lerobots_rule():
+    present, goal = np.zeros(6), np.asarray([10.0, -10, 1, -1, 3, 7])
+    np.testing.assert_array_equal(clamp_relative(goal, present, 2.0), [2, -2, 1, -1, 2, 2])
+    per_motor = dict(zip(motors.MOTORS, [1.0, 20, 20, 0.5, 20, 20], strict=True))
+    np.testing.assert_array_equal(clamp_relative(goal, present, per_motor), [1, -10, 1, -0.5, 3, 7])
+    np.testing.assert_array_equal(clamp_relative(goal, present, None), goal)
+
+
+def test_bad_actions_name_the_key_and_change_nothing(follower):
+    follower.reset(4)
+    good = {k: follower.get_observation()[k] for k in FOLLOWER_MOTORS}
+    before = np.asarray(follower.env.data.qpos).copy()
+    bad = [
+        ({**good, "elbow.pos": 0.0}, r"unknown \['elbow.pos'\]"),
+        ({k: v for k, v in good.items() if k != "gripper.pos"}, r"missing \['gripper.pos'\]"),
+        ({**good, "wrist_flex.pos": float("nan")}, r"action\['wrist_flex.pos'\] must be a finite number"),
+        ({**good, "elbow_flex.pos": "10"}, r"action\['elbow_flex.pos'\]"),
+        ({**good, "shoulder_pan.pos": 500.0}, r"shoulder_pan.pos = 500 not in \[-110, 110\]"),
+        ([0.0] * 6, "must be a dict"),
+    ]
+    for action, message in bad:
+        with pytest.raises(ValueError, match=message):
+            follower.send_action(action)
+    np.testing.assert_array_equal(np.asarray(follower.env.data.qpos), before)
+
+
+def test_clip_mode_clips_to_the_motor_range():
+    with SimFollower(SimFollowerConfig(camera_names=(), out_of_range="clip")) as f:
+        action = {**dict.fromkeys(FOLLOWER_MOTORS, 0.0), "shoulder_pan.pos": 500.0, "gripper.pos": -3.0}
+        sent = f.send_action(action)
+        assert sent["shoulder_pan.pos"] == 110.0 and sent["gripper.pos"] == 0.0
+
+
+def test_connection_errors_and_config_checks():
+    f = SimFollower(SimFollowerConfig(camera_names=()))
+    with pytest.raises(DeviceNotConnectedError):
+        f.get_observation()
+    with pytest.raises(DeviceNotConnectedError):
+        f.send_action({})
+    with pytest.raises(ValueError, match=r"camera_names: \['top'\] not in"):
+        SimFollower(SimFollowerConfig(camera_names=("top",))).connect()
+    for kwargs, message in [({"task": "SO101Fly-v0"}, "SO101Fly"), ({"max_relative_target": -1.0}, "max_relative_target"),
+                            ({"max_relative_target": {"gripper": 1.0}}, "max_relative_target as a dict"),
+                            ({"fps": 0}, "fps"), ({"out_of_range": "wrap"}, "out_of_range"),
+                            ({"camera_names": "front"}, "camera_names"), ({"reset_after_steps": 0}, "reset_after_steps")]:
+        with pytest.raises(ValueError, match=message):
+            SimFollowerConfig(**kwargs)
+    with pytest.raises(ValueError, match="physics"):  # 7 Hz does not divide the physics rate
+        SimFollower(SimFollowerConfig(camera_names=(), fps=7)).connect()
+
+
+def test_reset_after_steps_and_real_time_pacing():
+    config = SimFollowerConfig(camera_names=(), reset_after_steps=3, real_time=True, fps=30)
+    with SimFollower(config) as f:
+        with pytest.raises(DeviceAlreadyConnectedError):
+            f.connect()
+        home = f.present_position()
+        action = dict(zip(FOLLOWER_MOTORS, home + [20, 0, 0, 0, 20, 0], strict=True))
+        start = time.perf_counter()
+        for _ in range(2):
+            f.send_action(action)
+        assert time.perf_counter() - start >= 2 / 30  # never ahead of the wall clock
+        assert not np.allclose(f.present_position(), home)
+        f.send_action(action)  # the third action ends the episode: a fresh scene
+        np.testing.assert_allclose(f.present_position(), home, atol=1e-6)
