@@ -168,7 +168,8 @@ def test_every_preset_builds_its_env(env_name, name):
 
     preset = presets.preset(env_name, name)
     env = envs.make_env(env_name, preset.env_overrides(), "c")
-    assert (env.action_size, env.episode_length) == (4, preset.episode_length or env.config.episode_length)
+    actions = 6 if env.config.control_mode == "joint" else 4  # the six motors, or [dx, dy, dz, grasp]
+    assert (env.action_size, env.episode_length) == (actions, preset.episode_length or env.config.episode_length)
     assert preset.total_steps >= preset.num_timesteps
 
 
