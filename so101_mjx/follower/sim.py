@@ -105,7 +105,7 @@ class SimFollower:
 
     def __init__(self, config: SimFollowerConfig | None = None):
         self.config = SimFollowerConfig() if config is None else config
-        if not isinstance(self.config, SimFollowerConfig):
+        if not isinstance(self.config, SimFollowerConfig):  # (the lerobot plugin's config is one)
             raise InputError(f"config must be a SimFollowerConfig, got {type(self.config).__name__}")
         self.env = None
         self._renderers: dict[str, Any] = {}

@@ -21,7 +21,7 @@ class SO101Mjx(Robot):
     def __init__(self, config: SO101MjxConfig):
         super().__init__(config)
         self.config = config
-        self.sim = SimFollower(config.sim_config())
+        self.sim = SimFollower(config)
         self.cameras = dict.fromkeys(config.camera_names)  # lerobot-record counts them (image writer threads)
 
     @property
