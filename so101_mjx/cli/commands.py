@@ -165,7 +165,7 @@ def _record(parser: argparse.ArgumentParser) -> None:
 
 
 def _deploy(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("policy", help="exported joint-mode policy: .onnx or .npz (a pixel student: student.npz)")
+    parser.add_argument("policy", help="exported policy: .onnx or .npz (a pixel student: student.npz); joint or Cartesian mode")
     parser.add_argument("--robot.type", dest="robot_type", choices=("so101_mjx", "so101_follower"), default="so101_mjx",
                         help="so101_follower: a real SO-101 through lerobot; so101_mjx: the simulated follower")
     parser.add_argument("--robot.port", dest="robot_port", default=None, help="the follower's serial port (so101_follower)")
@@ -209,7 +209,7 @@ COMMANDS: dict[str, Command] = {
     "distill": Command("distil a state policy into a pixel policy with DAgger (backend c camera)",
                        "so101_mjx.training.distill", _distill),
     "record": Command("record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)", "so101_mjx.data.record", _record),
-    "deploy": Command("run an exported joint-mode policy on a follower (real through lerobot, or simulated)",
+    "deploy": Command("run an exported policy on a follower (real through lerobot, or simulated)",
                       "so101_mjx.follower.deploy", _deploy),
     "teleop": Command("drive the simulated arm from the keyboard (joint or Cartesian mode)", "so101_mjx.follower.teleop", _teleop),
 }

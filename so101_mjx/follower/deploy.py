@@ -1,4 +1,4 @@
-"""``so101-mjx deploy POLICY``: an exported joint-mode policy on a follower, through lerobot's robot API.
+"""``so101-mjx deploy POLICY``: an exported policy on a follower, through lerobot's robot API.
 
 The robot is ``so101_follower`` (a real SO-101, through lerobot >= 0.6) or ``so101_mjx`` (the
 simulated follower, :class:`~so101_mjx.follower.sim.SimFollower`; no lerobot needed). Each control
@@ -8,8 +8,10 @@ pixel policy's ``front`` frame; a state policy's ``environment_state``, which on
 measures), and sends the policy's targets (offsets added to the measured positions for a
 relative-target policy), within the motor ranges as in training, with ``send_action``; the robot clamps them to ``max_relative_target``.
 
-Safety: the policy must act in joint mode (a Cartesian-mode policy is refused, naming the fix) in
-the robot's units; before the first action every arm motor must be within ``start_tolerance`` of
+A Cartesian-mode policy (``[dx, dy, dz, grasp]``) runs through the library's IK on the host, against
+the measured joint state (:class:`~so101_mjx.follower.cartesian.CartesianAdapter`), at its own rate.
+
+Safety: before the first action every arm motor must be within ``start_tolerance`` of
 the pose the policy's episodes start from; a non-finite policy output stops the run before it is
 sent; ``time_limit_s`` bounds the run; Ctrl-C stops it. On any stop the robot is disconnected (a
 real follower then disables torque, lerobot's ``disable_torque_on_disconnect``) and the episodes
@@ -31,6 +33,7 @@ from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
 from so101_mjx.errors import InputError
 from so101_mjx.follower.actions import FEATURE_KEYS, as_dict, check_max_relative
+from so101_mjx.follower.cartesian import CartesianAdapter
 from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
 from so101_mjx.robot import motors
 from so101_mjx.robot.scenes import load_model
@@ -45,21 +48,30 @@ class Plan:
     path: str
     act: Any
     task: str
-    mode: JointMode
+    mode: JointMode | None  # None: a Cartesian-mode policy, through ``adapter``
     fps: int
     episode_steps: int
     image_size: int | None
     task_options: dict[str, Any]
     limits: np.ndarray  # (6, 2) the motors' ranges in the policy's units
+    adapter: CartesianAdapter | None = None
 
 
     @property
     def units(self) -> str:
-        return self.mode.units
+        """The follower's units: the joint-mode policy's, or degrees for a Cartesian one."""
+        return self.mode.units if self.mode is not None else "degrees"
+
+    def reset(self) -> None:
+        """A new episode (the Cartesian adapter's history)."""
+        if self.adapter is not None:
+            self.adapter.reset()
 
     def observation(self, robot_obs: dict[str, Any], environment_state: np.ndarray | None) -> dict[str, Any]:
-        """The policy's observation (the gym env's keys) from the robot's."""
-        obs: dict[str, Any] = {"agent_pos": np.asarray([robot_obs[k] for k in FEATURE_KEYS], np.float32)}
+        """The policy's observation (the gym env's keys, and ``motors``: the measured values) from the robot's."""
+        measured = np.asarray([robot_obs[k] for k in FEATURE_KEYS], np.float64)
+        agent = self.adapter.agent_pos(measured) if self.adapter is not None else measured.astype(np.float32)
+        obs: dict[str, Any] = {"agent_pos": agent, "motors": measured}
         if self.image_size is not None:
             frame = np.asarray(robot_obs["front"])
             if frame.shape != (self.image_size, self.image_size, 3):
@@ -74,26 +86,32 @@ class Plan:
         """Absolute motor targets (6,) for ``obs`` within the motor ranges (where training's actuators held
         them); RuntimeError for a non-finite policy output."""
         action = np.asarray(self.act(obs), np.float64)
-        if action.shape != (len(FEATURE_KEYS),) or not np.all(np.isfinite(action)):
-            raise RuntimeError(f"{self.path} produced {action}: not 6 finite targets; nothing of it was sent")
-        goal = obs["agent_pos"].astype(np.float64) + action if self.mode.relative else action
+        size = 4 if self.adapter is not None else len(FEATURE_KEYS)
+        if action.shape != (size,) or not np.all(np.isfinite(action)):
+            raise RuntimeError(f"{self.path} produced {action}: not {size} finite values; nothing of it was sent")
+        if self.adapter is not None:
+            goal = self.adapter.targets(obs["motors"], action)
+        else:
+            goal = obs["motors"] + action if self.mode.relative else action
         return np.clip(goal, self.limits[:, 0], self.limits[:, 1])
 
 
 def plan(path: str | Path) -> Plan:
-    """The :class:`Plan` of an exported policy; ValueError unless it acts in joint mode."""
+    """The :class:`Plan` of an exported policy (joint or Cartesian mode)."""
     from so101_mjx.training.replay import IMAGE_OPTIONS, gym_policy
 
     act, name, env_config, image_size = gym_policy(path, None, False)
     mode = JointMode.of(env_config)
-    if mode is None:
-        raise InputError(f"{path} acts in Cartesian mode ([dx, dy, dz, grasp] through the simulator's IK); "
-                         "deploy runs joint-mode policies: train one with control_mode='joint' (e.g. SO101Reach-v0 --preset joint)")
-    config, _ = registry.split_options(registry.task(name), "c", {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS})
-    fps = round(1.0 / config.control_dt)
-    options = {k: v for k, v in env_config.items() if k not in (*JOINT_FIELDS, *IMAGE_OPTIONS, "physics_dt")}
-    limits = motors.motor_limits(motors.joint_ranges(load_model(registry.task(name).scene)), mode.units)
-    return Plan(str(path), act, name, mode, fps, config.episode_length, image_size, options, limits)
+    state_config = {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS}
+    config, _ = registry.split_options(registry.task(name), "c", state_config)
+    fps = 1.0 / config.control_dt
+    if abs(fps - round(fps)) > 1e-9:
+        raise InputError(f"{path} acts every {config.control_dt} s; a follower takes a whole number of actions per second")
+    options = {k: v for k, v in env_config.items() if k not in (*JOINT_FIELDS, *IMAGE_OPTIONS)}
+    units = mode.units if mode is not None else "degrees"
+    limits = motors.motor_limits(motors.joint_ranges(load_model(registry.task(name).scene)), units)
+    adapter = CartesianAdapter(name, state_config, units) if mode is None else None
+    return Plan(str(path), act, name, mode, round(fps), config.episode_length, image_size, options, limits, adapter)
 
 
 def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | None = None, max_relative_target=None,
@@ -164,6 +182,7 @@ def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log:
     paced = sim is None  # a real follower runs at the policy's rate; the simulator paces itself (real_time)
     states, actions, env_states = [], [], []
     tick, in_time = time.monotonic(), True
+    p.reset()
     for _ in range(steps):
         robot_obs = robot.get_observation()
         env_state = sim.environment_state() if sim is not None else None
@@ -171,7 +190,7 @@ def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log:
         goal = as_dict(p.targets(obs))
         sent = goal if dry_run else robot.send_action(goal)
         log.clamped += int(any(abs(sent[k] - goal[k]) > 1e-9 for k in FEATURE_KEYS))
-        states.append(obs["agent_pos"])
+        states.append(obs["motors"])
         actions.append([sent[k] for k in FEATURE_KEYS])
         if env_state is not None:
             env_states.append(env_state)

@@ -64,9 +64,7 @@ def test_deploy_on_the_simulator_equals_the_gym_env_and_logs_a_dataset(joint_pol
     env.close()
 
 
-def test_refusals_name_the_problem_and_send_nothing(joint_policy, cartesian_policy, tmp_path, capsys):
-    with pytest.raises(ValueError, match="acts in Cartesian mode"):
-        plan(cartesian_policy)
+def test_refusals_name_the_problem_and_send_nothing(joint_policy, capsys):
     p = plan(joint_policy)
     with pytest.raises(ValueError, match="state policy of SO101Reach-v0"):
         deploy_module.make_robot("so101_follower", p, port="/dev/ttyACM0")
@@ -79,8 +77,19 @@ def test_refusals_name_the_problem_and_send_nothing(joint_policy, cartesian_poli
         check_start(np.asarray([0, 0, 30.0, 0, 0, 50]), start, 10.0, "degrees")
     check_start(np.asarray([5.0, -5, 0, 0, 0, 90]), start, 10.0, "degrees")  # the gripper may be anywhere
     # through the CLI: one line, exit 2
-    assert cli.main(["deploy", str(cartesian_policy)]) == 2
-    assert "Cartesian mode" in capsys.readouterr().err
+    assert cli.main(["deploy", str(joint_policy), "--robot.type", "so101_follower", "--robot.port", "/dev/ttyACM0"]) == 2
+    assert "state policy" in capsys.readouterr().err
+
+
+def test_a_cartesian_policy_runs_through_the_host_ik(cartesian_policy, tmp_path):
+    """The 0.1.0 PickCube policy ([dx, dy, dz, grasp] at 10 Hz): deploy runs it at its rate through
+    CartesianAdapter and logs the follower's measured motors and the targets sent."""
+    p = plan(cartesian_policy)
+    assert p.mode is None and p.adapter is not None and (p.fps, p.units) == (10, "degrees")
+    result = deploy(cartesian_policy, "so101_mjx", episodes=2, dataset=str(tmp_path / "log"))
+    assert result["episodes"] == 2 and result["stopped"] == "done"
+    info = dataset_check.check(tmp_path / "log")
+    assert info["fps"] == 10 and info["features"]["action"]["shape"] == [6] and info["total_frames"] == 16
 
 
 def test_a_port_that_does_not_exist_is_refused(tmp_path):
@@ -98,7 +107,7 @@ def test_a_non_finite_policy_output_stops_before_sending(joint_policy, monkeypat
     sent = []
     original = deploy_module.SimFollower.send_action
     monkeypatch.setattr(deploy_module.SimFollower, "send_action", lambda self, a: sent.append(a) or original(self, a))
-    with pytest.raises(RuntimeError, match="not 6 finite targets; nothing of it was sent"):
+    with pytest.raises(RuntimeError, match="not 6 finite values; nothing of it was sent"):
         deploy(joint_policy, "so101_mjx")
     assert sent == []
 
