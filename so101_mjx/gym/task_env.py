@@ -40,11 +40,37 @@ REFERENCE_ATTRIBUTES = {
 }
 
 
+# The reference's positional parameters after ``seed`` (lerobot_env_so101 0.4.0's task constructors);
+# tasks without a reference env take the common ones.
+COMMON_POSITIONAL = ("control_dt", "physics_dt", "render_spec", "render_mode", "image_obs")
+REFERENCE_POSITIONAL = {
+    "SO101PickCube-v0": (*COMMON_POSITIONAL, "reward_type", "random_block_position", "action_scale", "top_down_ik", "jaw_pads"),
+    "SO101PickPlace-v0": (*COMMON_POSITIONAL, "random_block_position", "action_scale", "top_down_ik", "jaw_pads"),
+}
+
+
+def named_arguments(cls_name: str, order: tuple[str, ...], args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``args`` named by ``order`` and merged into ``kwargs``; TypeError (as Python's own) for too many
+    positional arguments or one given twice."""
+    if len(args) > len(order):
+        raise TypeError(f"{cls_name}() takes at most {len(order) + 1} positional arguments (seed, {', '.join(order)}), "
+                        f"got {len(args) + 1}")
+    named = dict(zip(order, args))
+    twice = sorted(set(named) & set(kwargs))
+    if twice:
+        raise TypeError(f"{cls_name}() got multiple values for argument {twice[0]!r}")
+    return {**kwargs, **named}
+
+
 class SO101MjxGymEnv(SO101GymEnv):
     """One world of a registered task on MuJoCo C, with the reference's gym API.
 
     Args:
         seed: seeds ``random_state`` (as the reference; episodes are seeded by ``reset(seed)``).
+        *args: the reference's positional parameters after ``seed``, in its order: ``control_dt``,
+            ``physics_dt``, ``render_spec``, ``render_mode``, ``image_obs``, then the task's own
+            (PickCube: ``reward_type``, ``random_block_position``, ``action_scale``, ``top_down_ik``,
+            ``jaw_pads``; PickPlace the same without ``reward_type``).
         render_spec: frame size and camera of ``render()`` and of ``pixels.front``.
         render_mode: ``"rgb_array"`` or ``"human"`` (MuJoCo's passive viewer, synced every step).
         image_obs: replace ``environment_state`` by ``pixels.front`` (H, W, 3) uint8.
@@ -57,9 +83,12 @@ class SO101MjxGymEnv(SO101GymEnv):
 
     task: ClassVar[str] = ""
 
-    def __init__(self, seed: int = 0, render_spec: GymRenderingSpec = GymRenderingSpec(), render_mode: str = "rgb_array",  # noqa: B008
-                 image_obs: bool = False, *, xml_path: str | Path | None = None, home_position=HOME_POSITION,
+    def __init__(self, seed: int = 0, *args: Any, xml_path: str | Path | None = None, home_position=HOME_POSITION,
                  cartesian_bounds=CARTESIAN_BOUNDS, **config: Any):
+        order = REFERENCE_POSITIONAL.get(self.task, COMMON_POSITIONAL)
+        config = named_arguments(type(self).__name__, order, args, config)
+        render_spec = config.pop("render_spec", GymRenderingSpec())
+        render_mode, image_obs = config.pop("render_mode", "rgb_array"), config.pop("image_obs", False)
         self._setup(registry.task(self.task), xml_path, seed, render_spec, render_mode, image_obs, home_position,
                     cartesian_bounds, config)
         self._observe = jax.jit(self.env.observation)

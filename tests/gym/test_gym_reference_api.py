@@ -194,3 +194,26 @@ def test_pick_cube_reward_attributes_match_the_reference():
     assert ours.reward_type == "dense" and ours._z_success == pytest.approx(theirs._z_success, abs=1e-12)
     with pytest.raises(AttributeError):
         sgym.SO101PickPlaceGymEnv()._z_success  # noqa: B018  (the reference's PickPlace never sets it)
+
+
+@pytest.mark.parametrize("name", ["SO101PickCubeGymEnv", "SO101PickPlaceGymEnv"])
+def test_task_constructors_take_the_references_positional_order(name):
+    """Seed 000, SO101PickCubeGymEnv(seed, control_dt, physics_dt, render_spec, render_mode, image_obs, ...)
+    and SO101PickPlaceGymEnv(...): positional arguments mean what they mean there."""
+    theirs = [p for p in inspect.signature(getattr(ref, name)).parameters if p != "self"]
+    from so101_mjx.gym.task_env import REFERENCE_POSITIONAL
+
+    task = getattr(sgym, name).task
+    assert ["seed", *REFERENCE_POSITIONAL[task]] == theirs
+    spec = sgym.GymRenderingSpec(height=24, width=32)
+    values = {"control_dt": 0.05, "physics_dt": 0.001, "render_spec": spec, "render_mode": "rgb_array", "image_obs": True,
+              "reward_type": "dense", "random_block_position": True, "action_scale": 0.03, "top_down_ik": True, "jaw_pads": True}
+    env = getattr(sgym, name)(3, *(values[p] for p in theirs[1:]))
+    config = env.env.config
+    assert (config.control_dt, config.physics_dt, config.action_scale, config.random_block_position) == (0.05, 0.001, 0.03, True)
+    assert env.image_obs and env.observation_space["pixels"]["front"].shape == (24, 32, 3)
+    env.close()
+    with pytest.raises(TypeError, match="multiple values for argument 'control_dt'"):
+        getattr(sgym, name)(0, 0.05, control_dt=0.1)
+    with pytest.raises(TypeError, match="positional arguments"):
+        getattr(sgym, name)(0, *(values[p] for p in theirs[1:]), 1)
