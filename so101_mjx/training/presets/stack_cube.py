@@ -18,7 +18,7 @@ PRESETS = {
     "tiny": tiny(**STACK_CONFIG),
     # 16 epochs of 532,480 env steps, episodes of 200 control steps. Measured (JAX eval success, 128
     # episodes): seed 0 0.383 after epoch 5 (2.66M steps), 0.914 after epoch 7 (3.73M); seed 1 0.555 after
-    # epoch 8 (4.26M), 0.820 after epoch 10 (5.32M); both stopped there. See docs/tasks.md.
+    # epoch 8 (4.26M), 0.820 after epoch 10 (5.32M), 0.953 after epoch 11 (5.86M). See docs/tasks.md.
     "cpu": Preset(num_timesteps=8 * 1_024_000, num_envs=256, batch_size=256, num_minibatches=8, num_evals=17,
                   episode_length=200, demo_start_prob=0.5, **_PPO),
     "gpu": Preset(num_timesteps=300_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, num_evals=20, **_PPO),
