@@ -46,7 +46,7 @@ from so101_mjx.render.batch import camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
-from so101_mjx.robot.motors import MOTORS
+from so101_mjx.robot.motors import FEATURE_NAMES
 from so101_mjx.robot.scenes import ARM_JOINTS
 from so101_mjx.render.visual_randomization import VisualRandomization
 
@@ -55,7 +55,7 @@ VISUAL_STREAM = 0x715A  # folded into the seed's key: the visual draws' own stre
 IMAGE_SIZES = (16, 8192)  # px: the frame sides record accepts (even)
 STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x", "ee.y", "ee.z"]
 # joint mode (control_mode="joint"): observation.state and action as a real so101_follower's, "<motor>.pos"
-FOLLOWER_NAMES = [f"{m}.pos" for m in MOTORS]
+FOLLOWER_NAMES = list(FEATURE_NAMES)
 
 
 def environment_state_names(env_name: str) -> list[str]:

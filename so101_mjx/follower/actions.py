@@ -19,9 +19,9 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.robot.motors import MOTORS
+from so101_mjx.robot.motors import FEATURE_NAMES, MOTORS
 
-FEATURE_KEYS = tuple(f"{motor}.pos" for motor in MOTORS)  # a follower's action and state features
+FEATURE_KEYS = FEATURE_NAMES  # a follower's action and state features
 OUT_OF_RANGE = ("error", "clip")
 
 

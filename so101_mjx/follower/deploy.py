@@ -6,7 +6,8 @@ period (the policy's rate) the loop reads ``get_observation()``, builds the poli
 from it in the training layout (``agent_pos`` = the six ``<motor>.pos`` in the policy's units; a
 pixel policy's ``front`` frame; a state policy's ``environment_state``, which only the simulator
 measures), and sends the policy's targets (offsets added to the measured positions for a
-relative-target policy), within the motor ranges as in training, with ``send_action``; the robot clamps them to ``max_relative_target``.
+relative-target policy), within the motor ranges as in training, with ``send_action``; the robot
+clamps them to ``max_relative_target``.
 
 A Cartesian-mode policy (``[dx, dy, dz, grasp]``) runs through the library's IK on the host, against
 the measured joint state (:class:`~so101_mjx.follower.cartesian.CartesianAdapter`), at its own rate.
@@ -55,7 +56,6 @@ class Plan:
     task_options: dict[str, Any]
     limits: np.ndarray  # (6, 2) the motors' ranges in the policy's units
     adapter: CartesianAdapter | None = None
-
 
     @property
     def units(self) -> str:

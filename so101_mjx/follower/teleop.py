@@ -95,6 +95,14 @@ def key_periods(stream: IO[str], fps: float) -> Iterator[Iterator[str]]:
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
 
 
+def driven(periods: Iterator[str], max_steps: int | None) -> Iterator[str]:
+    """The periods' keys until one holds ``x`` or ``max_steps`` periods have passed."""
+    for steps, keys in enumerate(periods):
+        if QUIT in keys or (max_steps is not None and steps >= max_steps):
+            return
+        yield keys
+
+
 def teleop(task: str = "SO101PickCube-v0", mode: str = "joint", stream: IO[str] | None = None, *, step: float = 2.0,
            action_scale: float = 0.01, use_degrees: bool = True, seed: int = 0, viewer: bool = False,
            max_steps: int | None = None) -> dict[str, Any]:
@@ -118,9 +126,7 @@ def _joint(task, stream, step, use_degrees, seed, viewer, max_steps) -> dict[str
     try:
         targets = follower.present_position()
         with key_periods(stream, follower.config.fps) as periods:
-            for keys in periods:
-                if QUIT in keys or (max_steps is not None and steps >= max_steps):
-                    break
+            for keys in driven(periods, max_steps):
                 if NEW_EPISODE in keys:
                     follower.reset()
                     targets = follower.present_position()
@@ -140,9 +146,7 @@ def _cartesian(task, stream, action_scale, seed, viewer, max_steps) -> dict[str,
     grasp, steps, episode = 1.0, 0, 0
     try:
         with key_periods(stream, env.metadata["render_fps"]) as periods:
-            for keys in periods:
-                if QUIT in keys or (max_steps is not None and steps >= max_steps):
-                    break
+            for keys in driven(periods, max_steps):
                 if NEW_EPISODE in keys:
                     episode += 1
                     env.reset(seed=seed + episode)

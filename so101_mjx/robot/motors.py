@@ -24,6 +24,7 @@ from jax import Array
 from so101_mjx.errors import InputError
 
 MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
+FEATURE_NAMES = tuple(f"{motor}.pos" for motor in MOTORS)  # a follower's action and state feature names
 JOINT_UNITS = ("degrees", "range_m100_100")  # the arm motors' unit conventions (the gripper's is 0..100)
 GRIPPER_SPAN = 100.0  # the gripper's RANGE_0_100
 
