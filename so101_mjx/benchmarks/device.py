@@ -239,7 +239,7 @@ def ppo_presets(sizes: Sizes) -> dict[str, Any]:
     """The Reach and PickCube presets of the two runs (derived from ``train.config``)."""
     from so101_mjx.training import presets
 
-    reach, pick = presets.preset("SO101Reach-v0", sizes.preset), presets.preset("SO101PickCube-v0", sizes.preset)
+    reach, pick = (presets.preset(env, sizes.preset, "ppo") for env in ("SO101Reach-v0", "SO101PickCube-v0"))
     if sizes.reach_steps is not None:  # as few epochs (2-10) as come closest to reach_steps
         candidates = [dataclasses.replace(reach, num_timesteps=sizes.reach_steps, num_evals=k + 1) for k in range(2, 11)]
         reach = min(candidates, key=lambda p: (p.total_steps, -p.num_evals))

@@ -60,12 +60,12 @@ def ppo_rates(env, preset: presets.Preset, epochs: int, updates: int, wrap) -> t
             marks.append(time.perf_counter())
 
     loop.train(env, wrap_env_fn=wrap, episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()),
-               progress_fn=progress, use_pmap_on_reset=False, **timed.ppo_kwargs())
+               progress_fn=progress, use_pmap_on_reset=False, **timed.loop_kwargs())
     return rates[1:], marks[1] - marks[0]
 
 
 def run(args: argparse.Namespace) -> int:
-    preset = presets.preset(args.env, args.preset)
+    preset = presets.preset(args.env, args.preset, "ppo")  # the PPO loop's rates
     env = envs.make_env(args.env, preset.env_overrides(), args.backend)
     wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
     raw, _ = env_rate(env, preset.num_envs, preset.unroll_length, args.repeats)

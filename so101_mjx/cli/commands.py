@@ -67,7 +67,9 @@ def _parity(parser: argparse.ArgumentParser) -> None:
 def _train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
     parser.add_argument("--preset", default=None, help="a preset of the env (so101_mjx/training/presets/<task>.py; every "
-                        "task has 'tiny'; default: the task's DEFAULT)")
+                        "task has 'tiny' and 'tiny-sac'; default: the task's DEFAULT, or its 'sac' preset with --algo sac)")
+    parser.add_argument("--algo", choices=("ppo", "sac"), default=None,
+                        help="the algorithm (default: the preset's); a preset of the other algorithm is refused")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
     parser.add_argument("--seed", type=types.seed, default=0)
     parser.add_argument("--out", type=types.output_dir, default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
@@ -201,7 +203,7 @@ COMMANDS: dict[str, Command] = {
     "info": Command("versions, JAX devices, scenes and envs", "so101_mjx.cli.info", _info),
     "rollout": Command("jitted batched rollout: success rate and env-steps/s", "so101_mjx.envs.rollout", _rollout),
     "parity": Command("MJX vs MuJoCo C vs gymnasium vs reference deviations", "so101_mjx.validation.parity", _parity),
-    "train": Command("Brax PPO training", "so101_mjx.training.ppo", _train),
+    "train": Command("PPO or SAC training (Brax)", "so101_mjx.training.ppo", _train),
     "export": Command("export a checkpoint to ONNX and numpy", "so101_mjx.training.export", _export),
     "replay": Command("replay an exported policy on CPU MuJoCo", "so101_mjx.training.replay", _replay),
     "eval": Command("evaluate a checkpoint or exported policy in the jitted env on mjx and/or c",

@@ -7,9 +7,11 @@ Layout of a run directory (``--out``)::
                                network sizes, normalizer setting, library version
     checkpoints/000000204800/  one step:
         (Orbax files), ppo_network_config.json   brax.training.agents.ppo.checkpoint format
-        params.npz             the same params (normalizer, policy, value): what :func:`load` reads
+                               (SAC: sac_network_config.json and params (normalizer, policy), brax...sac.checkpoint)
+        params.npz             the params (normalizer, policy, value; SAC: normalizer, policy, q): what :func:`load` reads
         training_state.npz     :class:`so101_mjx.training.ppo_loop.LoopState`: params, Adam moments, normalizer, env
                                steps, the rollout's env states, the loop's and the evaluator's keys
+                               (SAC: :class:`so101_mjx.training.sac_loop.LoopState`, with the replay buffer)
         run.json               a copy of run.json with ``step``
     checkpoints/.staging/      where a step is written before it is published
 
@@ -37,6 +39,7 @@ import jax
 import numpy as np
 from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import checkpoint as ppo_checkpoint
+from brax.training.agents.sac import checkpoint as sac_checkpoint
 
 from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
 from so101_mjx import _schema as schema
@@ -96,13 +99,11 @@ def save(run_dir: Path, step: int, params: Any, run: dict[str, Any], state: Any 
     Brax's ``ppo_checkpoint.load`` (Orbax saves collectively across processes); everything this
     library reads is there.
     """
-    factory = networks.network_factory(**run["network"])
-    config = ppo_checkpoint.network_config(run["obs_size"], run["action_size"], run["normalize_observations"], factory)
     root = Path(run_dir).absolute() / CHECKPOINTS  # Orbax wants absolute paths
     staged, path = root / STAGING / f"{step:012d}", root / f"{step:012d}"
     shutil.rmtree(staged, ignore_errors=True)
     if jax.process_count() == 1:  # Orbax's save is collective across processes: see the docstring
-        ppo_checkpoint.save(root / STAGING, step, params, config)
+        _save_orbax(root / STAGING, step, params, run)
     else:
         staged.mkdir(parents=True)
     kill_point("orbax", step)
@@ -113,6 +114,16 @@ def save(run_dir: Path, step: int, params: Any, run: dict[str, Any], state: Any 
     shutil.rmtree(path, ignore_errors=True)  # an incomplete directory (no run.json) of an interrupted write
     staged.rename(path)
     return path
+
+
+def _save_orbax(root: Path, step: int, params: Any, run: dict[str, Any]) -> None:
+    """The params in Brax's own checkpoint format of the run's algorithm."""
+    args = (run["obs_size"], run["action_size"], run["normalize_observations"])
+    if run.get("algo", "ppo") == "sac":  # Brax's SAC policy takes (normalizer, policy)
+        config = sac_checkpoint.network_config(*args, networks.sac_network_factory(**run["network"]))
+        sac_checkpoint.save(root, step, params[:2], config)
+    else:
+        ppo_checkpoint.save(root, step, params, ppo_checkpoint.network_config(*args, networks.network_factory(**run["network"])))
 
 
 def load(path: str | Path) -> tuple[dict[str, Any], Any]:
@@ -156,10 +167,13 @@ def inference_fn(run: dict[str, Any], params: Any):
 
 
 def _params_template(run: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """Params ``(normalizer, policy, value)`` of ``run``'s network, freshly initialized."""
-    network = networks.network_factory(**run["network"])(run["obs_size"], run["action_size"])
+    """Params ``(normalizer, policy, value)`` of ``run``'s network (SAC: ``(normalizer, policy, q)``), freshly initialized."""
     normalizer = running_statistics.init_state(specs.Array((run["obs_size"],), np.dtype("float32")))
     key = jax.random.PRNGKey(0)
+    if run.get("algo", "ppo") == "sac":
+        network = networks.sac_network_factory(**run["network"])(run["obs_size"], run["action_size"])
+        return normalizer, network.policy_network.init(key), network.q_network.init(key)
+    network = networks.network_factory(**run["network"])(run["obs_size"], run["action_size"])
     return normalizer, network.policy_network.init(key), network.value_network.init(key)
 
 

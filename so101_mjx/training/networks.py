@@ -1,4 +1,8 @@
-"""PPO networks: Brax's MLPs with a tanh-normal policy, and their deterministic inference function.
+"""Networks: Brax's MLPs with a tanh-normal policy (PPO's with a value network, SAC's with twin Q
+networks), and their deterministic inference function.
+
+The policy network is the same module under both algorithms (``hidden_<i>`` layers, output loc and
+scale): exports, evals and replays read a SAC checkpoint's policy as they read PPO's.
 
 :func:`inference_fn` is Brax's own deterministic policy followed by
 :func:`~so101_mjx.training.brax_env.to_env_action`: the reference that the exports (:mod:`so101_mjx.training.policy`,
@@ -16,6 +20,7 @@ import numpy as np
 from brax.training import networks as brax_networks
 from brax.training.acme import running_statistics
 from brax.training.agents.ppo import networks as ppo_networks
+from brax.training.agents.sac import networks as sac_networks
 from jax import Array
 
 from so101_mjx.errors import InputError
@@ -32,6 +37,25 @@ def network_factory(policy_hidden_layer_sizes, value_hidden_layer_sizes, activat
         value_hidden_layer_sizes=tuple(value_hidden_layer_sizes),
         activation=brax_networks.ACTIVATION[activation],
     )
+
+
+def sac_network_factory(policy_hidden_layer_sizes, value_hidden_layer_sizes, activation: str) -> Callable:
+    """``network_factory`` for :func:`so101_mjx.training.sac_loop.train`: PPO's policy network
+    (:func:`network_factory`) and Brax's twin Q network with ``value_hidden_layer_sizes``."""
+    network_factory(policy_hidden_layer_sizes, value_hidden_layer_sizes, activation)  # checks the activation
+    return functools.partial(_sac_networks, policy_hidden_layer_sizes=tuple(policy_hidden_layer_sizes),
+                             value_hidden_layer_sizes=tuple(value_hidden_layer_sizes), activation=activation)
+
+
+def _sac_networks(observation_size: int, action_size: int, preprocess_observations_fn: Callable = lambda x, _: x, *,
+                  policy_hidden_layer_sizes: tuple[int, ...], value_hidden_layer_sizes: tuple[int, ...],
+                  activation: str) -> sac_networks.SACNetworks:
+    ppo = network_factory(policy_hidden_layer_sizes, value_hidden_layer_sizes, activation)(
+        observation_size, action_size, preprocess_observations_fn=preprocess_observations_fn)
+    q_network = brax_networks.make_q_network(observation_size, action_size, preprocess_observations_fn,
+                                             hidden_layer_sizes=value_hidden_layer_sizes,
+                                             activation=brax_networks.ACTIVATION[activation])
+    return sac_networks.SACNetworks(ppo.policy_network, q_network, ppo.parametric_action_distribution)
 
 
 def inference_fn(

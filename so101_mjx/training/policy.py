@@ -102,13 +102,14 @@ class PolicyWeights:
 def check_metadata(meta: Any, source: str | Path) -> dict[str, Any]:
     """``meta`` with ``action_size`` filled in (from ``action_map.scale``); ValueError naming
     ``source`` when a field that rebuilds the env or the policy (``env``, ``env_config``,
-    ``obs_size``, ``action_map``, ``network`` when present) is missing or of the wrong kind."""
+    ``obs_size``, ``action_map``, ``network`` and ``algo`` when present) is missing or of the wrong kind."""
     schema.fields(source, meta, {"action_map": schema.OBJECT}, label="metadata field")
     action_map = schema.fields(source, meta["action_map"], {"scale": schema.list_of(schema.NUMBER)}, where="action_map.",
                                label="metadata field")
     meta = {"action_size": len(action_map["scale"]), **meta}
     schema.fields(source, meta, {"env": schema.STRING, "env_config": schema.OBJECT, "obs_size": schema.integer(1),
-                                 "action_size": schema.integer(1), "network": schema.optional(schema.OBJECT)},
+                                 "action_size": schema.integer(1), "network": schema.optional(schema.OBJECT),
+                                 "algo": schema.optional(schema.one_of(("ppo", "sac")))},
                   label="metadata field")
     numbers = schema.list_of(schema.NUMBER, meta["action_size"])
     schema.fields(source, action_map, {"scale": numbers, "offset": numbers}, where="action_map.", label="metadata field")

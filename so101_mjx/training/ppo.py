@@ -1,4 +1,4 @@
-"""``so101-mjx train`` / ``python -m train.ppo``: Brax PPO on a registered env.
+"""``so101-mjx train`` / ``python -m train.ppo``: Brax PPO (default) or SAC (``--algo sac``) on a registered env.
 
 One command trains, checkpoints at every eval, and optionally exports and replays on CPU::
 
@@ -13,6 +13,9 @@ moments, normalizer, env steps, the rollout's env states and RNG keys), re-runs 
 eval, rewrites ``metrics.csv`` to the rows before it, and ends with the params and metrics of the
 uninterrupted run (bitwise on backend ``c``; tests/training/test_resume.py kills runs with SIGKILL at
 several moments). Killed before its first checkpoint, a run restarts at step 0 on ``--resume``.
+The algorithm is the preset's (:class:`~so101_mjx.training.preset.Preset` for PPO,
+:class:`~so101_mjx.training.preset.SacPreset` for :mod:`so101_mjx.training.sac_loop`, whose
+checkpoints add the replay buffer); everything around the loop is the same for both.
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ from so101_mjx.training import checkpoint, presets
 from so101_mjx.training import brax_env as envs
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
 
-COMPATIBLE_KEYS = ("env", "obs_size", "action_size", "network", "normalize_observations")
+COMPATIBLE_KEYS = ("algo", "env", "obs_size", "action_size", "network", "normalize_observations")
+_OLD_DEFAULTS = {"algo": "ppo"}  # run.json written before the field existed
 
 
-def run_metadata(env_name: str, preset_name: str, preset: presets.Preset, env, seed: int) -> dict[str, Any]:
+def run_metadata(env_name: str, preset_name: str, preset: presets.TrainingPreset, env, seed: int) -> dict[str, Any]:
     """Everything export and replay need to rebuild the env and the policy."""
     return {
+        "algo": preset.algo,
         "env": env_name,
         "env_config": asdict(env.config),
         "preset": preset_name,
@@ -74,14 +79,15 @@ def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
             return None
         raise InputError(f"--resume: no checkpoint under {out}")
     previous = checkpoint.read_run(existing[-1])
-    diff = [f"{k} {previous.get(k)!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if previous.get(k) != run[k]]
+    saved = {k: previous.get(k, _OLD_DEFAULTS.get(k)) for k in COMPATIBLE_KEYS}
+    diff = [f"{k} {saved[k]!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if saved[k] != run[k]]
     if diff:
         raise InputError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")
     checkpoint.check_state(existing[-1])  # a damaged or poisoned state is refused before anything is written
     return existing[-1]
 
 
-def demo_starts(env, preset: presets.Preset, seed: int) -> dict[str, Any]:
+def demo_starts(env, preset: presets.TrainingPreset, seed: int) -> dict[str, Any]:
     """``starts`` and ``start_prob`` of the training env: the preset's demonstration starts, or none."""
     if not preset.demo_start_prob:
         return {}
@@ -96,21 +102,36 @@ def demo_starts(env, preset: presets.Preset, seed: int) -> dict[str, Any]:
     return {"starts": bank, "start_prob": preset.demo_start_prob}
 
 
+def _loop(preset: presets.TrainingPreset, run: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """``(loop module, its algorithm-specific arguments)`` for ``preset``, after checking its sizes."""
+    import jax
+
+    from so101_mjx.training import networks
+
+    if preset.algo == "sac":
+        from so101_mjx.training import sac_loop
+
+        if jax.process_count() > 1:
+            raise InputError("SAC trains in one process (--num-processes 1)")
+        return sac_loop, {"network_factory": networks.sac_network_factory(**run["network"])}
+    from so101_mjx.training import ppo_loop
+
+    ppo_loop.check_sizes(preset.num_timesteps, preset.num_envs, preset.batch_size, preset.num_minibatches, jax.device_count())
+    return ppo_loop, {"network_factory": networks.network_factory(**run["network"]), "use_pmap_on_reset": False}
+
+
 def train(
-    env_name: str, preset_name: str, preset: presets.Preset, out: Path, *,
+    env_name: str, preset_name: str, preset: presets.TrainingPreset, out: Path, *,
     backend: str | None = None, seed: int = 0, resume: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
     """Train (or resume) into ``out``, holding its writer lock. Returns the last checkpoint and the last eval's metrics.
     Every size is checked before ``out`` is created."""
     import jax
 
-    from so101_mjx.training import networks
-    from so101_mjx.training import ppo_loop as loop
-
-    loop.check_sizes(preset.num_timesteps, preset.num_envs, preset.batch_size, preset.num_minibatches, jax.device_count())
     env_name = canonical(env_name)
     env = envs.make_env(env_name, preset.env_overrides(), backend)
     run = run_metadata(env_name, preset_name, preset, env, seed)
+    loop, loop_args = _loop(preset, run)
     primary = jax.process_index() == 0  # the one process that writes the run directory
     with exclusive(out, "training run") if primary else contextlib.nullcontext():
         restore = _resume_point(out, run, resume)
@@ -128,7 +149,7 @@ def train(
             checkpoint.save(out, step, params, run, state)
             checkpoint.kill_point("checkpoint", step)
 
-        print(f"{env_name} preset={preset_name} backend={env.backend} seed={seed} obs={run['obs_size']} "
+        print(f"{env_name} preset={preset_name} ({preset.algo}) backend={env.backend} seed={seed} obs={run['obs_size']} "
               f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
         wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus)
         _, _, metrics = loop.train(
@@ -136,14 +157,13 @@ def train(
             wrap_env_fn=functools.partial(wrap, **demo_starts(env, preset, seed)),
             wrap_eval_env_fn=wrap,
             episode_length=env.episode_length,
-            network_factory=networks.network_factory(**run["network"]),
             seed=seed,
             deterministic_eval=True,
-            use_pmap_on_reset=False,
             progress_fn=recorder,
             checkpoint_fn=save,
             restore=None if restore is None else functools.partial(checkpoint.load_state, restore),
-            **preset.ppo_kwargs(),
+            **loop_args,
+            **preset.loop_kwargs(),
         )
         if not primary:
             return out, metrics
@@ -156,13 +176,15 @@ def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import distributed, export, replay
 
     distributed.check(args.num_processes, args.process_id, args.coordinator)
+    env_name = canonical(args.env)
+    preset_name = args.preset or presets.default_preset(env_name, args.algo)
+    preset = presets.preset(env_name, preset_name, args.algo)
+    if preset.algo == "sac" and args.num_processes > 1:
+        raise InputError(f"--num-processes {args.num_processes}: SAC (preset {preset_name!r}) trains in one process")
     if args.num_processes > 1 and args.process_id is None:
         return distributed.launch(args._argv, args.num_processes)
     if args.process_id is not None:
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
-    env_name = canonical(args.env)
-    preset_name = args.preset or presets.default_preset(env_name)
-    preset = presets.preset(env_name, preset_name)
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
     out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))

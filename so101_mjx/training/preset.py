@@ -1,4 +1,4 @@
-"""A training preset: PPO hyperparameters, network sizes and env overrides (:class:`Preset`)."""
+"""Training presets: PPO (:class:`Preset`) or SAC (:class:`SacPreset`) hyperparameters, network sizes and env overrides."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 import math
 import numbers
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from so101_mjx.errors import InputError
 
@@ -24,53 +24,55 @@ def _real(value: Any) -> bool:
 _POSITIVE_INT = (lambda v: _int(v, 1), "an integer >= 1")
 _POSITIVE_REAL = (lambda v: _real(v) and v > 0, "a finite number > 0")
 _LAYERS = (lambda v: isinstance(v, (tuple, list)) and all(_int(n, 1) for n in v), "a tuple of integers >= 1")
-# Preset field -> (accepts(value), what is allowed); checked in Preset.__post_init__.
-_RULES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    **dict.fromkeys(("num_timesteps", "num_envs", "batch_size", "num_minibatches", "unroll_length",
-                     "num_updates_per_batch", "num_eval_envs"), _POSITIVE_INT),
+# Field -> (accepts(value), what is allowed); checked in __post_init__. _COMMON for both algorithms.
+_COMMON: dict[str, tuple[Callable[[Any], bool], str]] = {
+    **dict.fromkeys(("num_timesteps", "num_envs", "batch_size", "num_eval_envs", "demo_start_episodes"), _POSITIVE_INT),
     "num_evals": (lambda v: _int(v, 2), "an integer >= 2 (checkpoints are written at each eval)"),
     "episode_length": (lambda v: v is None or _int(v, 1), "None or an integer >= 1"),
     "learning_rate": _POSITIVE_REAL,
-    "entropy_cost": (lambda v: _real(v) and v >= 0, "a finite number >= 0"),
     "discounting": (lambda v: _real(v) and 0 < v <= 1, "a number in (0, 1]"),
-    "gae_lambda": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
-    "clipping_epsilon": _POSITIVE_REAL,
-    "max_grad_norm": (lambda v: v is None or _POSITIVE_REAL[0](v), "None or a finite number > 0"),
     "reward_scaling": _POSITIVE_REAL,
     "success_bonus": (_real, "a finite number"),
     "demo_start_prob": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
-    "demo_start_episodes": _POSITIVE_INT,
     "policy_hidden_layer_sizes": _LAYERS,
     "value_hidden_layer_sizes": _LAYERS,
 }
+_PPO = {
+    **dict.fromkeys(("num_minibatches", "unroll_length", "num_updates_per_batch"), _POSITIVE_INT),
+    "entropy_cost": (lambda v: _real(v) and v >= 0, "a finite number >= 0"),
+    "gae_lambda": (lambda v: _real(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "clipping_epsilon": _POSITIVE_REAL,
+    "max_grad_norm": (lambda v: v is None or _POSITIVE_REAL[0](v), "None or a finite number > 0"),
+}
+_SAC = {
+    "grad_updates_per_step": _POSITIVE_INT,
+    "tau": (lambda v: _real(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "min_replay_size": (lambda v: _int(v, 0), "an integer >= 0"),
+    "max_replay_size": (lambda v: v is None or _int(v, 1), "None (num_timesteps) or an integer >= 1"),
+}
 
 
-@dataclasses.dataclass(frozen=True)
-class Preset:
-    """Arguments of ``brax.training.agents.ppo.train`` plus network sizes and env overrides.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainingPreset:
+    """What both algorithms' presets hold: sizes, rewards, demonstration starts, networks and env overrides.
 
     An invalid field (e.g. ``num_timesteps`` < 1, a NaN learning rate) raises ValueError naming it.
     """
 
+    algo: ClassVar[str]
+    _rules: ClassVar[dict[str, tuple[Callable[[Any], bool], str]]] = {}
     num_timesteps: int
     num_envs: int
     batch_size: int
-    num_minibatches: int
-    unroll_length: int = 10
-    num_updates_per_batch: int = 4
     learning_rate: float = 3e-4
-    entropy_cost: float = 1e-2
     discounting: float = 0.97
-    gae_lambda: float = 0.95
-    clipping_epsilon: float = 0.3
-    max_grad_norm: float | None = 1.0
     reward_scaling: float = 1.0
     normalize_observations: bool = True
     num_evals: int = 10
     num_eval_envs: int = 128
     episode_length: int | None = None  # overrides env_config's episode_length when set
     policy_hidden_layer_sizes: tuple[int, ...] = (64, 64)
-    value_hidden_layer_sizes: tuple[int, ...] = (128, 128)
+    value_hidden_layer_sizes: tuple[int, ...] = (128, 128)  # PPO's value network; SAC's Q networks
     activation: str = "swish"  # a name in brax.training.networks.ACTIVATION
     success_bonus: float = 0.0  # reward added when an episode ends in success (train.envs.BraxAdapter)
     # training resets that start along the scripted controller's successful episodes (training.demo_starts)
@@ -79,9 +81,55 @@ class Preset:
     env_config: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name, (ok, allowed) in _RULES.items():
+        for name, (ok, allowed) in {**_COMMON, **self._rules}.items():
             if not ok(getattr(self, name)):
                 raise InputError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+
+    @property
+    def total_steps(self) -> int:
+        """Env steps the loop actually runs (``num_timesteps`` rounded up to whole epochs)."""
+        raise NotImplementedError
+
+    def loop_kwargs(self) -> dict[str, Any]:
+        """The fields the algorithm's ``train`` takes directly."""
+        skip = {f.name for f in dataclasses.fields(TrainingPreset)} - {
+            "num_timesteps", "num_envs", "batch_size", "learning_rate", "discounting", "reward_scaling",
+            "normalize_observations", "num_evals", "num_eval_envs"}
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
+
+    def env_overrides(self) -> dict[str, Any]:
+        """Env config overrides, ``episode_length`` included."""
+        extra = {} if self.episode_length is None else {"episode_length": self.episode_length}
+        return {**self.env_config, **extra}
+
+    def network(self) -> dict[str, Any]:
+        """Arguments of :func:`so101_mjx.training.networks.network_factory` (and ``sac_network_factory``)."""
+        return {
+            "policy_hidden_layer_sizes": list(self.policy_hidden_layer_sizes),
+            "value_hidden_layer_sizes": list(self.value_hidden_layer_sizes),
+            "activation": self.activation,
+        }
+
+    def asdict(self) -> dict[str, Any]:
+        return {"algo": self.algo, **dataclasses.asdict(self)}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Preset(TrainingPreset):
+    """Arguments of ``brax.training.agents.ppo.train`` (:mod:`so101_mjx.training.ppo_loop`) plus the common fields."""
+
+    algo: ClassVar[str] = "ppo"
+    _rules: ClassVar[dict[str, tuple[Callable[[Any], bool], str]]] = _PPO
+    num_minibatches: int
+    unroll_length: int = 10
+    num_updates_per_batch: int = 4
+    entropy_cost: float = 1e-2
+    gae_lambda: float = 0.95
+    clipping_epsilon: float = 0.3
+    max_grad_norm: float | None = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
         if (self.batch_size * self.num_minibatches) % self.num_envs:
             raise InputError(f"batch_size * num_minibatches must be a multiple of num_envs, got {self}")
         updates = self.steps_per_epoch // (self.batch_size * self.num_minibatches * self.unroll_length)
@@ -98,30 +146,53 @@ class Preset:
 
     @property
     def total_steps(self) -> int:
-        """Env steps ``ppo.train`` actually runs (``num_timesteps`` rounded up to whole epochs)."""
         return (self.num_evals - 1) * self.steps_per_epoch
 
-    def ppo_kwargs(self) -> dict[str, Any]:
-        """The fields ``ppo.train`` takes directly."""
-        skip = {"policy_hidden_layer_sizes", "value_hidden_layer_sizes", "activation", "env_config", "episode_length",
-                "success_bonus", "demo_start_prob", "demo_start_episodes"}
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip}
 
-    def env_overrides(self) -> dict[str, Any]:
-        """Env config overrides, ``episode_length`` included."""
-        extra = {} if self.episode_length is None else {"episode_length": self.episode_length}
-        return {**self.env_config, **extra}
+def sac_schedule(num_timesteps: int, num_envs: int, min_replay_size: int, num_evals: int) -> tuple[int, int]:
+    """``(prefill actor steps, actor steps per epoch)`` of a SAC run, as Brax's ``sac.train`` rounds
+    them; an actor step is one env step of every world. The run ends after ``num_evals − 1`` epochs."""
+    prefill = -(-min_replay_size // num_envs)
+    per_epoch = -(-(num_timesteps - prefill * num_envs) // ((num_evals - 1) * num_envs))
+    return prefill, per_epoch
 
-    def network(self) -> dict[str, Any]:
-        """Arguments of :func:`so101_mjx.training.networks.network_factory`."""
-        return {
-            "policy_hidden_layer_sizes": list(self.policy_hidden_layer_sizes),
-            "value_hidden_layer_sizes": list(self.value_hidden_layer_sizes),
-            "activation": self.activation,
-        }
 
-    def asdict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+def check_sac_sizes(num_timesteps: int, num_envs: int, min_replay_size: int, max_replay_size: int | None) -> None:
+    """InputError unless a SAC run can have these sizes."""
+    if min_replay_size >= num_timesteps:
+        raise InputError(f"min_replay_size ({min_replay_size}) must be below num_timesteps ({num_timesteps}): no training would happen")
+    if max_replay_size is not None and max_replay_size < max(min_replay_size, num_envs):
+        raise InputError(f"max_replay_size ({max_replay_size}) must hold min_replay_size ({min_replay_size}) "
+                         f"and one env step of every world ({num_envs})")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SacPreset(TrainingPreset):
+    """Arguments of :func:`so101_mjx.training.sac_loop.train` (Brax's ``sac.train``'s) plus the common fields.
+
+    ``batch_size``: transitions per gradient step; ``grad_updates_per_step``: gradient steps per env
+    step of all ``num_envs`` worlds (the update-to-data ratio is ``grad_updates_per_step / num_envs``).
+    """
+
+    algo: ClassVar[str] = "sac"
+    _rules: ClassVar[dict[str, tuple[Callable[[Any], bool], str]]] = _SAC
+    batch_size: int = 256
+    grad_updates_per_step: int = 1
+    tau: float = 0.005
+    min_replay_size: int = 8192
+    max_replay_size: int | None = None
+    policy_hidden_layer_sizes: tuple[int, ...] = (256, 256)
+    value_hidden_layer_sizes: tuple[int, ...] = (256, 256)
+    activation: str = "relu"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_sac_sizes(self.num_timesteps, self.num_envs, self.min_replay_size, self.max_replay_size)
+
+    @property
+    def total_steps(self) -> int:
+        prefill, per_epoch = sac_schedule(self.num_timesteps, self.num_envs, self.min_replay_size, self.num_evals)
+        return (prefill + (self.num_evals - 1) * per_epoch) * self.num_envs
 
 
 def tiny(**env_config: Any) -> Preset:
@@ -130,4 +201,12 @@ def tiny(**env_config: Any) -> Preset:
         num_timesteps=2 * 8 * 4 * 4, num_envs=8, batch_size=8, num_minibatches=4, unroll_length=4,
         num_updates_per_batch=1, num_evals=3, num_eval_envs=4, episode_length=8,
         policy_hidden_layer_sizes=(8,), value_hidden_layer_sizes=(8,), env_config=env_config,
+    )
+
+
+def tiny_sac(**env_config: Any) -> SacPreset:
+    """SAC's :func:`tiny`: 8 worlds, 8-unit networks, a 64-transition prefill."""
+    return SacPreset(
+        num_timesteps=3 * 64, num_envs=8, batch_size=16, grad_updates_per_step=2, min_replay_size=64, num_evals=3,
+        num_eval_envs=4, episode_length=8, policy_hidden_layer_sizes=(8,), value_hidden_layer_sizes=(8,), env_config=env_config,
     )

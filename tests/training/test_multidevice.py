@@ -42,7 +42,7 @@ if backend == "c":  # Brax's own loop on the same devices, same seed
         _, theirs, _ = ppo_train.train(
             environment=env, wrap_env_fn=functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus),
             episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()), seed=3,
-            deterministic_eval=True, use_pmap_on_reset=False, **preset.ppo_kwargs())
+            deterministic_eval=True, use_pmap_on_reset=False, **preset.loop_kwargs())
     ours = checkpoint.load(last)[1]
     report["equal_to_brax"] = all(np.array_equal(np.asarray(a), np.asarray(b))
                                   for a, b in zip(jax.tree.leaves(ours), jax.tree.leaves(theirs)))

@@ -77,7 +77,7 @@ def test_fresh_run_equals_brax_ppo_train(tiny_run, float32, monkeypatch):
         deterministic_eval=True, use_pmap_on_reset=False,
         progress_fn=lambda step, metrics: evals.__setitem__(int(step), metrics),
         policy_params_fn=lambda step, make_policy, p: params.__setitem__(int(step), p),
-        **preset.ppo_kwargs(),
+        **preset.loop_kwargs(),
     )
     saved = checkpoint.steps(tiny_run)
     assert [int(p.name) for p in saved] == sorted(params)[1:]

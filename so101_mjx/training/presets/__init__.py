@@ -1,11 +1,12 @@
 """Training presets by env: one module per task in this package, collected here.
 
-Each module defines ``ENV`` (the task name), ``PRESETS`` (``{name: Preset}``, a ``tiny`` one
-included) and ``DEFAULT`` (the preset ``so101-mjx train`` uses without ``--preset``: one that has
-been run). ``preset(env, name)`` returns a frozen :class:`~so101_mjx.training.preset.Preset`;
-``name=None`` picks the env's default. The ``cpu`` presets are sized for backend ``c`` on a 2-core
+Each module defines ``ENV`` (the task name), ``PRESETS`` (``{name: Preset or SacPreset}``, a
+``tiny`` one included) and ``DEFAULT`` (the preset ``so101-mjx train`` uses without ``--preset``: one
+that has been run); a task's default SAC preset, if it has one, is named ``sac``.
+``preset(env, name, algo)`` returns a frozen :class:`~so101_mjx.training.preset.Preset` or
+:class:`~so101_mjx.training.preset.SacPreset`; ``name=None`` picks the env's default for ``algo``. The ``cpu`` presets are sized for backend ``c`` on a 2-core
 CPU, the ``gpu`` ones for MJX on one accelerator. Every registered task, one registered from outside
-the package included, has ``tiny`` (seconds of training; the tests use it).
+the package included, has ``tiny`` and ``tiny-sac`` (seconds of training; the tests use them).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import pkgutil
 
 from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError
-from so101_mjx.training.preset import Preset, tiny
+from so101_mjx.training.preset import Preset, SacPreset, TrainingPreset, tiny, tiny_sac
 
-__all__ = ["DEFAULT_PRESET", "PRESETS", "Preset", "default_preset", "preset", "tiny"]
+__all__ = ["DEFAULT_PRESET", "PRESETS", "Preset", "SacPreset", "TrainingPreset", "default_preset", "preset", "tiny", "tiny_sac"]
 
 
 def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str]]:
@@ -27,26 +28,37 @@ def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str]]:
         env = canonical(module.ENV)
         if module.DEFAULT not in module.PRESETS:
             raise RuntimeError(f"{module.__name__}: DEFAULT {module.DEFAULT!r} is not one of {sorted(module.PRESETS)}")
-        table[env], defaults[env] = dict(module.PRESETS), module.DEFAULT
+        tiny_config = module.PRESETS["tiny"].env_config
+        table[env], defaults[env] = {**module.PRESETS, "tiny-sac": tiny_sac(**tiny_config)}, module.DEFAULT
     return dict(sorted(table.items())), defaults
 
 
 PRESETS, DEFAULT_PRESET = _collect()
 
 
-def default_preset(env: str) -> str:
-    """Name of ``env``'s default preset; InputError naming the envs that have presets when it has none."""
+def default_preset(env: str, algo: str | None = None) -> str:
+    """Name of ``env``'s default preset (``algo="sac"``: its ``sac`` preset); InputError naming the
+    choices when it has none."""
     env = canonical(env)
+    if algo == "sac":
+        if "sac" not in PRESETS.get(env, {}):
+            raise InputError(f"{env} has no 'sac' preset; choose one with --preset: 'tiny-sac', or one of "
+                             f"{[n for n, p in PRESETS.get(env, {}).items() if p.algo == 'sac']}")
+        return "sac"
     if env not in DEFAULT_PRESET:
-        raise InputError(f"{env} has no training presets but 'tiny'; envs with presets: {sorted(PRESETS)}")
+        raise InputError(f"{env} has no training presets but 'tiny' and 'tiny-sac'; envs with presets: {sorted(PRESETS)}")
     return DEFAULT_PRESET[env]
 
 
-def preset(env: str, name: str | None = None) -> Preset:
-    """The preset ``name`` (default: the env's default) for ``env``; InputError naming the choices."""
-    name = name or default_preset(env)
+def preset(env: str, name: str | None = None, algo: str | None = None) -> TrainingPreset:
+    """The preset ``name`` (default: the env's default for ``algo``) for ``env``; InputError naming
+    the choices, or when the preset is of another algorithm than ``algo``."""
+    name = name or default_preset(env, algo)
     env = canonical(env)
-    choices = PRESETS.get(env, {"tiny": tiny()})
+    choices = PRESETS.get(env, {"tiny": tiny(), "tiny-sac": tiny_sac()})
     if name not in choices:
         raise InputError(f"unknown preset {name!r} for {env}; expected one of {sorted(choices)}")
+    if algo is not None and choices[name].algo != algo:
+        raise InputError(f"preset {name!r} of {env} is a {choices[name].algo} preset, not {algo}: "
+                         f"{algo} presets are {sorted(n for n, p in choices.items() if p.algo == algo)}")
     return choices[name]

@@ -1,6 +1,6 @@
 """Presets of SO101PickCube-v0."""
 
-from so101_mjx.training.preset import Preset, tiny
+from so101_mjx.training.preset import Preset, SacPreset, tiny
 from so101_mjx.training.presets.pick_place import PLACE_CONFIG
 
 ENV = "SO101PickCube-v0"
@@ -27,6 +27,14 @@ PRESETS = {
         num_timesteps=5 * 102_400, num_envs=256, batch_size=256, num_minibatches=4, unroll_length=20,
         num_updates_per_batch=8, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=6,
         success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG, **_NETWORKS,
+    ),
+    # SAC (so101_mjx.training.sac_loop): 128 worlds, 32 gradient steps of 256 transitions per env
+    # step of all of them (update-to-data 0.25), a prefill of 8,192 steps, then 6 epochs of 39,680
+    # env steps with an eval after each. Measured: see docs/tasks.md.
+    "sac": SacPreset(
+        num_timesteps=6 * 40_960, num_envs=128, batch_size=256, grad_updates_per_step=32, learning_rate=1e-3,
+        discounting=0.97, min_replay_size=8192, num_evals=7, policy_hidden_layer_sizes=(128, 128),
+        value_hidden_layer_sizes=(128, 128), success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG,
     ),
     "gpu": Preset(
         num_timesteps=100_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,

@@ -1,0 +1,136 @@
+"""SAC (:mod:`so101_mjx.training.sac_loop`, ``so101-mjx train --algo sac``): a run's files, the replay
+buffer in its checkpoints, exact resume, the export equal to the policy SAC acts with, preset and
+flag errors. Float32 (the library default), backend ``c``, the ``tiny-sac`` preset.
+"""
+
+import dataclasses
+import shutil
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from so101_mjx import cli
+from so101_mjx.errors import InputError
+from so101_mjx.training import checkpoint, presets
+from so101_mjx.training.preset import SacPreset
+from so101_mjx.training.progress import WALL_CLOCK_COLUMNS, read_csv
+from tests.training.test_resume import saved_arrays
+
+ENV = "SO101PickCube-v0"
+EVALS = 4
+
+
+def train_args(out: Path, *extra: str) -> list[str]:
+    return ["train", "--env", ENV, "--algo", "sac", "--preset", "tiny-sac", "--seed", "2", "--num-evals", str(EVALS),
+            "--backend", "c", "--out", str(out), *extra]
+
+
+@pytest.fixture(scope="module")
+def sac_run(tmp_path_factory):
+    """The tiny-sac run, exported; float32 JAX (the library's default) for the tests that use it."""
+    jax.config.update("jax_enable_x64", False)
+    out = tmp_path_factory.mktemp("sac") / "run"
+    assert cli.main(train_args(out, "--export")) == 0
+    yield out
+    jax.config.update("jax_enable_x64", True)
+
+
+def test_sac_run_checkpoints_every_epoch_with_its_replay_buffer(sac_run):
+    preset = dataclasses.replace(presets.preset(ENV, "tiny-sac"), num_evals=EVALS)
+    rows = read_csv(sac_run / "metrics.csv")
+    steps = [int(p.name) for p in checkpoint.steps(sac_run)]
+    prefill = preset.min_replay_size
+    assert [r["step"] for r in rows] == [0, *steps] and steps[-1] == preset.total_steps >= preset.num_timesteps
+    assert np.diff(steps).tolist() == [steps[1] - steps[0]] * (EVALS - 2) and steps[0] > prefill
+    run = checkpoint.read_run(checkpoint.resolve(sac_run))
+    assert (run["algo"], run["preset"], run["preset_config"]["algo"]) == ("sac", "tiny-sac", "sac")
+    last = checkpoint.resolve(sac_run)
+    state = saved_arrays(last)
+    buffer = state["training_state.npz .buffer.data"]
+    flat = 2 * run["obs_size"] + run["action_size"] + 3  # obs, next obs, action, reward, discount, truncation
+    assert buffer.shape == (preset.num_timesteps, flat)  # max_replay_size None: num_timesteps
+    # A full buffer is a queue: the oldest transitions leave, the insert position stays at its size.
+    assert int(state["training_state.npz .buffer.insert_position"]) == min(preset.total_steps, preset.num_timesteps)
+    assert np.all(np.any(buffer != 0, axis=1))
+    assert int(state["training_state.npz .training.gradient_steps.lo"]) == \
+        (preset.total_steps - prefill) // preset.num_envs * preset.grad_updates_per_step
+    assert (last / "sac_network_config.json").is_file()  # Brax's SAC checkpoint format beside params.npz
+    assert (sac_run / "policy.onnx").is_file() and (sac_run / "policy.npz").is_file()
+
+
+def test_sac_resume_equals_the_uninterrupted_run(sac_run, tmp_path):
+    """A run resumed from its second-to-last checkpoint ends with the last checkpoint bitwise (params,
+    Adam moments, temperature, target Q, replay buffer, env states, keys) and the same eval rows."""
+    copy = tmp_path / "run"
+    shutil.copytree(sac_run, copy)
+    last = checkpoint.resolve(copy)
+    shutil.rmtree(last)
+    assert cli.main(train_args(copy, "--resume")) == 0
+    expected, resumed = saved_arrays(checkpoint.resolve(sac_run)), saved_arrays(checkpoint.resolve(copy))
+    assert expected.keys() == resumed.keys()
+    for name, value in expected.items():
+        np.testing.assert_array_equal(resumed[name], value, err_msg=name)
+
+    def evals(run_dir):
+        return [{k: v for k, v in row.items() if k not in WALL_CLOCK_COLUMNS} for row in read_csv(run_dir / "metrics.csv")]
+
+    assert evals(copy) == evals(sac_run)
+
+
+def test_sac_export_equals_the_policy_sac_acts_with(sac_run):
+    """Exports read SAC's policy as PPO's: the ONNX/numpy policy equals Brax's SAC inference function (deterministic)."""
+    from brax.training.acme import running_statistics
+    from brax.training.agents.sac import networks as sac_networks
+
+    from so101_mjx.training import networks
+    from so101_mjx.training.brax_env import to_env_action
+    from so101_mjx.training.policy import NumpyPolicy
+
+    run, params = checkpoint.load(sac_run)
+    network = networks.sac_network_factory(**run["network"])(
+        run["obs_size"], run["action_size"], preprocess_observations_fn=running_statistics.normalize)
+    brax_policy = sac_networks.make_inference_fn(network)(params[:2], deterministic=True)
+    normalizer = params[0]  # observations like the ones it has seen
+    obs = (normalizer.mean + normalizer.std * np.random.default_rng(0).normal(size=(512, run["obs_size"]))).astype(np.float32)
+    scale, offset = (np.asarray(run["action_map"][k], np.float32) for k in ("scale", "offset"))
+    expected = np.asarray(to_env_action(brax_policy(obs, None)[0], scale, offset))
+    assert np.ptp(expected, axis=0).min() > 1e-3  # actions vary
+    np.testing.assert_allclose(np.asarray(checkpoint.inference_fn(run, params)(obs)), expected, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(NumpyPolicy.load(sac_run / "policy.npz")(obs), expected, rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--env", ENV, "--algo", "sac", "--preset", "tiny"], "'tiny' of SO101PickCube-v0 is a ppo preset, not sac"),
+    (["train", "--env", ENV, "--algo", "ppo", "--preset", "tiny-sac"], "is a sac preset, not ppo"),
+    (["train", "--env", "SO101Reach-v0", "--algo", "sac"], "SO101Reach-v0 has no 'sac' preset"),
+    (["train", "--env", ENV, "--preset", "tiny-sac", "--num-processes", "2"], "SAC (preset 'tiny-sac') trains in one process"),
+    (["train", "--env", ENV, "--algo", "td3"], "invalid choice: 'td3'"),
+])
+def test_sac_flag_errors_are_one_line(argv, message, capsys):
+    assert cli.main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("grad_updates_per_step", 0, "grad_updates_per_step must be an integer >= 1"),
+    ("tau", 0.0, "tau must be a number in (0, 1]"),
+    ("tau", float("nan"), "tau must be a number in (0, 1]"),
+    ("min_replay_size", 1000, "min_replay_size (1000) must be below num_timesteps (1000)"),
+    ("max_replay_size", 4, "max_replay_size (4) must hold min_replay_size (64)"),
+    ("batch_size", 0, "batch_size must be an integer >= 1"),
+])
+def test_sac_preset_fields_are_checked(field, value, message):
+    fields = {"num_timesteps": 1000, "num_envs": 8, "min_replay_size": 64, field: value}
+    with pytest.raises(InputError) as err:
+        SacPreset(**fields)
+    assert message in str(err.value)
+
+
+def test_resuming_a_sac_run_with_ppo_is_refused(sac_run, tmp_path, capsys):
+    copy = tmp_path / "run"
+    shutil.copytree(sac_run, copy)
+    argv = ["train", "--env", ENV, "--preset", "tiny", "--seed", "2", "--num-evals", str(EVALS), "--out", str(copy), "--resume"]
+    assert cli.main(argv) == 2
+    assert "algo 'sac' vs 'ppo'" in capsys.readouterr().err
