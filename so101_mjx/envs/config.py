@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from so101_mjx import _checks as checks
-from so101_mjx.envs.arm import IK_SOLVERS
+from so101_mjx.envs.arm import CARTESIAN_BOUNDS, HOME_POSITION, IK_SOLVERS
 from so101_mjx.errors import InputError
 from so101_mjx.render import visual_randomization
 from so101_mjx.robot.motors import JOINT_UNITS
@@ -37,6 +39,8 @@ class ArmConfig:
     control_dt: float | None = None  # s; None: 0.1 (the reference's) in Cartesian mode, 1/30 in joint mode
     physics_dt: float | None = None  # s; None: 0.002 (the reference's) in Cartesian mode, 1/480 in joint mode
     action_scale: float = 1.0
+    home_position: tuple[float, ...] = HOME_POSITION  # rad, the five arm joints (and their targets) at reset
+    cartesian_bounds: tuple[tuple[float, ...], ...] = CARTESIAN_BOUNDS  # m, [[min x, y, z], [max x, y, z]] of the IK target
     top_down_ik: bool = False
     ik_solver: str = "lm"  # extension: "analytic" (top-down only) for the closed-form IK instead of the reference's LM
     jaw_pads: bool = False
@@ -88,6 +92,13 @@ class ArmConfig:
         if not scale > 0:
             raise InputError(f"action_scale must be positive (m of IK-target motion per unit action), got {scale!r}")
         set_(self, "action_scale", scale)
+        home = checks.real_array("home_position", self.home_position, (len(HOME_POSITION),), finite=True, layout=" (arm joint angles, rad)")
+        set_(self, "home_position", tuple(home.tolist()))
+        bounds = checks.real_array("cartesian_bounds", self.cartesian_bounds, (2, 3), finite=True,
+                                   layout=" = [[min x, y, z], [max x, y, z]] (m)")
+        if np.any(bounds[0] > bounds[1]):
+            raise InputError(f"cartesian_bounds must have min <= max on every axis, got {bounds.tolist()}")
+        set_(self, "cartesian_bounds", tuple(tuple(row) for row in bounds.tolist()))
         if self.ik_solver not in IK_SOLVERS or (self.ik_solver == "analytic" and not self.top_down_ik):
             raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {self.ik_solver!r}")
         for name in ("top_down_ik", "jaw_pads", "image_obs"):

@@ -9,9 +9,9 @@ physics and the task's bookkeeping are that code. Instantiated directly it is th
 not implemented); the task envs (:mod:`so101_mjx.gym.task_env`) subclass it.
 
 The IK target is updated here, as the reference's ``apply_action`` does, with this env's
-``cartesian_bounds`` and ``action_scale``; the functional arm then holds that target (it clips to
-its own workspace, :data:`so101_mjx.envs.arm.CARTESIAN_BOUNDS`, so ``cartesian_bounds`` must lie
-within it).
+``cartesian_bounds`` and ``action_scale``; the functional arm then holds that target.
+``home_position`` and ``cartesian_bounds`` are the functional env's config fields
+(:class:`~so101_mjx.envs.config.ArmConfig`), so a policy trained with them meets the same ones here.
 """
 
 from __future__ import annotations
@@ -81,15 +81,6 @@ def functional_env(task: type[SO101Env], xml_path: str | Path | None, config: di
     return task(cfg, "c", model=model, **physics_kwargs)
 
 
-def check_bounds(value: Any) -> np.ndarray:
-    """``cartesian_bounds`` as a (2, 3) float64 array: finite, min <= max, within the arm's workspace."""
-    bounds = checks.real_array("cartesian_bounds", value, (2, 3), finite=True, layout=" = [[min x, y, z], [max x, y, z]] (m)")
-    if np.any(bounds[0] > bounds[1]) or np.any(bounds[0] < CARTESIAN_BOUNDS[0]) or np.any(bounds[1] > CARTESIAN_BOUNDS[1]):
-        raise InputError(f"cartesian_bounds must have min <= max and lie within the arm's workspace "
-                         f"{CARTESIAN_BOUNDS.tolist()} m, got {bounds.tolist()}")
-    return bounds.astype(np.float64)
-
-
 def check_action_scale(value: Any) -> float:
     """A finite positive ``action_scale`` (metres per unit action), as the reference: no upper bound."""
     scale = checks.real("action_scale", value)
@@ -143,17 +134,17 @@ class SO101GymEnv(MujocoGymEnv):
         if render_mode not in RENDER_MODES:
             raise InputError(f"render_mode must be one of {list(RENDER_MODES)}, got {render_mode!r}")
         image_obs = checks.flag("image_obs", image_obs)
-        home = checks.real_array("home_position", home_position, (len(ARM_JOINTS),), finite=True, layout=" (arm joint angles, rad)")
-        bounds = check_bounds(cartesian_bounds)
         scale = check_action_scale(config.get("action_scale", task.default_config().action_scale))
         config["action_scale"] = scale  # unused by the control here: the IK target is updated below
+        config.update(home_position=home_position, cartesian_bounds=cartesian_bounds)  # checked by the env's config
         checks.integer("seed", seed, ge=0, le=2**32 - 1)
         self.env = functional_env(task, xml_path, config)
         cfg = self.env.config
         super().__init__(xml_path, seed, cfg.control_dt, cfg.physics_dt, render_spec, model=self.env.mj_model)
         self.render_mode, self.image_obs = render_mode, image_obs
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.control_dt))}
-        self._home_position, self._cartesian_bounds, self._action_scale = home.astype(np.float64), bounds, scale
+        self._home_position, self._cartesian_bounds = np.asarray(cfg.home_position), np.asarray(cfg.cartesian_bounds)
+        self._action_scale = scale
         self._top_down_ik = cfg.top_down_ik
         self._dtype = jnp.result_type(float)  # float64 under jax_enable_x64, else float32
         arm = self.env.arm

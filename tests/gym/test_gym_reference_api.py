@@ -90,8 +90,14 @@ def test_cartesian_bounds_clip_the_target():
         ours.apply_action([1.0, 1.0, 1.0, 0.5]), theirs.apply_action([1.0, 1.0, 1.0, 0.5])
     np.testing.assert_array_equal(ours._target_ee_pos, bounds[1])
     np.testing.assert_allclose(ours.get_robot_state(), theirs.get_robot_state(), rtol=0, atol=1e-6)
+    wide = np.array([[0.05, -0.4, -0.1], [0.6, 0.4, 0.6]])  # beyond the default box, as the reference allows
+    ours, theirs = _robot_pair(cartesian_bounds=wide)
+    ours.apply_action([1.0, 0.0, 1.0, 0.5]), theirs.apply_action([1.0, 0.0, 1.0, 0.5])
+    np.testing.assert_array_equal(ours._target_ee_pos[[0, 2]], wide[1, [0, 2]])
+    np.testing.assert_allclose(ours._target_ee_pos, theirs._target_ee_pos, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ours.get_robot_state(), theirs.get_robot_state(), rtol=0, atol=1e-6)
     for bad, words in ((np.zeros((3, 2)), r"cartesian_bounds must have shape \(2, 3\)"),
-                       (bounds[::-1], "min <= max"), ([[0.1, -0.3, 0.0], [0.5, 0.3, 0.6]], "within the arm's workspace")):
+                       (bounds[::-1], "min <= max"), ([[0.1, -0.3, np.nan], [0.5, 0.3, 0.4]], "finite")):
         with pytest.raises(ValueError, match=words):
             sgym.SO101GymEnv(cartesian_bounds=bad)
 
