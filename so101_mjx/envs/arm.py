@@ -23,6 +23,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
+from so101_mjx.envs import servo
 from so101_mjx.errors import InputError
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
@@ -102,13 +103,15 @@ class SO101Arm:
         n_substeps: physics steps per control step.
         home_position: (5,) arm joint angles [rad] at reset (joints and their position targets).
         cartesian_bounds: (2, 3) min / max of the IK target [m] (Cartesian mode).
+        servo_model: the servos between the targets and the physics (:mod:`so101_mjx.envs.servo`),
+            or None for ideal position servos.
         joint_mode: joint-mode control (actions are motor targets, ``agent_pos`` the motor
             positions), or None for the reference's Cartesian control.
     """
 
     def __init__(self, model: mujoco.MjModel, physics: Physics, *, top_down_ik: bool, action_scale: float,
                  n_substeps: int, ik_solver: str = "lm", joint_mode: JointMode | None = None,
-                 home_position=HOME_POSITION, cartesian_bounds=CARTESIAN_BOUNDS):
+                 home_position=HOME_POSITION, cartesian_bounds=CARTESIAN_BOUNDS, servo_model: servo.ServoModel | None = None):
         if ik_solver not in IK_SOLVERS or (ik_solver == "analytic" and not top_down_ik):
             raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {ik_solver!r}")
         self.model, self.physics = model, physics
@@ -131,11 +134,21 @@ class SO101Arm:
         self.motor_ranges = motors.joint_ranges(model)
         self.ik_offset = ik.grasp_point_offset(model) if top_down_ik else None  # (3,) in the site frame
         self.geometry = analytic_ik.ArmGeometry.from_kinematics(self.kin, EE_SITE, self.ik_offset) if ik_solver == "analytic" else None
+        self.servo_model = servo_model
+        if servo_model is not None:
+            narrowest = float(np.min(np.diff(self.motor_ranges, axis=1)))
+            if servo_model.deadband >= narrowest:
+                raise InputError(f"servo_model.deadband ({servo_model.deadband} rad) must be narrower than every motor's "
+                                 f"range (the narrowest: {narrowest:.4f} rad)")
 
     # -- state readers ------------------------------------------------------------------------
     def joint_q(self, physics: PhysicsState) -> Array:
         """Arm joint angles (..., 5) rad."""
         return physics.qpos[..., self.qpos_ids]
+
+    def _observed(self, q: Array) -> Array:
+        """Joint positions ``q`` as the encoders report them: whole counts with the servo model's ``quantize``."""
+        return servo.quantized(q) if self.servo_model is not None and self.servo_model.quantize else q
 
     def ik_point(self, physics: PhysicsState) -> Array:
         """World position (..., 3) of the point the action moves, at the last kinematics evaluation."""
@@ -203,7 +216,7 @@ class SO101Arm:
         if self.joint_mode is not None:
             return self.motor_positions(physics)
         return jnp.concatenate([
-            physics.qpos[..., self.qpos_ids],
+            self._observed(physics.qpos[..., self.qpos_ids]),
             physics.qvel[..., self.dof_ids],
             ctrl_to_gripper_pose(physics.ctrl[..., self.gripper_actuator], self.gripper_range)[..., None],
             self.ee_pos(physics),
@@ -233,6 +246,7 @@ class SO101Arm:
         info = Info(
             rng=rng, succeed=jnp.zeros((), bool), ik_target=self.ik_point(physics), last_action_zero=jnp.zeros((), bool),
             nonfinite_actions=jnp.zeros((), jnp.int32), task=dict(task or {}), model_params=params,
+            servo=None if self.servo_model is None else servo.initial(self.servo_model, ctrl[self._motor_ctrl_ids]),
         )
         return physics, info
 
@@ -270,7 +284,7 @@ class SO101Arm:
         if self.joint_mode is not None:
             return self._joint_control(physics, info, action)
         arm_q, gripper, info = self.cartesian_targets(physics, info, action)
-        return self.actuate(physics, arm_q, gripper, info.model_params), info
+        return self._servo_actuate(physics, info, arm_q, gripper)
 
     def _checked(self, action: Array, dtype) -> Array:
         """``action`` as a ``dtype`` array of this mode's shape; InputError for complex, text or another shape."""
@@ -309,7 +323,7 @@ class SO101Arm:
     def motor_positions(self, physics: PhysicsState) -> Array:
         """Measured positions of the six motors (..., 6) in the follower's units (joint mode's ``agent_pos``)."""
         q = jnp.concatenate([physics.qpos[..., self.qpos_ids], physics.qpos[..., self.gripper_qpos, None]], axis=-1)
-        return motors.to_motor(q, self.motor_ranges, self.joint_mode.units)
+        return motors.to_motor(self._observed(q), self.motor_ranges, self.joint_mode.units)
 
     def _joint_control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Joint mode: motor targets (6,) (offsets from the measured positions when relative), a non-finite
@@ -322,7 +336,7 @@ class SO101Arm:
             goal = present + jnp.clip(goal - present, -mode.max_relative, mode.max_relative)
         q = motors.from_motor(goal, self.motor_ranges, mode.units)
         gripper = jnp.clip(q[5], self.gripper_range[0], self.gripper_range[1])
-        physics = self.actuate(physics, q[:5], gripper, info.model_params)
+        physics, info = self._servo_actuate(physics, info, q[:5], gripper)
         return physics, info.replace(
             ik_target=self.ik_point(physics), last_action_zero=jnp.zeros((), bool),
             nonfinite_actions=info.nonfinite_actions + jnp.any(~finite).astype(jnp.int32),
@@ -342,6 +356,22 @@ class SO101Arm:
         if action.shape != (4,):
             raise InputError(f"a Cartesian action must have shape (4,) = [dx, dy, dz, grasp], got {action.shape}")
         return action
+
+    @property
+    def _motor_ctrl_ids(self) -> np.ndarray:
+        """(6,) ctrl indices of the five arm actuators, then the gripper's."""
+        return np.append(self.actuator_ids, self.gripper_actuator)
+
+    def _servo_actuate(self, physics: PhysicsState, info: Info, arm_q: Array, gripper_ctrl: Array) -> tuple[PhysicsState, Info]:
+        """:meth:`actuate` the targets through the servo model (when on), its state carried in ``info.servo``."""
+        if self.servo_model is None:
+            return self.actuate(physics, arm_q, gripper_ctrl, info.model_params), info
+        arm = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
+        command = jnp.concatenate([arm, gripper_ctrl[None]])
+        measured = self._observed(physics.qpos[self.actuated_qpos[self._motor_ctrl_ids]])
+        control_dt = self.n_substeps * float(self.model.opt.timestep)
+        target, state = servo.apply(self.servo_model, info.servo, command, measured, control_dt)
+        return self.actuate(physics, target[:5], target[5], info.model_params), info.replace(servo=state)
 
     def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array, params: dict[str, Array] | None = None) -> PhysicsState:
         """Hold arm targets ``arm_q`` (5,) rad (clipped to the ctrl ranges) and ``gripper_ctrl`` rad for

@@ -71,6 +71,7 @@ class SO101Env(abc.ABC):
             self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
             n_substeps=whole_substeps(config.control_dt, config.physics_dt) if joint else int(config.control_dt // config.physics_dt),
             ik_solver=config.ik_solver, home_position=config.home_position, cartesian_bounds=config.cartesian_bounds,
+            servo_model=config.servo_model,
             joint_mode=JointMode(config.joint_units, config.relative_joint_targets, config.max_relative_target) if joint else None,
         )
         self.reward_scales = {k: float(v) for k, v in self.reward_weights().items() if v}

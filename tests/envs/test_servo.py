@@ -1,0 +1,137 @@
+"""The servo model (:mod:`so101_mjx.envs.servo`, ``ArmConfig.servo_model``): each effect in isolation (the
+tick function, then in the env), neutral settings leaving trajectories bitwise unchanged, ``c`` and ``mjx``
+equal with every effect on, and bad values naming the field."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from so101_mjx import make
+from so101_mjx.envs import servo
+from so101_mjx.envs.servo import RAD_PER_COUNT, ServoModel
+
+DT = 1 / 30
+IDEAL = ServoModel(delay_ticks=0, backlash=0.0, max_velocity=None, deadband=0.0, quantize=False)
+
+
+def ticks(model: ServoModel, commands, measured=None) -> np.ndarray:
+    """The targets acted on for a sequence of commands (n, 6), from rest at 0 (measured positions 0 unless given)."""
+    state = servo.initial(model, jnp.zeros(6))
+    out = []
+    for i, command in enumerate(np.asarray(commands, float)):
+        target, state = servo.apply(model, state, jnp.asarray(command), jnp.zeros(6) if measured is None else measured[i], DT)
+        out.append(np.asarray(target))
+    return np.array(out)
+
+
+def test_latency_acts_on_the_target_sent_delay_ticks_before():
+    commands = np.zeros((6, 6))
+    commands[1:, 2] = 0.3  # a step at tick 1
+    out = ticks(ServoModel(delay_ticks=3, backlash=0.0, max_velocity=None, quantize=False), commands)
+    np.testing.assert_array_equal(out[:, 2], [0, 0, 0, 0, 0.3, 0.3])
+    np.testing.assert_array_equal(out[:, [0, 1, 3, 4, 5]], 0)
+
+
+def test_velocity_limit_is_a_ceiling_on_the_target_slew():
+    out = ticks(ServoModel(backlash=0.0, max_velocity=2.0, quantize=False), np.full((5, 6), 0.25))
+    np.testing.assert_allclose(out[:, 0], [2 * DT, 4 * DT, 0.2, 0.25, 0.25], rtol=0, atol=1e-15)
+
+
+def test_backlash_leaves_a_reversal_gap_of_its_width():
+    b = 0.02
+    up = np.linspace(0, 0.1, 11)
+    down = np.linspace(0.1, 0.1 - 1.5 * b, 16)
+    commands = np.repeat(np.r_[up, down][:, None], 6, axis=1)
+    out = ticks(ServoModel(backlash=b, max_velocity=None, quantize=False), commands)[:, 0]
+    assert out[10] == pytest.approx(0.1 - b / 2, abs=1e-15)  # trailing the rising command by half the band
+    still = (commands[:, 0] >= 0.1 - b - 1e-12) & (np.arange(len(out)) >= 10)
+    np.testing.assert_allclose(out[still], 0.1 - b / 2, rtol=0, atol=1e-15)  # a reversal of up to b moves nothing
+    np.testing.assert_allclose(out[-1], commands[-1, 0] + b / 2, rtol=0, atol=1e-15)  # then it trails from above
+
+
+def test_deadband_does_not_act_on_a_small_error():
+    model = ServoModel(backlash=0.0, max_velocity=None, deadband=0.01, quantize=False)
+    measured = jnp.full(6, 0.1)
+    small, large = np.full((1, 6), 0.105), np.full((1, 6), 0.12)
+    np.testing.assert_array_equal(ticks(model, small, [measured])[0], 0.1)  # the target becomes the measured position
+    np.testing.assert_array_equal(ticks(model, large, [measured])[0], 0.12)
+
+
+def test_quantized_readings_are_whole_counts():
+    q = jnp.asarray(np.random.default_rng(0).uniform(-2, 2, 1000))
+    counts = np.asarray(servo.quantized(q)) / RAD_PER_COUNT
+    np.testing.assert_allclose(counts, np.round(counts), rtol=0, atol=1e-9)
+    assert np.max(np.abs(np.asarray(servo.quantized(q) - q))) <= RAD_PER_COUNT / 2 + 1e-15
+
+
+def joint_run(backend: str, model: ServoModel | None, steps: int) -> list[np.ndarray]:
+    """Joint-mode PickCube (float64): a sinusoid on every motor; per step the qpos, ctrl and observation."""
+    env = make("SO101PickCube-v0", backend, control_mode="joint", servo_model=model)
+    state = jax.jit(env.reset)(jax.random.PRNGKey(1))
+    step = jax.jit(env.step)
+    start = np.asarray(env.arm.motor_positions(state.physics))
+    out = []
+    for t in range(steps):
+        state = step(state, start + 15 * np.sin(0.2 * t + np.arange(6)))
+        out.append(np.concatenate([np.asarray(state.physics.qpos), np.asarray(state.physics.ctrl), np.asarray(state.obs)]))
+    return out
+
+
+def test_neutral_settings_leave_the_trajectory_bitwise_unchanged():
+    np.testing.assert_array_equal(joint_run("c", IDEAL, 30), joint_run("c", None, 30))
+    cartesian = [make("SO101PickCube-v0", "c", servo_model=m) for m in (IDEAL, None)]
+    states = [jax.jit(e.reset)(jax.random.PRNGKey(0)) for e in cartesian]
+    for _ in range(5):
+        states = [jax.jit(e.step)(s, np.array([0.3, -0.2, 0.1, 0.5])) for e, s in zip(cartesian, states)]
+    np.testing.assert_array_equal(states[0].physics.qpos, states[1].physics.qpos)
+
+
+def test_effects_in_the_env():
+    """Backend c, joint mode: the delay and the velocity ceiling in the actuator targets, quantized observations."""
+    env = make("SO101PickCube-v0", "c", control_mode="joint", servo_model=ServoModel(delay_ticks=2, backlash=0.0))
+    state = jax.jit(env.reset)(jax.random.PRNGKey(0))
+    step, home = jax.jit(env.step), np.asarray(state.physics.ctrl[2])
+    goal = np.asarray(env.arm.motor_positions(state.physics)) + np.array([0, 0, 40.0, 0, 0, 0])
+    elbow = []
+    for _ in range(6):
+        state = step(state, goal)
+        elbow.append(float(state.physics.ctrl[2]) - home)
+    ceiling = servo.NO_LOAD_SPEED * DT
+    np.testing.assert_allclose(elbow, [0, 0, ceiling, 2 * ceiling, 3 * ceiling, 4 * ceiling], rtol=0, atol=1e-12)
+    q = np.asarray(state.physics.qpos[env.arm.qpos_ids])
+    np.testing.assert_allclose(np.asarray(env.arm.motor_positions(state.physics))[:5],
+                               np.asarray(env.arm.motor_positions(state.physics.replace(
+                                   qpos=state.physics.qpos.at[env.arm.qpos_ids].set(servo.quantized(q)))))[:5], rtol=0, atol=0)
+    assert not np.allclose(q, np.asarray(servo.quantized(q)))  # the readings differ from the true angles
+
+
+def test_c_and_mjx_are_equal_with_every_effect_on():
+    model = ServoModel(delay_ticks=2, deadband=0.002)
+    c, mjx = joint_run("c", model, 100), joint_run("mjx", model, 100)
+    np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"delay_ticks": -1}, "servo_model.delay_ticks must be an int >= 0"),
+    ({"delay_ticks": 1.5}, "servo_model.delay_ticks must be an int"),
+    ({"backlash": float("nan")}, "servo_model.backlash must be a finite number"),
+    ({"backlash": -0.1}, "servo_model.backlash must be in [0, pi) rad"),
+    ({"max_velocity": 0.0}, "servo_model.max_velocity must be a finite number > 0"),
+    ({"deadband": 2.0}, "servo_model.deadband (2.0 rad) must be narrower than every motor's range"),
+    ({"latency": 2}, "latency"),
+    ("fast", "servo_model must be None, a ServoModel or its dict form"),
+])
+def test_bad_values_name_the_field(value, message):
+    with pytest.raises(ValueError) as err:
+        make("SO101PickCube-v0", "c", servo_model=value)
+    assert message in str(err.value)
+
+
+def test_defaults_and_json_round_trip():
+    model = ServoModel()
+    assert model.backlash == pytest.approx(math.radians(1.30), abs=1e-4) and model.max_velocity == pytest.approx(4.717, abs=1e-3)
+    env = make("SO101PickCube-v0", "c", servo_model={"delay_ticks": 1})
+    assert env.config.servo_model == ServoModel(delay_ticks=1)
