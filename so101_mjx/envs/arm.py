@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
@@ -37,6 +38,7 @@ from so101_mjx.sim.state import Info
 HOME_POSITION = (0.0, 0.0, 0.0, 0.0, 0.0)
 CARTESIAN_BOUNDS = ((0.1, -0.3, 0.0), (0.5, 0.3, 0.4))
 ZERO_ACTION_TOLERANCE = 1e-6
+SERVO_DRAWS = 0x5E70  # folded into the reset key: the servo model's per-episode draws (envs.servo)
 IK_DAMPING = 0.1
 IK_ITERATIONS = 20
 IK_TOLERANCE = 1e-4
@@ -137,8 +139,8 @@ class SO101Arm:
         self.servo_model = servo_model
         if servo_model is not None:
             narrowest = float(np.min(np.diff(self.motor_ranges, axis=1)))
-            if servo_model.deadband >= narrowest:
-                raise InputError(f"servo_model.deadband ({servo_model.deadband} rad) must be narrower than every motor's "
+            if servo_model.range_of("deadband")[1] >= narrowest:
+                raise InputError(f"servo_model.deadband ({servo_model.range_of('deadband')[1]} rad) must be narrower than every motor's "
                                  f"range (the narrowest: {narrowest:.4f} rad)")
 
     # -- state readers ------------------------------------------------------------------------
@@ -246,7 +248,8 @@ class SO101Arm:
         info = Info(
             rng=rng, succeed=jnp.zeros((), bool), ik_target=self.ik_point(physics), last_action_zero=jnp.zeros((), bool),
             nonfinite_actions=jnp.zeros((), jnp.int32), task=dict(task or {}), model_params=params,
-            servo=None if self.servo_model is None else servo.initial(self.servo_model, ctrl[self._motor_ctrl_ids]),
+            servo=None if self.servo_model is None else servo.initial(
+                self.servo_model, ctrl[self._motor_ctrl_ids], jax.random.fold_in(rng, SERVO_DRAWS)),
         )
         return physics, info
 

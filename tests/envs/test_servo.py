@@ -11,7 +11,8 @@ import pytest
 
 from so101_mjx import make
 from so101_mjx.envs import servo
-from so101_mjx.envs.servo import RAD_PER_COUNT, ServoModel
+from so101_mjx.envs.base import asdict
+from so101_mjx.envs.servo import RAD_PER_COUNT, ServoModel, ServoRanges
 
 DT = 1 / 30
 IDEAL = ServoModel(delay_ticks=0, backlash=0.0, max_velocity=None, deadband=0.0, quantize=False)
@@ -19,7 +20,7 @@ IDEAL = ServoModel(delay_ticks=0, backlash=0.0, max_velocity=None, deadband=0.0,
 
 def ticks(model: ServoModel, commands, measured=None) -> np.ndarray:
     """The targets acted on for a sequence of commands (n, 6), from rest at 0 (measured positions 0 unless given)."""
-    state = servo.initial(model, jnp.zeros(6))
+    state = servo.initial(model, jnp.zeros(6), jax.random.PRNGKey(0))
     out = []
     for i, command in enumerate(np.asarray(commands, float)):
         target, state = servo.apply(model, state, jnp.asarray(command), jnp.zeros(6) if measured is None else measured[i], DT)
@@ -109,7 +110,11 @@ def test_effects_in_the_env():
 
 
 def test_c_and_mjx_are_equal_with_every_effect_on():
+    """Fixed values, then per-motor draws (the same from the same reset key on both backends)."""
     model = ServoModel(delay_ticks=2, deadband=0.002)
+    c, mjx = joint_run("c", model, 100), joint_run("mjx", model, 100)
+    np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
+    model = ServoModel(ranges=ServoRanges(delay_ticks=(0, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0), deadband=(0.0, 0.003)))
     c, mjx = joint_run("c", model, 100), joint_run("mjx", model, 100)
     np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
 
@@ -135,3 +140,55 @@ def test_defaults_and_json_round_trip():
     assert model.backlash == pytest.approx(math.radians(1.30), abs=1e-4) and model.max_velocity == pytest.approx(4.717, abs=1e-3)
     env = make("SO101PickCube-v0", "c", servo_model={"delay_ticks": 1})
     assert env.config.servo_model == ServoModel(delay_ticks=1)
+
+
+RANGES = ServoRanges(delay_ticks=(1, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0), deadband=(0.0, 0.003))
+
+
+def test_ranges_draw_per_motor_per_world_and_per_episode():
+    env = make("SO101PickCube-v0", "c", control_mode="joint", servo_model=ServoModel(ranges=RANGES))
+    reset = jax.jit(jax.vmap(env.reset))
+    first = reset(jax.random.split(jax.random.PRNGKey(0), 64))
+    params = {k: np.asarray(v) for k, v in first.info.servo["params"].items()}
+    assert params["delay_ticks"].shape == (64, 6) and set(np.unique(params["delay_ticks"])) == {1, 2, 3}
+    for name in ("backlash", "max_velocity", "deadband"):
+        lo, hi = getattr(RANGES, name)
+        assert lo <= params[name].min() and params[name].max() <= hi and np.ptp(params[name][:, 0]) > 0.5 * (hi - lo)
+        assert np.ptp(params[name][0]) > 0  # motors differ
+    again = reset(jax.vmap(lambda i: i.rng)(first.info))  # the next episode of each world
+    assert not np.array_equal(np.asarray(again.info.servo["params"]["backlash"]), params["backlash"])
+    assert first.info.servo["queue"].shape == (64, 4, 6)  # the longest delay + 1
+
+
+def test_a_drawn_delay_is_each_motors_own():
+    model = ServoModel(backlash=0.0, max_velocity=None, quantize=False, ranges=ServoRanges(delay_ticks=(0, 3)))
+    state = servo.initial(model, jnp.zeros(6), jax.random.PRNGKey(0))
+    delays = np.array([0, 1, 2, 3, 0, 1])
+    state = {**state, "params": {**state["params"], "delay_ticks": jnp.asarray(delays), "deadband": jnp.zeros(6)}}
+    seen = []
+    for _ in range(4):
+        target, state = servo.apply(model, state, jnp.ones(6), jnp.zeros(6), DT)
+        seen.append(np.asarray(target))
+    np.testing.assert_array_equal(np.array(seen), (np.arange(4)[:, None] >= delays).astype(float))
+
+
+@pytest.mark.parametrize("ranges, message", [
+    ({"delay_ticks": (0.5, 2)}, "servo_model.ranges.delay_ticks must be whole ticks"),
+    ({"delay_ticks": (2, 1)}, "servo_model.ranges.delay_ticks must be a range"),
+    ({"backlash": (0.0, 4.0)}, "servo_model.ranges.backlash must be a range"),
+    ({"max_velocity": (0.0, 1.0)}, "servo_model.ranges.max_velocity must be a range 0.0 < low"),
+    ({"deadband": (0.0, 2.0)}, "must be narrower than every motor's range"),
+    ({"jitter": (0, 1)}, "unknown servo_model.ranges field(s) ['jitter']"),
+])
+def test_bad_ranges_name_the_field(ranges, message):
+    with pytest.raises(ValueError) as err:
+        make("SO101PickCube-v0", "c", servo_model={"ranges": ranges})
+    assert message in str(err.value)
+
+
+def test_ranges_survive_the_json_round_trip():
+    import json
+
+    config = make("SO101PickCube-v0", "c", servo_model=ServoModel(delay_ticks=1, ranges=RANGES)).config
+    again = make("SO101PickCube-v0", "c", **json.loads(json.dumps(asdict(config)))).config
+    assert again.servo_model == config.servo_model and again.servo_model.ranges == RANGES
