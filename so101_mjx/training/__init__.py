@@ -1,10 +1,11 @@
-"""Brax PPO training for the so101_mjx envs, and export and CPU replay of the trained policies.
+"""Brax PPO and SAC training for the so101_mjx envs, and export and CPU replay of the trained policies.
 
-- :mod:`so101_mjx.training.presets`: presets (PPO hyperparameters, network sizes, env overrides) per env, one module per task.
+- :mod:`so101_mjx.training.presets`: presets (PPO or SAC hyperparameters, network sizes, env overrides) per env, one module per task.
 - :mod:`so101_mjx.training.brax_env`: env construction and the Brax adapter (policy-to-env action map, metrics).
-- :mod:`so101_mjx.training.networks`: PPO networks and Brax's deterministic inference function.
+- :mod:`so101_mjx.training.networks`: PPO and SAC networks and Brax's deterministic inference function.
 - :mod:`so101_mjx.training.policy`: the deterministic policy as numpy arrays and its numpy runner (no JAX).
 - :mod:`so101_mjx.training.ppo_loop`: Brax's PPO loop, owned so that its whole state is checkpointed (exact resume).
+- :mod:`so101_mjx.training.sac_loop`: Brax's SAC in an owned loop, its replay buffer in the checkpoint (exact resume).
 - :mod:`so101_mjx.training.checkpoint`: checkpoints (Orbax params, params and training state as .npz, run metadata).
 - :mod:`so101_mjx.training.progress`: console progress, CSV, TensorBoard and the learning-curve PNG.
 - :mod:`so101_mjx.training.ppo`: a training run: presets, logs, checkpoints, resume (``so101-mjx train``).

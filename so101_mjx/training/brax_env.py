@@ -1,6 +1,6 @@
 """Envs for training: the policy-to-env action map and the Brax adapter around :class:`TrainingEnv`.
 
-Brax PPO's tanh-normal policy acts in [-1, 1]^n. :func:`action_map` maps that box affinely onto the
+Brax's tanh-normal policy (PPO's and SAC's) acts in [-1, 1]^n. :func:`action_map` maps that box affinely onto the
 env's :meth:`~so101_mjx.envs.arm.SO101Arm.action_bounds`: in Cartesian mode ``[dx, dy, dz]`` stay in
 [-1, 1] and the jaw command ``grasp = 0.5·a + 0.5`` lands in [0, 1] (0 closed); in joint mode each
 motor's [-1, 1] spans its limits (or ±the relative bound). Training, the JAX inference function and

@@ -121,7 +121,7 @@ def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
     try:
         weights = checkpoint.policy_weights(run, params)
     except (KeyError, TypeError, IndexError) as err:
-        raise InputError(f"{step_dir}: params do not hold a Brax PPO policy: {err!r}") from None
+        raise InputError(f"{step_dir}: params do not hold a Brax policy network: {err!r}") from None
     return NumpyPolicy.checked(weights, run, step_dir), params
 
 

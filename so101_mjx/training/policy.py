@@ -52,7 +52,7 @@ class PolicyWeights:
 
     @classmethod
     def from_params(cls, params: Any, normalize_observations: bool, activation: str) -> PolicyWeights:
-        """From Brax PPO params ``(normalizer_state, policy_params, value_params)``."""
+        """From Brax params ``(normalizer_state, policy_params, value or q params)`` (PPO or SAC)."""
         normalizer, policy = params[0], params[1]["params"]
         layers = [policy[f"hidden_{i}"] for i in range(len(policy))]
         obs_size = int(np.shape(layers[0]["kernel"])[0])
