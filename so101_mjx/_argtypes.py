@@ -146,3 +146,20 @@ def visual_randomization(text: str):
         return vr.parse(text)
     except (ValueError, TypeError) as err:
         raise ArgumentValueError(str(err)) from None
+
+
+def servo_model(text: str):
+    """A JSON object of :class:`~so101_mjx.envs.servo.ServoModel`'s fields (``{}``: the defaults), or a
+    ``.json`` file holding one."""
+    import json
+    from pathlib import Path
+
+    from so101_mjx.envs import servo
+
+    try:
+        source = Path(text).read_text() if text.endswith(".json") else text
+        return servo.parse(json.loads(source))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ArgumentValueError(f"not a JSON object or a readable .json file ({err})") from None
+    except (ValueError, TypeError) as err:
+        raise ArgumentValueError(str(err)) from None

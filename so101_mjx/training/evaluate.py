@@ -25,7 +25,8 @@ import numpy as np
 from jax import Array
 
 from so101_mjx._files import atomic_write
-from so101_mjx.envs import make
+from so101_mjx.envs import make, servo
+from so101_mjx.envs.base import asdict
 from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.errors import InputError
@@ -59,9 +60,11 @@ def parse_backends(text: str) -> tuple[str, ...]:
 
 def evaluate(
     path: str | Path, env: str | None = None, backends: tuple[str, ...] = ("c",), episodes: int = 100,
-    seed: int = 0, x64: bool = False, force: bool = False,
+    seed: int = 0, x64: bool = False, force: bool = False, servo_model: Any = None,
 ) -> dict[str, Any]:
-    """Run ``episodes`` episodes per backend; returns (and prints) per backend ``success_rate``,
+    """Run ``episodes`` episodes per backend (under ``servo_model``, a
+    :class:`~so101_mjx.envs.servo.ServoModel` or its dict, when given, instead of the policy's own); returns
+    (and prints) per backend ``success_rate``,
     ``mean_return``, ``mean_length``, per-episode ``success`` / ``returns`` / ``length`` lists and
     ``seconds`` (compile + run), and with two backends ``agreement`` (fraction of episodes with the
     same success)."""
@@ -72,6 +75,8 @@ def evaluate(
     try:
         policy, meta = load(path)
         name, env_config = policy_env(meta, env, force, path)
+        if servo_model is not None:  # as a dict: the results are JSON
+            env_config = {**env_config, "servo_model": asdict(servo.parse(servo_model))}
         result: dict[str, Any] = {"policy": str(path), "env": name, "env_config": env_config, "episodes": episodes,
                                   "seed": seed, "dtype": "float64" if x64 else "float32", "backends": {}}
         for backend in backends:
@@ -106,7 +111,8 @@ def report(result: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = evaluate(args.policy, args.env, parse_backends(args.backend), args.episodes, args.seed, args.x64, args.force)
+    result = evaluate(args.policy, args.env, parse_backends(args.backend), args.episodes, args.seed, args.x64, args.force,
+                      args.servo_model)
     if args.json:
         atomic_write(args.json, json.dumps(result, indent=1))
         print(f"results: {args.json}")

@@ -149,3 +149,20 @@ def test_run_json_with_a_wrong_env_config_type_is_one_line(tiny_run, tmp_path, c
 def test_eval_user_errors_are_one_line(tiny_run, argv, message, capsys):
     assert cli.main(["eval", str(tiny_run), *argv]) == 2
     one_error_line(capsys, message)
+
+
+def test_eval_under_a_servo_model(tiny_run, tmp_path, capsys):
+    """``--servo-model``: the policy's episodes under the given servo model (a JSON object or a .json file),
+    recorded in the results; a bad field is an argparse error naming it."""
+    plain = evaluate(tiny_run / "policy.npz", episodes=8)["backends"]["c"]
+    (tmp_path / "servo.json").write_text(json.dumps({"delay_ticks": 3, "max_velocity": 0.5}))
+    for spec in ('{"delay_ticks": 3, "max_velocity": 0.5}', str(tmp_path / "servo.json")):
+        assert cli.main(["eval", str(tiny_run / "policy.npz"), "--episodes", "8", "--servo-model", spec,
+                         "--json", str(tmp_path / "out.json")]) == 0
+        result = json.loads((tmp_path / "out.json").read_text())
+        assert result["env_config"]["servo_model"]["delay_ticks"] == 3
+        assert result["backends"]["c"]["returns"] != plain["returns"]  # a slow, late arm: other episodes
+    capsys.readouterr()
+    assert cli.main(["eval", str(tiny_run / "policy.npz"), "--servo-model", '{"delay_ticks": -1}']) == 2
+    err = capsys.readouterr().err  # argparse's usage line, then the error
+    assert "Traceback" not in err and "argument --servo-model: servo_model.delay_ticks must be an int >= 0" in err

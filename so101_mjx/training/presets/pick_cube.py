@@ -9,6 +9,7 @@ PICK_CONFIG = {**PLACE_CONFIG, "reward_type": "dense"}
 # PickCube trains on the reference's dense reward plus a grasp term (``PickCube.grasped``): with the
 # dense reward alone PPO settles hovering at the block (1.2M steps: 0 % success, return ~17/100 steps).
 PICK_TRAIN_CONFIG = {**PICK_CONFIG, "grasp_reward": 0.25}
+SERVO_RANGES = {"delay_ticks": (0, 1), "backlash": (0.01, 0.035), "max_velocity": (3.0, 6.0), "deadband": (0.0, 0.0035)}
 _NETWORKS = {"policy_hidden_layer_sizes": (128, 128, 128), "value_hidden_layer_sizes": (256, 256, 256)}
 PRESETS = {
     "tiny": tiny(**PICK_CONFIG),
@@ -35,6 +36,15 @@ PRESETS = {
         num_timesteps=6 * 40_960, num_envs=128, batch_size=256, grad_updates_per_step=32, learning_rate=1e-3,
         discounting=0.97, min_replay_size=8192, num_evals=7, policy_hidden_layer_sizes=(128, 128),
         value_hidden_layer_sizes=(128, 128), success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG,
+    ),
+    # `sac` under the servo model (envs.servo), its parameters drawn per motor at every reset around the
+    # defaults: delay 0-1 control ticks (0-100 ms), backlash 0.6-2°, velocity limit 3-6 rad/s, deadband
+    # 0-0.2°. Measured (and the plain policy under the same model): see docs/sim2real.md.
+    "sac-servo": SacPreset(
+        num_timesteps=6 * 40_960, num_envs=128, batch_size=256, grad_updates_per_step=32, learning_rate=1e-3,
+        discounting=0.97, min_replay_size=8192, num_evals=7, policy_hidden_layer_sizes=(128, 128),
+        value_hidden_layer_sizes=(128, 128), success_bonus=50.0, demo_start_prob=0.5,
+        env_config={**PICK_TRAIN_CONFIG, "servo_model": {"ranges": SERVO_RANGES}},
     ),
     "gpu": Preset(
         num_timesteps=100_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
