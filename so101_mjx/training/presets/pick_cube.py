@@ -39,7 +39,7 @@ PRESETS = {
     ),
     # `sac` under the servo model (envs.servo), its parameters drawn per motor at every reset around the
     # defaults: delay 0-1 control ticks (0-100 ms), backlash 0.6-2°, velocity limit 3-6 rad/s, deadband
-    # 0-0.2°. Measured (and the plain policy under the same model): see docs/sim2real.md.
+    # 0-0.2°. Measured (two seeds, and the plain policies under the same model): see docs/sim2real.md.
     "sac-servo": SacPreset(
         num_timesteps=6 * 40_960, num_envs=128, batch_size=256, grad_updates_per_step=32, learning_rate=1e-3,
         discounting=0.97, min_replay_size=8192, num_evals=7, policy_hidden_layer_sizes=(128, 128),
