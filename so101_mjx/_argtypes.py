@@ -148,18 +148,16 @@ def visual_randomization(text: str):
         raise ArgumentValueError(str(err)) from None
 
 
-def servo_model(text: str):
-    """A JSON object of :class:`~so101_mjx.envs.servo.ServoModel`'s fields (``{}``: the defaults), or a
-    ``.json`` file holding one."""
+
+def json_object(text: str) -> dict:
+    """A JSON object given inline or as a ``.json`` file (its fields are checked by the command)."""
     import json
     from pathlib import Path
 
-    from so101_mjx.envs import servo
-
     try:
-        source = Path(text).read_text() if text.endswith(".json") else text
-        return servo.parse(json.loads(source))
+        value = json.loads(Path(text).read_text() if text.endswith(".json") else text)
     except (OSError, json.JSONDecodeError) as err:
         raise ArgumentValueError(f"not a JSON object or a readable .json file ({err})") from None
-    except (ValueError, TypeError) as err:
-        raise ArgumentValueError(str(err)) from None
+    if not isinstance(value, dict):
+        raise ArgumentValueError(f"must be a JSON object, got {text!r}")
+    return value

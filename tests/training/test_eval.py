@@ -153,7 +153,7 @@ def test_eval_user_errors_are_one_line(tiny_run, argv, message, capsys):
 
 def test_eval_under_a_servo_model(tiny_run, tmp_path, capsys):
     """``--servo-model``: the policy's episodes under the given servo model (a JSON object or a .json file),
-    recorded in the results; a bad field is an argparse error naming it."""
+    recorded in the results; a bad field is one error line naming it."""
     plain = evaluate(tiny_run / "policy.npz", episodes=8)["backends"]["c"]
     (tmp_path / "servo.json").write_text(json.dumps({"delay_ticks": 3, "max_velocity": 0.5}))
     for spec in ('{"delay_ticks": 3, "max_velocity": 0.5}', str(tmp_path / "servo.json")):
@@ -164,5 +164,6 @@ def test_eval_under_a_servo_model(tiny_run, tmp_path, capsys):
         assert result["backends"]["c"]["returns"] != plain["returns"]  # a slow, late arm: other episodes
     capsys.readouterr()
     assert cli.main(["eval", str(tiny_run / "policy.npz"), "--servo-model", '{"delay_ticks": -1}']) == 2
-    err = capsys.readouterr().err  # argparse's usage line, then the error
-    assert "Traceback" not in err and "argument --servo-model: servo_model.delay_ticks must be an int >= 0" in err
+    one_error_line(capsys, "servo_model.delay_ticks must be an int >= 0")
+    assert cli.main(["eval", str(tiny_run / "policy.npz"), "--servo-model", "[1]"]) == 2
+    assert "argument --servo-model: must be a JSON object" in capsys.readouterr().err
