@@ -148,7 +148,6 @@ def visual_randomization(text: str):
         raise ArgumentValueError(str(err)) from None
 
 
-
 def json_object(text: str) -> dict:
     """A JSON object given inline or as a ``.json`` file (its fields are checked by the command)."""
     import json

@@ -93,6 +93,16 @@ def dataclass_from_dict(cls: type, name: str, value: dict) -> Any:
     return cls(**value)
 
 
+def optional_dataclass(cls: type, name: str, value: Any) -> Any:
+    """A config field holding None, a ``cls`` or its dict form (``asdict``/JSON), as None or a ``cls``;
+    InputError naming ``name`` otherwise (and unknown keys, :func:`dataclass_from_dict`)."""
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, dict):
+        return dataclass_from_dict(cls, name, value)
+    raise InputError(f"{name} must be None, a {cls.__name__} or its dict form, got {value!r}")
+
+
 def host_memory() -> int:
     """The host's total RAM in bytes (``os.sysconf``, else ``/proc/meminfo``'s MemTotal; 0 when unknown)."""
     try:

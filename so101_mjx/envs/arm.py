@@ -323,10 +323,14 @@ class SO101Arm:
         return jnp.clip(jnp.where(snap, self.ik_point(physics), moved), lo, hi), is_zero
 
     # -- joint mode ------------------------------------------------------------------------------
+    def _motor_q(self, physics: PhysicsState) -> Array:
+        """The six motors' joint angles (..., 6) rad as the encoders report them: the arm's five, then the gripper's."""
+        q = jnp.concatenate([physics.qpos[..., self.qpos_ids], physics.qpos[..., self.gripper_qpos, None]], axis=-1)
+        return self._observed(q)
+
     def motor_positions(self, physics: PhysicsState) -> Array:
         """Measured positions of the six motors (..., 6) in the follower's units (joint mode's ``agent_pos``)."""
-        q = jnp.concatenate([physics.qpos[..., self.qpos_ids], physics.qpos[..., self.gripper_qpos, None]], axis=-1)
-        return motors.to_motor(self._observed(q), self.motor_ranges, self.joint_mode.units)
+        return motors.to_motor(self._motor_q(physics), self.motor_ranges, self.joint_mode.units)
 
     def _joint_control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Joint mode: motor targets (6,) (offsets from the measured positions when relative), a non-finite
@@ -371,7 +375,7 @@ class SO101Arm:
             return self.actuate(physics, arm_q, gripper_ctrl, info.model_params), info
         arm = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
         command = jnp.concatenate([arm, gripper_ctrl[None]])
-        measured = self._observed(physics.qpos[self.actuated_qpos[self._motor_ctrl_ids]])
+        measured = self._motor_q(physics)
         control_dt = self.n_substeps * float(self.model.opt.timestep)
         target, state = servo.apply(self.servo_model, info.servo, command, measured, control_dt)
         return self.actuate(physics, target[:5], target[5], info.model_params), info.replace(servo=state)

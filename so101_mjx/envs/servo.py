@@ -92,10 +92,7 @@ class ServoModel:
         if self.max_velocity is not None:
             set_(self, "max_velocity", checks.real("servo_model.max_velocity", self.max_velocity, gt=0, unit=" rad/s"))
         set_(self, "quantize", checks.flag("servo_model.quantize", self.quantize))
-        if isinstance(self.ranges, dict):
-            set_(self, "ranges", checks.dataclass_from_dict(ServoRanges, "servo_model.ranges", self.ranges))
-        elif self.ranges is not None and not isinstance(self.ranges, ServoRanges):
-            raise InputError(f"servo_model.ranges must be None, a ServoRanges or its dict form, got {self.ranges!r}")
+        set_(self, "ranges", checks.optional_dataclass(ServoRanges, "servo_model.ranges", self.ranges))
 
     def range_of(self, name: str) -> tuple[float, float]:
         """``(low, high)`` of parameter ``name`` over the episodes (the fixed value twice without a range;
@@ -107,11 +104,7 @@ class ServoModel:
 
 def parse(value: ServoModel | dict | None) -> ServoModel | None:
     """A config's ``servo_model``: None, a :class:`ServoModel`, or its dict form (``asdict``/JSON)."""
-    if value is None or isinstance(value, ServoModel):
-        return value
-    if isinstance(value, dict):
-        return checks.dataclass_from_dict(ServoModel, "servo_model", value)
-    raise InputError(f"servo_model must be None, a ServoModel or its dict form, got {value!r}")
+    return checks.optional_dataclass(ServoModel, "servo_model", value)
 
 
 def initial(model: ServoModel, targets: Array, key: Array) -> dict[str, Array]:
@@ -124,14 +117,14 @@ def initial(model: ServoModel, targets: Array, key: Array) -> dict[str, Array]:
         return state
     n, dtype = targets.shape[-1], targets.dtype
     k_delay, k_backlash, k_velocity, k_deadband = jax.random.split(key, 4)
-    lo, hi = model.range_of("delay_ticks")
+    fewest, most = model.range_of("delay_ticks")
 
     def draw(k: Array, name: str) -> Array:
         lo, hi = model.range_of(name)
         return jnp.full((n,), lo, dtype) if lo == hi else jax.random.uniform(k, (n,), dtype, lo, hi)
 
     return {**state, "params": {
-        "delay_ticks": jax.random.randint(k_delay, (n,), int(lo), int(hi) + 1),
+        "delay_ticks": jax.random.randint(k_delay, (n,), int(fewest), int(most) + 1),
         "backlash": draw(k_backlash, "backlash"), "max_velocity": draw(k_velocity, "max_velocity"),
         "deadband": draw(k_deadband, "deadband"),
     }}

@@ -23,7 +23,6 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.errors import InputError
 
 MAX_SCALE = 10.0  # largest scale factor a range may reach
 FIELDS = ("geom_friction", "body_mass", "body_inertia", "geom_size", "geom_rbound", "geom_aabb", "actuator_gainprm", "actuator_biasprm", "dof_damping")
@@ -49,11 +48,7 @@ class Randomization:
 
 def parse(value: Randomization | dict | None) -> Randomization | None:
     """A config's ``randomization``: None, a :class:`Randomization`, or its dict form (``asdict``/JSON)."""
-    if value is None or isinstance(value, Randomization):
-        return value
-    if isinstance(value, dict):
-        return checks.dataclass_from_dict(Randomization, "randomization", value)
-    raise InputError(f"randomization must be None, a Randomization or its dict form, got {value!r}")
+    return checks.optional_dataclass(Randomization, "randomization", value)
 
 
 def sample(model: mujoco.MjModel, config: Randomization, rng: Array, dtype) -> dict[str, Array]:

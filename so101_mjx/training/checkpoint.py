@@ -116,10 +116,15 @@ def save(run_dir: Path, step: int, params: Any, run: dict[str, Any], state: Any 
     return path
 
 
+def algo(run: dict[str, Any]) -> str:
+    """The run's algorithm: run.json's ``algo``, or ``"ppo"`` for a run.json written before the field existed."""
+    return run.get("algo", "ppo")
+
+
 def _save_orbax(root: Path, step: int, params: Any, run: dict[str, Any]) -> None:
     """The params in Brax's own checkpoint format of the run's algorithm."""
     args = (run["obs_size"], run["action_size"], run["normalize_observations"])
-    if run.get("algo", "ppo") == "sac":  # Brax's SAC policy takes (normalizer, policy)
+    if algo(run) == "sac":  # Brax's SAC policy takes (normalizer, policy)
         config = sac_checkpoint.network_config(*args, networks.sac_network_factory(**run["network"]))
         sac_checkpoint.save(root, step, params[:2], config)
     else:
@@ -170,7 +175,7 @@ def _params_template(run: dict[str, Any]) -> tuple[Any, Any, Any]:
     """Params ``(normalizer, policy, value)`` of ``run``'s network (SAC: ``(normalizer, policy, q)``), freshly initialized."""
     normalizer = running_statistics.init_state(specs.Array((run["obs_size"],), np.dtype("float32")))
     key = jax.random.PRNGKey(0)
-    if run.get("algo", "ppo") == "sac":
+    if algo(run) == "sac":
         network = networks.sac_network_factory(**run["network"])(run["obs_size"], run["action_size"])
         return normalizer, network.policy_network.init(key), network.q_network.init(key)
     network = networks.network_factory(**run["network"])(run["obs_size"], run["action_size"])

@@ -40,7 +40,6 @@ from so101_mjx.training import brax_env as envs
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
 
 COMPATIBLE_KEYS = ("algo", "env", "obs_size", "action_size", "network", "normalize_observations")
-_OLD_DEFAULTS = {"algo": "ppo"}  # run.json written before the field existed
 
 
 def run_metadata(env_name: str, preset_name: str, preset: presets.TrainingPreset, env, seed: int) -> dict[str, Any]:
@@ -79,7 +78,7 @@ def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
             return None
         raise InputError(f"--resume: no checkpoint under {out}")
     previous = checkpoint.read_run(existing[-1])
-    saved = {k: previous.get(k, _OLD_DEFAULTS.get(k)) for k in COMPATIBLE_KEYS}
+    saved = {**{k: previous.get(k) for k in COMPATIBLE_KEYS}, "algo": checkpoint.algo(previous)}
     diff = [f"{k} {saved[k]!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if saved[k] != run[k]]
     if diff:
         raise InputError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")

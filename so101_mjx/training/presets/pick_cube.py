@@ -1,5 +1,7 @@
 """Presets of SO101PickCube-v0."""
 
+import dataclasses
+
 from so101_mjx.training.preset import Preset, SacPreset, tiny
 from so101_mjx.training.presets.pick_place import PLACE_CONFIG
 
@@ -11,6 +13,14 @@ PICK_CONFIG = {**PLACE_CONFIG, "reward_type": "dense"}
 PICK_TRAIN_CONFIG = {**PICK_CONFIG, "grasp_reward": 0.25}
 SERVO_RANGES = {"delay_ticks": (0, 1), "backlash": (0.01, 0.035), "max_velocity": (3.0, 6.0), "deadband": (0.0, 0.0035)}
 _NETWORKS = {"policy_hidden_layer_sizes": (128, 128, 128), "value_hidden_layer_sizes": (256, 256, 256)}
+# SAC (so101_mjx.training.sac_loop): 128 worlds, 32 gradient steps of 256 transitions per env step of all
+# of them (update-to-data 0.25), a prefill of 8,192 steps, then 6 epochs of 39,680 env steps with an eval
+# after each. Measured: see docs/tasks.md.
+_SAC = SacPreset(
+    num_timesteps=6 * 40_960, num_envs=128, batch_size=256, grad_updates_per_step=32, learning_rate=1e-3,
+    discounting=0.97, min_replay_size=8192, num_evals=7, policy_hidden_layer_sizes=(128, 128),
+    value_hidden_layer_sizes=(128, 128), success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG,
+)
 PRESETS = {
     "tiny": tiny(**PICK_CONFIG),
     # 4 epochs of 532,480 env steps (a checkpoint and eval after each), half of the training
@@ -29,23 +39,11 @@ PRESETS = {
         num_updates_per_batch=8, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=6,
         success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG, **_NETWORKS,
     ),
-    # SAC (so101_mjx.training.sac_loop): 128 worlds, 32 gradient steps of 256 transitions per env
-    # step of all of them (update-to-data 0.25), a prefill of 8,192 steps, then 6 epochs of 39,680
-    # env steps with an eval after each. Measured: see docs/tasks.md.
-    "sac": SacPreset(
-        num_timesteps=6 * 40_960, num_envs=128, batch_size=256, grad_updates_per_step=32, learning_rate=1e-3,
-        discounting=0.97, min_replay_size=8192, num_evals=7, policy_hidden_layer_sizes=(128, 128),
-        value_hidden_layer_sizes=(128, 128), success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG,
-    ),
+    "sac": _SAC,
     # `sac` under the servo model (envs.servo), its parameters drawn per motor at every reset around the
     # defaults: delay 0-1 control ticks (0-100 ms), backlash 0.6-2°, velocity limit 3-6 rad/s, deadband
     # 0-0.2°. Measured (two seeds, and the plain policies under the same model): see docs/sim2real.md.
-    "sac-servo": SacPreset(
-        num_timesteps=6 * 40_960, num_envs=128, batch_size=256, grad_updates_per_step=32, learning_rate=1e-3,
-        discounting=0.97, min_replay_size=8192, num_evals=7, policy_hidden_layer_sizes=(128, 128),
-        value_hidden_layer_sizes=(128, 128), success_bonus=50.0, demo_start_prob=0.5,
-        env_config={**PICK_TRAIN_CONFIG, "servo_model": {"ranges": SERVO_RANGES}},
-    ),
+    "sac-servo": dataclasses.replace(_SAC, env_config={**PICK_TRAIN_CONFIG, "servo_model": {"ranges": SERVO_RANGES}}),
     "gpu": Preset(
         num_timesteps=100_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
         num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=20,
