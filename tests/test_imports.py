@@ -25,6 +25,7 @@ FLOORS = [
     {"validation"},
     {"training"},
     {"data", "benchmarks"},
+    {"sysid"},
     {"follower"},
     {"cli"},
     {"__main__"},

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "so101_mjx"
 # the units of docs/DESIGN.md's layer table that users call (private ones left out), in floor order
 UNITS = ("robot", "ik", "dynamics", "sim", "render", "envs", "gym", "station", "validation", "training", "data",
-         "benchmarks", "follower", "cli", "errors")
+         "benchmarks", "sysid", "follower", "cli", "errors")
 
 
 def _public_modules(unit: str) -> list[str]:

@@ -170,7 +170,8 @@ def _record(parser: argparse.ArgumentParser) -> None:
 
 
 def _deploy(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("policy", help="exported policy: .onnx or .npz (a pixel student: student.npz); joint or Cartesian mode")
+    parser.add_argument("policy", help="exported policy: .onnx or .npz (a pixel student: student.npz); joint or Cartesian "
+                                       "mode; or 'excitation', the commands so101-mjx sysid fits the servos to")
     parser.add_argument("--robot.type", dest="robot_type", choices=("so101_mjx", "so101_follower"), default="so101_mjx",
                         help="so101_follower: a real SO-101 through lerobot; so101_mjx: the simulated follower")
     parser.add_argument("--robot.port", dest="robot_port", default=None, help="the follower's serial port (so101_follower)")
@@ -188,6 +189,9 @@ def _deploy(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--real-time", action="store_true", help="so101_mjx: pace the simulation to the wall clock")
     parser.add_argument("--dry-run", action="store_true", help="compute the actions, send none")
     parser.add_argument("--seed", type=types.seed, default=0, help="so101_mjx: the first episode's scene")
+    parser.add_argument("--servo-model", type=types.json_object, default=None, metavar="JSON",
+                        help="so101_mjx: simulate the follower's servos with this servo model (ServoModel's fields as a "
+                             "JSON object, or a .json file such as so101-mjx sysid's output)")
 
 
 def _teleop(parser: argparse.ArgumentParser) -> None:
@@ -199,6 +203,25 @@ def _teleop(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--range-units", action="store_true", help="joint mode: arm motors in -100..100 (lerobot's use_degrees=False)")
     parser.add_argument("--viewer", action="store_true", help="show the arm in MuJoCo's viewer (needs a display)")
     parser.add_argument("--max-steps", type=types.positive_int, default=None, help="stop after this many control periods")
+    parser.add_argument("--seed", type=types.seed, default=0)
+
+
+def _sysid(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", help="a LeRobotDataset v3.0 of a follower in joint mode: action and observation.state "
+                                        "with the six '<motor>.pos' (so101-mjx deploy excitation --dataset DIR records one)")
+    parser.add_argument("--out", type=types.output_file, default="servo_model.json",
+                        help="the fitted ServoModel fields (JSON); the report goes beside it as <out>.report.json")
+    parser.add_argument("--units", choices=("degrees", "range_m100_100"), default="degrees",
+                        help="the arm motors' units in the dataset (lerobot's use_degrees=True or False)")
+    parser.add_argument("--task", default="SO101Reach-v0", help="the scene the commands are replayed in")
+    parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
+    parser.add_argument("--motors", nargs="+", default=None, metavar="MOTOR", help="fit these motors only (default: all six)")
+    parser.add_argument("--population", type=types.positive_int, default=64, help="candidate worlds simulated at once")
+    parser.add_argument("--elites", type=types.positive_int, default=8, help="candidates each search iteration keeps, per motor")
+    parser.add_argument("--iterations", type=types.positive_int, default=12, help="cross-entropy iterations")
+    parser.add_argument("--sweeps", type=types.non_negative_int, default=3, help="coordinate sweeps after the search")
+    parser.add_argument("--polish", type=types.non_negative_int, default=4, help="search iterations around the swept fit")
+    parser.add_argument("--plot", type=types.output_file, default=None, help="also draw measured and fitted positions to this PNG")
     parser.add_argument("--seed", type=types.seed, default=0)
 
 
@@ -216,5 +239,6 @@ COMMANDS: dict[str, Command] = {
     "record": Command("record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)", "so101_mjx.data.record", _record),
     "deploy": Command("run an exported policy on a follower (real through lerobot, or simulated)",
                       "so101_mjx.follower.deploy", _deploy),
+    "sysid": Command("fit the servo model's per-motor parameters to a recorded dataset", "so101_mjx.sysid.command", _sysid),
     "teleop": Command("drive the simulated arm from the keyboard (joint or Cartesian mode)", "so101_mjx.follower.teleop", _teleop),
 }

@@ -249,7 +249,7 @@ class SO101Arm:
             rng=rng, succeed=jnp.zeros((), bool), ik_target=self.ik_point(physics), last_action_zero=jnp.zeros((), bool),
             nonfinite_actions=jnp.zeros((), jnp.int32), task=dict(task or {}), model_params=params,
             servo=None if self.servo_model is None else servo.initial(
-                self.servo_model, ctrl[self._motor_ctrl_ids], jax.random.fold_in(rng, SERVO_DRAWS)),
+                self.servo_model, ctrl[self.motor_ctrl_ids], jax.random.fold_in(rng, SERVO_DRAWS)),
         )
         return physics, info
 
@@ -323,14 +323,14 @@ class SO101Arm:
         return jnp.clip(jnp.where(snap, self.ik_point(physics), moved), lo, hi), is_zero
 
     # -- joint mode ------------------------------------------------------------------------------
-    def _motor_q(self, physics: PhysicsState) -> Array:
+    def motor_q(self, physics: PhysicsState) -> Array:
         """The six motors' joint angles (..., 6) rad as the encoders report them: the arm's five, then the gripper's."""
         q = jnp.concatenate([physics.qpos[..., self.qpos_ids], physics.qpos[..., self.gripper_qpos, None]], axis=-1)
         return self._observed(q)
 
     def motor_positions(self, physics: PhysicsState) -> Array:
         """Measured positions of the six motors (..., 6) in the follower's units (joint mode's ``agent_pos``)."""
-        return motors.to_motor(self._motor_q(physics), self.motor_ranges, self.joint_mode.units)
+        return motors.to_motor(self.motor_q(physics), self.motor_ranges, self.joint_mode.units)
 
     def _joint_control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Joint mode: motor targets (6,) (offsets from the measured positions when relative), a non-finite
@@ -365,9 +365,14 @@ class SO101Arm:
         return action
 
     @property
-    def _motor_ctrl_ids(self) -> np.ndarray:
+    def motor_ctrl_ids(self) -> np.ndarray:
         """(6,) ctrl indices of the five arm actuators, then the gripper's."""
         return np.append(self.actuator_ids, self.gripper_actuator)
+
+    def at_rest(self, physics: PhysicsState, q: Array) -> PhysicsState:
+        """``physics`` with the six motors' joints at ``q`` (6,) rad, at rest and held there (their targets ``q``)."""
+        qpos = physics.qpos.at[self.qpos_ids].set(q[:5]).at[self.gripper_qpos].set(q[5])
+        return self.physics.init(qpos, jnp.zeros_like(physics.qvel), physics.ctrl.at[self.motor_ctrl_ids].set(q))
 
     def _servo_actuate(self, physics: PhysicsState, info: Info, arm_q: Array, gripper_ctrl: Array) -> tuple[PhysicsState, Info]:
         """:meth:`actuate` the targets through the servo model (when on), its state carried in ``info.servo``."""
@@ -375,7 +380,7 @@ class SO101Arm:
             return self.actuate(physics, arm_q, gripper_ctrl, info.model_params), info
         arm = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
         command = jnp.concatenate([arm, gripper_ctrl[None]])
-        measured = self._motor_q(physics)
+        measured = self.motor_q(physics)
         control_dt = self.n_substeps * float(self.model.opt.timestep)
         target, state = servo.apply(self.servo_model, info.servo, command, measured, control_dt)
         return self.actuate(physics, target[:5], target[5], info.model_params), info.replace(servo=state)

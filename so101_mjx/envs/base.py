@@ -29,7 +29,9 @@ from so101_mjx.envs.config import ArmConfig, whole_substeps
 from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import Physics, PhysicsState, make_physics
 from so101_mjx.sim.state import Info, State
-from so101_mjx.robot.scenes import load_model
+from so101_mjx.envs import servo
+from so101_mjx.robot import motors
+from so101_mjx.robot.scenes import actuator_ids, load_model
 
 class SO101Env(abc.ABC):
     """Base SO-101 env: model, backend, the arm (``self.arm``), and the shared reset/step skeleton.
@@ -65,6 +67,8 @@ class SO101Env(abc.ABC):
         self.config = config
         self.mj_model = load_model(self.scene, jaw_pads=config.jaw_pads) if model is None else copy.copy(model)
         self.mj_model.opt.timestep = config.physics_dt
+        if config.servo_model is not None:
+            servo.set_position_loop(self.mj_model, config.servo_model, actuator_ids(self.mj_model, motors.MOTORS))
         self.physics: Physics = make_physics(backend, self.mj_model, **physics_kwargs)
         joint = config.control_mode == "joint"
         self.arm = SO101Arm(

@@ -13,14 +13,17 @@ then the gripper), in this order:
 4. **deadband**: a target within ``deadband`` rad of the measured position is replaced by the measured
    position, so the position loop exerts no torque.
 
-With ``ranges`` (:class:`ServoRanges`), every reset draws each motor's delay, backlash, velocity limit
-and deadband uniformly from their ranges (per world and per episode, from the reset's key); the
-draws live in ``Info.servo["params"]``.
+Each of the four is one value for every motor or a tuple of six, one per motor (what ``so101-mjx
+sysid`` fits). With ``ranges`` (:class:`ServoRanges`), every reset draws each motor's delay, backlash,
+velocity limit and deadband uniformly from their ranges (per world and per episode, from the reset's
+key); the draws live in ``Info.servo["params"]``.
 
-The position loop itself (gain and torque limit) is the scene's position actuator: kp 17.8 N·m/rad,
-forcerange ±3.35 N·m, MuJoCo Menagerie's ``sts3215`` class. With ``quantize``, observed positions (the
-observation's joint angles or motor positions, and joint mode's measured positions that relative targets
-add to) are rounded to the encoder's :data:`COUNTS_PER_TURN`. Sources of the defaults: docs/sim2real.md.
+The position loop itself is the scene's position actuator: kp 17.8 N·m/rad, joint damping 0.6 N·m·s/rad,
+torque limit ±3.35 N·m, MuJoCo Menagerie's ``sts3215`` class. ``kp``, ``damping`` and ``torque_limit``
+replace them (:func:`set_position_loop`, applied to the model before either backend is built). With
+``quantize``, observed positions (the observation's joint angles or motor positions, and joint mode's
+measured positions that relative targets add to) are rounded to the encoder's :data:`COUNTS_PER_TURN`.
+Sources of the defaults: docs/sim2real.md.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import math
 
 import jax
 import jax.numpy as jnp
+import mujoco
+import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
@@ -40,6 +45,8 @@ RAD_PER_COUNT = 2 * math.pi / COUNTS_PER_TURN
 BACKLASH = 14.78 * RAD_PER_COUNT  # rad (1.30°): a published measurement of the STS3215's gear play
 NO_LOAD_SPEED = math.radians(60) / 0.222  # rad/s (4.72): the STS3215 datasheet's 0.222 s/60° at 7.4 V
 MAX_DELAY_TICKS = 100
+N_MOTORS = 6  # the five arm joints, then the gripper (robot.motors.MOTORS)
+PerMotor = float | tuple[float, ...]  # one value for every motor, or one per motor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,36 +77,60 @@ class ServoRanges:
 
 @dataclasses.dataclass(frozen=True)
 class ServoModel:
-    """The servo effects :mod:`so101_mjx.envs.servo` applies: fixed values for every motor, or with
-    ``ranges`` per-motor draws at every reset. ValueError naming the field for a bad value
-    (``servo_model.<field>``)."""
+    """The servo effects :mod:`so101_mjx.envs.servo` applies: fixed values (one for every motor or six, one
+    per motor) or with ``ranges`` per-motor draws at every reset. ValueError naming the field for a bad
+    value (``servo_model.<field>``)."""
 
-    delay_ticks: int = 0  # control ticks between a target and the servos acting on it
-    backlash: float = BACKLASH  # rad, the play band's width
-    max_velocity: float | None = NO_LOAD_SPEED  # rad/s, None: no limit
-    deadband: float = 0.0  # rad, position error the servo does not act on
+    delay_ticks: int | tuple[int, ...] = 0  # control ticks between a target and the servos acting on it
+    backlash: PerMotor = BACKLASH  # rad, the play band's width
+    max_velocity: PerMotor | None = NO_LOAD_SPEED  # rad/s, None: no limit
+    deadband: PerMotor = 0.0  # rad, position error the servo does not act on
     quantize: bool = True  # observed positions in whole encoder counts
     ranges: ServoRanges | None = None  # per-world, per-episode draws of the four above
+    kp: PerMotor | None = None  # N·m/rad, the position loop's gain; None: the scene's (17.8)
+    damping: PerMotor | None = None  # N·m·s/rad, the joints' damping; None: the scene's (0.6)
+    torque_limit: PerMotor | None = None  # N·m, the position loop's torque limit; None: the scene's (3.35)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "delay_ticks", checks.integer("servo_model.delay_ticks", self.delay_ticks, ge=0, le=MAX_DELAY_TICKS))
-        for name in ("backlash", "deadband"):
-            value = checks.real(f"servo_model.{name}", getattr(self, name), unit=" rad")
+        set_(self, "delay_ticks", per_motor("servo_model.delay_ticks", self.delay_ticks,
+                                            lambda n, v: checks.integer(n, v, ge=0, le=MAX_DELAY_TICKS)))
+
+        def band(name: str, value) -> float:
+            value = checks.real(name, value, unit=" rad")
             if not 0 <= value < math.pi:
-                raise InputError(f"servo_model.{name} must be in [0, pi) rad, got {value!r}")
-            set_(self, name, value)
-        if self.max_velocity is not None:
-            set_(self, "max_velocity", checks.real("servo_model.max_velocity", self.max_velocity, gt=0, unit=" rad/s"))
+                raise InputError(f"{name} must be in [0, pi) rad, got {value!r}")
+            return value
+
+        for name in ("backlash", "deadband"):
+            set_(self, name, per_motor(f"servo_model.{name}", getattr(self, name), band))
+        units = {"max_velocity": " rad/s", "kp": " N·m/rad", "damping": " N·m·s/rad", "torque_limit": " N·m"}
+        for name, unit in units.items():
+            if getattr(self, name) is not None:
+                lowest = {"ge": 0} if name == "damping" else {"gt": 0}
+                set_(self, name, per_motor(f"servo_model.{name}", getattr(self, name),
+                                           lambda n, v, u=unit, lo=lowest: checks.real(n, v, unit=u, **lo)))
         set_(self, "quantize", checks.flag("servo_model.quantize", self.quantize))
         set_(self, "ranges", checks.optional_dataclass(ServoRanges, "servo_model.ranges", self.ranges))
 
     def range_of(self, name: str) -> tuple[float, float]:
-        """``(low, high)`` of parameter ``name`` over the episodes (the fixed value twice without a range;
-        an unlimited velocity is ``inf``)."""
+        """``(low, high)`` of parameter ``name`` over the motors and episodes (an unlimited velocity is ``inf``)."""
         drawn = None if self.ranges is None else getattr(self.ranges, name)
         value = getattr(self, name)
-        return drawn if drawn is not None else (math.inf, math.inf) if value is None else (value, value)
+        if drawn is not None:
+            return drawn
+        values = np.atleast_1d(np.inf if value is None else np.asarray(value, float))
+        return float(values.min()), float(values.max())
+
+
+def per_motor(name: str, value, check) -> float | int | tuple:
+    """``value`` checked by ``check(name, v)``: one value, or a sequence of :data:`N_MOTORS` (a tuple;
+    ``name[i]`` in its errors)."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if len(value) != N_MOTORS:
+            raise InputError(f"{name} must be one value or {N_MOTORS}, one per motor, got {len(value)}: {list(value)!r}")
+        return tuple(check(f"{name}[{i}]", v) for i, v in enumerate(value))
+    return check(name, value)
 
 
 def parse(value: ServoModel | dict | None) -> ServoModel | None:
@@ -116,18 +147,18 @@ def initial(model: ServoModel, targets: Array, key: Array) -> dict[str, Array]:
     if model.ranges is None:
         return state
     n, dtype = targets.shape[-1], targets.dtype
-    k_delay, k_backlash, k_velocity, k_deadband = jax.random.split(key, 4)
-    fewest, most = model.range_of("delay_ticks")
 
     def draw(k: Array, name: str) -> Array:
-        lo, hi = model.range_of(name)
-        return jnp.full((n,), lo, dtype) if lo == hi else jax.random.uniform(k, (n,), dtype, lo, hi)
+        drawn, whole = getattr(model.ranges, name), name == "delay_ticks"
+        if drawn is None:  # the model's fixed value(s)
+            value = getattr(model, name)
+            return jnp.broadcast_to(jnp.asarray(math.inf if value is None else value, jnp.int32 if whole else dtype), (n,))
+        if whole:
+            return jax.random.randint(k, (n,), drawn[0], drawn[1] + 1)
+        return jax.random.uniform(k, (n,), dtype, drawn[0], drawn[1])
 
-    return {**state, "params": {
-        "delay_ticks": jax.random.randint(k_delay, (n,), int(fewest), int(most) + 1),
-        "backlash": draw(k_backlash, "backlash"), "max_velocity": draw(k_velocity, "max_velocity"),
-        "deadband": draw(k_deadband, "deadband"),
-    }}
+    names = ("delay_ticks", "backlash", "max_velocity", "deadband")
+    return {**state, "params": {name: draw(k, name) for k, name in zip(jax.random.split(key, 4), names, strict=True)}}
 
 
 def apply(model: ServoModel, state: dict[str, Array], command: Array, measured: Array, control_dt: float
@@ -137,7 +168,10 @@ def apply(model: ServoModel, state: dict[str, Array], command: Array, measured: 
     queue = jnp.concatenate([state["queue"][1:], command[None]])
     previous, drawn = state["output"], state.get("params")
     if drawn is None:  # fixed values, known when tracing: a neutral effect costs nothing
-        delayed, backlash, velocity, deadband = queue[0], model.backlash, model.max_velocity, model.deadband
+        delays = np.broadcast_to(model.delay_ticks, (N_MOTORS,))
+        delayed = queue[queue.shape[0] - 1 - delays, np.arange(N_MOTORS)]
+        backlash, velocity, deadband = (None if v is None else v if np.isscalar(v) else jnp.asarray(v, command.dtype)
+                                        for v in (model.backlash, model.max_velocity, model.deadband))
     else:
         delayed = jnp.take_along_axis(queue, (queue.shape[0] - 1 - drawn["delay_ticks"])[None], axis=0)[0]
         backlash, velocity, deadband = drawn["backlash"], drawn["max_velocity"], drawn["deadband"]
@@ -145,10 +179,26 @@ def apply(model: ServoModel, state: dict[str, Array], command: Array, measured: 
     if velocity is not None:
         reach = velocity * control_dt
         output = previous + jnp.clip(output - previous, -reach, reach)
-    target = jnp.where(jnp.abs(output - measured) <= deadband, measured, output) if drawn is not None or deadband else output
+    acts = drawn is not None or np.any(np.asarray(model.deadband) > 0)
+    target = jnp.where(jnp.abs(output - measured) <= deadband, measured, output) if acts else output
     return target, {**state, "queue": queue, "output": output}
 
 
 def quantized(q: Array) -> Array:
     """Positions ``q`` (..., n) rad rounded to whole encoder counts."""
     return jnp.round(q / RAD_PER_COUNT) * RAD_PER_COUNT
+
+
+def set_position_loop(mj_model: mujoco.MjModel, model: ServoModel, actuators: np.ndarray) -> None:
+    """Write ``model``'s ``kp``, ``damping`` and ``torque_limit`` (those not None) into ``mj_model`` in
+    place, for the position actuators ``actuators`` (6,) (the motors' order) and the joints they drive."""
+    dofs = mj_model.jnt_dofadr[mj_model.actuator_trnid[actuators, 0]]
+    if model.kp is not None:
+        mj_model.actuator_gainprm[actuators, 0] = model.kp
+        mj_model.actuator_biasprm[actuators, 1] = -np.asarray(model.kp)
+    if model.damping is not None:
+        mj_model.dof_damping[dofs] = model.damping
+    if model.torque_limit is not None:
+        limit = np.asarray(model.torque_limit, float)
+        mj_model.actuator_forcerange[actuators] = np.stack(np.broadcast_arrays(-limit, limit), axis=-1)
+        mj_model.actuator_forcelimited[actuators] = 1

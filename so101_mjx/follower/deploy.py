@@ -12,6 +12,11 @@ clamps them to ``max_relative_target``.
 A Cartesian-mode policy (``[dx, dy, dz, grasp]``) runs through the library's IK on the host, against
 the measured joint state (:class:`~so101_mjx.follower.cartesian.CartesianAdapter`), at its own rate.
 
+``POLICY`` may also be ``excitation``: the servo identification's trajectory
+(:mod:`so101_mjx.sysid.excitation`, each motor in turn, in degrees at 30 Hz from the tasks' start pose),
+whose ``dataset`` log is what ``so101-mjx sysid`` fits. With ``--robot.type so101_mjx``,
+``servo_model`` runs the simulated follower under a servo model.
+
 Safety: before the first action every arm motor must be within ``start_tolerance`` of
 the pose the policy's episodes start from; a non-finite policy output stops the run before it is
 sent; ``time_limit_s`` bounds the run; Ctrl-C stops it. On any stop the robot is disconnected (a
@@ -38,8 +43,10 @@ from so101_mjx.follower.cartesian import CartesianAdapter
 from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
 from so101_mjx.robot import motors
 from so101_mjx.robot.scenes import load_model
+from so101_mjx.sysid import excitation
 
 ROBOTS = ("so101_mjx", "so101_follower")
+EXCITATION, EXCITATION_TASK = "excitation", "SO101Reach-v0"  # the identification's commands, and the scene they run in
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +63,7 @@ class Plan:
     task_options: dict[str, Any]
     limits: np.ndarray  # (6, 2) the motors' ranges in the policy's units
     adapter: CartesianAdapter | None = None
+    task_policy: bool = True  # False: commands that read no object state and run whatever the task's outcome
 
     @property
     def units(self) -> str:
@@ -63,9 +71,10 @@ class Plan:
         return self.mode.units if self.mode is not None else "degrees"
 
     def reset(self) -> None:
-        """A new episode (the Cartesian adapter's history)."""
-        if self.adapter is not None:
-            self.adapter.reset()
+        """A new episode (the Cartesian adapter's history, the excitation's first command)."""
+        for part in (self.adapter, self.act):
+            if hasattr(part, "reset"):
+                part.reset()
 
     def observation(self, robot_obs: dict[str, Any], environment_state: np.ndarray | None) -> dict[str, Any]:
         """The policy's observation (the gym env's keys, and ``motors``: the measured values) from the robot's."""
@@ -114,6 +123,32 @@ def plan(path: str | Path) -> Plan:
     return Plan(str(path), act, name, mode, round(fps), config.episode_length, image_size, options, limits, adapter)
 
 
+class Sequence:
+    """Open-loop commands: row i of ``commands`` (T, 6) at the i-th call (the last one after the end)."""
+
+    def __init__(self, commands: np.ndarray):
+        self.commands, self.i = commands, 0
+
+    def __call__(self, obs: dict[str, Any]) -> np.ndarray:
+        del obs
+        row = self.commands[min(self.i, len(self.commands) - 1)]
+        self.i += 1
+        return row
+
+    def reset(self) -> None:
+        self.i = 0
+
+
+def excitation_plan(task: str = EXCITATION_TASK, fps: int = 30, units: str = "degrees") -> Plan:
+    """The :class:`Plan` that sends :func:`so101_mjx.sysid.excitation.trajectory` from ``task``'s start pose."""
+    config = registry.task(task).default_config()
+    ranges = motors.joint_ranges(load_model(registry.task(task).scene))
+    start = np.append(np.asarray(config.home_position, np.float64), 0.0)  # the gripper's start: ctrl 0
+    commands = motors.to_motor(excitation.trajectory(start, ranges, fps), ranges, units)
+    return Plan(EXCITATION, Sequence(commands), task, JointMode(units), fps, len(commands), None, {},
+                motors.motor_limits(ranges, units), task_policy=False)
+
+
 def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | None = None, max_relative_target=None,
                real_time: bool = False, seed: int = 0, front_camera: str | None = None):
     """The robot ``kind`` (:data:`ROBOTS`) set up for plan ``p``; ValueError naming what is wrong."""
@@ -126,7 +161,7 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
             real_time=real_time, seed=seed, task_options=p.task_options))
     if kind != "so101_follower":
         raise InputError(f"--robot.type must be one of {ROBOTS}, got {kind!r}")
-    if p.image_size is None:
+    if p.image_size is None and p.task_policy:
         raise InputError(f"{p.path} is a state policy of {p.task}: it observes the objects' state, which a real "
                          "follower does not measure; deploy a pixel policy there, or run it on --robot.type so101_mjx")
     if not port:
@@ -134,7 +169,7 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
     if not Path(port).exists():
         raise InputError(f"--robot.port {port} does not exist: connect the follower's controller board "
                          "(lerobot-find-port finds its port)")
-    if front_camera is None:
+    if front_camera is None and p.image_size is not None:
         raise InputError("--robot.front-camera (an OpenCV index or path) is required for a pixel policy on so101_follower")
     try:
         from lerobot.cameras.opencv import OpenCVCameraConfig
@@ -143,11 +178,11 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
     except ImportError:
         raise InputError("--robot.type so101_follower needs lerobot >= 0.6 with its Feetech extra "
                          "(Python >= 3.12): pip install 'lerobot[feetech]>=0.6'") from None
-    camera = OpenCVCameraConfig(index_or_path=int(front_camera) if front_camera.isdigit() else Path(front_camera),
-                                width=p.image_size, height=p.image_size, fps=p.fps)
+    cameras = {} if p.image_size is None else {"front": OpenCVCameraConfig(
+        index_or_path=int(front_camera) if front_camera.isdigit() else Path(front_camera), width=p.image_size,
+        height=p.image_size, fps=p.fps)}
     return make_robot_from_config(SO101FollowerConfig(
-        port=port, id=robot_id, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
-        cameras={"front": camera}))
+        port=port, id=robot_id, use_degrees=p.units == "degrees", max_relative_target=max_relative_target, cameras=cameras))
 
 
 def start_pose(p: Plan) -> np.ndarray:
@@ -194,7 +229,7 @@ def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log:
         actions.append([sent[k] for k in FEATURE_KEYS])
         if env_state is not None:
             env_states.append(env_state)
-        if sim is not None and sim.terminated:
+        if sim is not None and sim.terminated and p.task_policy:
             break
         if paced:
             tick += 1.0 / p.fps
@@ -231,10 +266,15 @@ def write_log(root: str | Path, log: Log, p: Plan, robot_type: str) -> None:
 
 def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1, episode_time_s: float | None = None,
            time_limit_s: float | None = None, dry_run: bool = False, start_tolerance: float = 10.0, dataset: str | None = None,
-           seed: int = 0, **robot_options: Any) -> dict[str, Any]:
-    """Run ``episodes`` episodes of the policy at ``path`` on the robot; print and return a summary
-    (``success_rate`` counts the simulator's task success; a real follower reports none)."""
-    p = plan(path)
+           seed: int = 0, servo_model: dict | None = None, **robot_options: Any) -> dict[str, Any]:
+    """Run ``episodes`` episodes of the policy at ``path`` (or :data:`EXCITATION`) on the robot; print and
+    return a summary (``success_rate`` counts the simulator's task success; a real follower reports none).
+    ``servo_model``: ``ServoModel``'s fields for the simulated follower (``so101_mjx`` only)."""
+    p = excitation_plan() if str(path) == EXCITATION else plan(path)
+    if servo_model is not None:
+        if robot_type != "so101_mjx":
+            raise InputError("--servo-model applies to --robot.type so101_mjx (the simulated follower); a real one has its own servos")
+        p = dataclasses.replace(p, task_options={**p.task_options, "servo_model": servo_model})
     steps = p.episode_steps if episode_time_s is None else max(1, round(episode_time_s * p.fps))
     robot = make_robot(robot_type, p, seed=seed, **robot_options)
     start = start_pose(p) if not isinstance(robot, SimFollower) else None
@@ -258,7 +298,7 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
         robot.disconnect()
         if dataset is not None and log.episodes:
             write_log(dataset, log, p, robot_type)
-    sim = robot_type == "so101_mjx"
+    sim = robot_type == "so101_mjx" and p.task_policy  # the excitation has no task outcome
     result = {"episodes": len(log.episodes), "stopped": stopped, "clamped_actions": log.clamped,
               "success_rate": float(np.mean(log.successes)) if sim and log.episodes else None}
     rate = f"success rate {result['success_rate']:.3f} ({sum(log.successes)}/{len(log.episodes)})" if sim else "success not measured"
@@ -272,5 +312,5 @@ def run(args) -> int:
                "real_time": args.real_time, "front_camera": args.robot_front_camera}
     result = deploy(args.policy, args.robot_type, episodes=args.episodes, episode_time_s=args.episode_time_s,
                     time_limit_s=args.time_limit_s, dry_run=args.dry_run, start_tolerance=args.start_tolerance,
-                    dataset=args.dataset, seed=args.seed, **options)
+                    dataset=args.dataset, seed=args.seed, servo_model=args.servo_model, **options)
     return 130 if result["stopped"] == "Ctrl-C" else 0

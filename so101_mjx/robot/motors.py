@@ -46,14 +46,20 @@ def _gain_offset(ranges: np.ndarray, units: str) -> tuple[np.ndarray, np.ndarray
 
 
 def to_motor(q: Array, ranges: np.ndarray, units: str) -> Array:
-    """Joint angles (..., 6) rad -> motor values (..., 6) in ``units`` (the gripper in 0..100)."""
+    """Joint angles (..., 6) rad -> motor values (..., 6) in ``units`` (the gripper in 0..100); a numpy
+    array stays one (host code keeps float64 whatever JAX's precision)."""
     gain, offset = _gain_offset(ranges, units)
+    if isinstance(q, np.ndarray):
+        return q * gain + offset
     return q * jnp.asarray(gain, q.dtype) + jnp.asarray(offset, q.dtype)
 
 
 def from_motor(value: Array, ranges: np.ndarray, units: str) -> Array:
-    """Motor values (..., 6) in ``units`` -> joint angles (..., 6) rad (the inverse of :func:`to_motor`)."""
+    """Motor values (..., 6) in ``units`` -> joint angles (..., 6) rad (the inverse of :func:`to_motor`;
+    numpy stays numpy)."""
     gain, offset = _gain_offset(ranges, units)
+    if isinstance(value, np.ndarray):
+        return (value - offset) / gain
     return (value - jnp.asarray(offset, value.dtype)) / jnp.asarray(gain, value.dtype)
 
 

@@ -45,6 +45,10 @@ def test_motor_units_follow_lerobots_norm_modes(env):
     q = jnp.asarray(np.random.default_rng(0).uniform(lower, upper, (32, 6)))
     for units in motors.JOINT_UNITS:
         np.testing.assert_allclose(motors.from_motor(motors.to_motor(q, ranges, units), ranges, units), q, atol=1e-12)
+        host = np.asarray(q, np.float64)  # numpy stays numpy, in float64 whatever JAX's precision
+        assert type(motors.to_motor(host, ranges, units)) is np.ndarray and motors.to_motor(host, ranges, units).dtype == np.float64
+        np.testing.assert_allclose(motors.to_motor(host, ranges, units), np.asarray(motors.to_motor(q, ranges, units)), rtol=1e-6)
+        np.testing.assert_allclose(motors.from_motor(motors.to_motor(host, ranges, units), ranges, units), host, rtol=0, atol=1e-13)
     np.testing.assert_allclose(motors.motor_limits(ranges, "range_m100_100")[:5], [[-100, 100]] * 5, atol=1e-12)
     with pytest.raises(InputError, match="joint_units must be one of"):
         motors.to_motor(q, ranges, "radians")

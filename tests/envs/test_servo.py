@@ -2,6 +2,8 @@
 tick function, then in the env), neutral settings leaving trajectories bitwise unchanged, ``c`` and ``mjx``
 equal with every effect on, and bad values naming the field."""
 
+import dataclasses
+import json
 import math
 
 import jax
@@ -110,8 +112,10 @@ def test_effects_in_the_env():
 
 
 def test_c_and_mjx_are_equal_with_every_effect_on():
-    """Fixed values, then per-motor draws (the same from the same reset key on both backends)."""
-    model = ServoModel(delay_ticks=2, deadband=0.002)
+    """Fixed per-motor values with the position loop's gain, damping and torque limit, then per-motor draws
+    (the same from the same reset key on both backends)."""
+    model = ServoModel(delay_ticks=(2, 1, 2, 0, 3, 1), deadband=0.002, backlash=(0.02, 0.03, 0.01, 0.02, 0.0, 0.02),
+                       kp=(20.0, 24.0, 18.0, 16.0, 15.0, 17.8), damping=0.8, torque_limit=3.0)
     c, mjx = joint_run("c", model, 100), joint_run("mjx", model, 100)
     np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
     model = ServoModel(ranges=ServoRanges(delay_ticks=(0, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0), deadband=(0.0, 0.003)))
@@ -119,7 +123,33 @@ def test_c_and_mjx_are_equal_with_every_effect_on():
     np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
 
 
+def test_per_motor_delays_are_each_motors_own():
+    delays = (0, 1, 2, 3, 0, 1)
+    out = ticks(ServoModel(delay_ticks=delays, backlash=0.0, max_velocity=None, quantize=False), np.ones((4, 6)))
+    np.testing.assert_array_equal(out, (np.arange(4)[:, None] >= np.array(delays)).astype(float))
+
+
+def test_per_motor_values_and_the_position_loop():
+    """Per-motor backlash and velocity limits act per motor; kp, damping and the torque limit replace the scene's."""
+    model = ServoModel(backlash=(0.0, 0.02, 0.0, 0.0, 0.0, 0.0), max_velocity=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), quantize=False)
+    out = ticks(model, np.full((1, 6), 0.5))[0]
+    np.testing.assert_allclose(out, [1 * DT, 2 * DT, 3 * DT, 4 * DT, 5 * DT, 6 * DT], rtol=0, atol=1e-15)
+    kp = (20.0, 21.0, 22.0, 23.0, 24.0, 25.0)
+    env = make("SO101Reach-v0", "c", control_mode="joint", servo_model=ServoModel(kp=kp, damping=0.9, torque_limit=2.5))
+    m, ids = env.mj_model, env.arm.motor_ctrl_ids
+    np.testing.assert_array_equal(m.actuator_gainprm[ids, 0], kp)
+    np.testing.assert_array_equal(m.actuator_biasprm[ids, 1], -np.array(kp))
+    np.testing.assert_array_equal(m.dof_damping[m.jnt_dofadr[m.actuator_trnid[ids, 0]]], 0.9)
+    np.testing.assert_array_equal(m.actuator_forcerange[ids], [[-2.5, 2.5]] * 6)
+    assert make("SO101Reach-v0", "c").mj_model.actuator_gainprm[0, 0] == 17.8  # the scene's, without the model
+
+
 @pytest.mark.parametrize("value, message", [
+    ({"backlash": [0.01, 0.02]}, "servo_model.backlash must be one value or 6, one per motor, got 2"),
+    ({"kp": [20.0, 20.0, 20.0, 20.0, 20.0, -1.0]}, "servo_model.kp[5] must be a finite number > 0"),
+    ({"delay_ticks": [0, 1, 2, 3, 4, 1.5]}, "servo_model.delay_ticks[5] must be an int"),
+    ({"damping": -0.1}, "servo_model.damping must be a finite number >= 0"),
+    ({"torque_limit": float("nan")}, "servo_model.torque_limit must be a finite number > 0"),
     ({"delay_ticks": -1}, "servo_model.delay_ticks must be an int >= 0"),
     ({"delay_ticks": 1.5}, "servo_model.delay_ticks must be an int"),
     ({"backlash": float("nan")}, "servo_model.backlash must be a finite number"),
@@ -140,6 +170,8 @@ def test_defaults_and_json_round_trip():
     assert model.backlash == pytest.approx(math.radians(1.30), abs=1e-4) and model.max_velocity == pytest.approx(4.717, abs=1e-3)
     env = make("SO101PickCube-v0", "c", servo_model={"delay_ticks": 1})
     assert env.config.servo_model == ServoModel(delay_ticks=1)
+    per_motor = ServoModel(delay_ticks=(0, 1, 2, 0, 1, 2), kp=(20.0,) * 6)
+    assert ServoModel(**json.loads(json.dumps(dataclasses.asdict(per_motor)))) == per_motor  # lists come back as tuples
 
 
 RANGES = ServoRanges(delay_ticks=(1, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0), deadband=(0.0, 0.003))
@@ -187,8 +219,6 @@ def test_bad_ranges_name_the_field(ranges, message):
 
 
 def test_ranges_survive_the_json_round_trip():
-    import json
-
     config = make("SO101PickCube-v0", "c", servo_model=ServoModel(delay_ticks=1, ranges=RANGES)).config
     again = make("SO101PickCube-v0", "c", **json.loads(json.dumps(asdict(config)))).config
     assert again.servo_model == config.servo_model and again.servo_model.ranges == RANGES

