@@ -215,7 +215,7 @@ def _sysid(parser: argparse.ArgumentParser) -> None:
                         help="the arm motors' units in the dataset (lerobot's use_degrees=True or False)")
     parser.add_argument("--task", default="SO101Reach-v0", help="the scene the commands are replayed in")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
-    parser.add_argument("--motors", nargs="+", default=None, metavar="MOTOR", help="fit these motors only (default: all six)")
+    parser.add_argument("--motors", nargs="+", default=None, metavar="MOTOR", help="fit these motors only (default: all six; the others keep the defaults)")
     parser.add_argument("--population", type=types.positive_int, default=64, help="candidate worlds simulated at once")
     parser.add_argument("--elites", type=types.positive_int, default=8, help="candidates each search iteration keeps, per motor")
     parser.add_argument("--iterations", type=types.positive_int, default=12, help="cross-entropy iterations")

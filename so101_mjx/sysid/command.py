@@ -51,8 +51,8 @@ def report(identified: fit.Identified, recording: fit.Recording, settings: dict[
     }
 
 
-def plot(path: str, identified: fit.Identified, recording: fit.Recording, task: str, backend: str | None) -> None:
-    """Measured and fitted positions of each fitted motor over the first episode, as a PNG at ``path``."""
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend; InputError when matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -60,6 +60,12 @@ def plot(path: str, identified: fit.Identified, recording: fit.Recording, task: 
         import matplotlib.pyplot as plt
     except ImportError:
         raise InputError("--plot needs matplotlib: pip install 'so101-mjx[viz]'") from None
+    return plt
+
+
+def plot(path: str, identified: fit.Identified, recording: fit.Recording, task: str, backend: str | None) -> None:
+    """Measured and fitted positions of each fitted motor over the first episode, as a PNG at ``path``."""
+    plt = _pyplot()
     commands, measured = recording.episodes[0]
     replay = fit.replayer(fit.replay_env(task, recording.fps, backend))
     simulated = np.asarray(replay(commands, measured[0], {k: np.asarray(v)[None] for k, v in identified.value.items()}))[0]
@@ -79,6 +85,8 @@ def plot(path: str, identified: fit.Identified, recording: fit.Recording, task: 
 
 def run(args: argparse.Namespace) -> int:
     motors_fitted = motor_indices(args.motors)
+    if args.plot:
+        _pyplot()  # before the fit, not after it
     settings = {"dataset": str(Path(args.dataset).resolve()), "task": args.task, "units": args.units, "backend": args.backend,
                 "population": args.population, "elites": args.elites, "iterations": args.iterations, "sweeps": args.sweeps,
                 "polish": args.polish, "seed": args.seed}

@@ -63,6 +63,19 @@ def test_the_true_parameters_replay_the_recording_exactly(x64):
     assert np.all(cost[0] == 0) and cost[1, ELBOW] > 1e-7
 
 
+@pytest.mark.slow
+def test_the_replay_is_the_same_on_c_and_mjx(x64):
+    """Three candidates (delays 0-2, deadbands 0-8 mrad) replaying 3 s of the elbow's excitation: the same
+    measured positions on both backends."""
+    commands = excitation.trajectory(np.zeros(6), motors.joint_ranges(make(TASK, "c").mj_model), 30, (ELBOW,))[:90]
+    candidates = {k: np.full((3, 6), v) for k, v in fit.DEFAULTS.items()}
+    candidates["delay_ticks"] = np.arange(3)[:, None].repeat(6, 1)
+    candidates["deadband"][:, ELBOW] = [0.0, 0.004, 0.008]
+    c, mjx = (np.asarray(fit.replayer(fit.replay_env(TASK, 30, b))(commands, np.zeros(6), candidates)) for b in ("c", "mjx"))
+    assert np.ptp(c[:, :, ELBOW]) > 1.0 and not np.array_equal(c[0], c[2])
+    np.testing.assert_allclose(mjx, c, rtol=0, atol=1e-9)
+
+
 def test_identify_recovers_one_motors_parameters(x64):
     """Each of the six parameters within 10 % and the delay exact, from the defaults, on the elbow's excitation."""
     recording = simulated(ServoModel(**TRUE), (ELBOW,))
