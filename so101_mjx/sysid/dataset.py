@@ -59,9 +59,9 @@ def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0
     episodes = []
     for episode in np.unique(table["episode_index"].to_numpy()):
         rows = table.filter(pc.equal(table["episode_index"], episode)).sort_by("frame_index")
-        values = {key: np.stack(rows[key].to_numpy(zero_copy_only=False))[:, where[key]].astype(np.float64) for key in COLUMNS}
         if len(rows) < MIN_FRAMES:
             continue
+        values = {key: np.stack(rows[key].to_numpy(zero_copy_only=False))[:, where[key]].astype(np.float64) for key in COLUMNS}
         if not all(np.all(np.isfinite(v)) for v in values.values()):
             raise InputError(f"{root}: episode {episode} has non-finite actions or states")
         episodes.append(tuple(np.asarray(motors.from_motor(values[key], ranges, units)) for key in COLUMNS))

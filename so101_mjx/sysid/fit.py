@@ -91,7 +91,7 @@ def replayer(env):
     every world at rest at ``start`` with its candidate parameters, then the commands one per control tick."""
     arm = env.arm
     actuators = arm.motor_ctrl_ids
-    dofs = env.mj_model.jnt_dofadr[env.mj_model.actuator_trnid[actuators, 0]]
+    dofs = arm.actuated_dof[actuators]
 
     def world(commands, start, candidate):
         state = env.reset(jax.random.PRNGKey(0))
