@@ -349,13 +349,15 @@ class SO101Arm:
             nonfinite_actions=info.nonfinite_actions + jnp.any(~finite).astype(jnp.int32),
         )
 
-    def cartesian_as_joint(self, physics: PhysicsState, info: Info, action: Array) -> Array:
-        """The joint-mode action (6,) that sets the targets a Cartesian ``action`` (4,) would, from the
-        arm's current IK point (for scripted controllers and Cartesian policies in joint mode)."""
-        arm_q, gripper, _ = self.cartesian_targets(physics, info, self._checked_cartesian(action, physics.qpos.dtype))
+    def cartesian_as_joint(self, physics: PhysicsState, info: Info, action: Array) -> tuple[Array, Info]:
+        """``(joint-mode action (6,), info)``: the motor targets a Cartesian ``action`` (4,) sets from
+        ``info``'s IK target (for scripted controllers in joint mode), and ``info`` with the moved IK
+        target. The caller keeps that target from call to call, as the Cartesian mode's state does:
+        restarting it from the arm's position each step would leave the arm short by its sag."""
+        arm_q, gripper, info = self.cartesian_targets(physics, info, self._checked_cartesian(action, physics.qpos.dtype))
         arm_q = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
         goal = motors.to_motor(jnp.concatenate([arm_q, gripper[None]]), self.motor_ranges, self.joint_mode.units)
-        return goal - self.motor_positions(physics) if self.joint_mode.relative else goal
+        return (goal - self.motor_positions(physics) if self.joint_mode.relative else goal), info
 
     @staticmethod
     def _checked_cartesian(action: Array, dtype) -> Array:

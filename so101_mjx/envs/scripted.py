@@ -21,6 +21,7 @@ from jax import Array
 from so101_mjx.errors import InputError
 
 DEFAULT_ACTION_SCALE = 0.025  # metres per action unit the reference controllers are tuned for
+REFERENCE_CONTROL_DT = 0.1  # s, the control period the controllers are tuned for (the reference's)
 GRIPPER_OPEN, GRIPPER_CLOSED = 1.0, 0.0
 
 # reach-and-close
@@ -126,21 +127,64 @@ def reach(target: Array, ee_pos: Array, action_scale: float) -> Array:
     return jnp.concatenate([delta, jnp.asarray([GRIPPER_OPEN], delta.dtype)])
 
 
+@struct.dataclass
+class PacedState:
+    inner: object  # the controller's own state
+    tick: Array  # () int32, control steps since the start
+    action: Array  # (4,) the controller's last Cartesian action
+
+
+def paced(init: Callable, act: Callable, ticks: int) -> tuple[Callable, Callable]:
+    """A controller tuned for :data:`REFERENCE_CONTROL_DT` run at a control period ``ticks`` times
+    shorter: it acts every ``ticks`` steps and its IK-target motion ``[dx, dy, dz]`` is spread evenly
+    over them (each step moves 1/``ticks`` of it), the jaw command held. Its phases, holds and
+    timeouts keep their durations in seconds, and the IK target follows the same path in time."""
+
+    def paced_init(state) -> PacedState:
+        cs = init(state)
+        return PacedState(cs, jnp.zeros((), jnp.int32), jnp.zeros_like(act(cs, state)[1]))
+
+    def paced_act(cs: PacedState, state) -> tuple[PacedState, Array]:
+        fresh = act(cs.inner, state)
+        due = cs.tick % ticks == 0
+        inner, action = jax.tree.map(lambda new, old: jnp.where(due, new, old), fresh, (cs.inner, cs.action))
+        return PacedState(inner, cs.tick + 1, action), action.at[:3].divide(ticks)
+
+    return paced_init, paced_act
+
+
+@struct.dataclass
+class JointModeState:
+    inner: object  # the controller's own state
+    ik_target: Array  # (3,) m, the Cartesian IK target its actions move (the Cartesian mode keeps it in Info)
+    last_action_zero: Array  # () bool, the last action's delta was zero (Info's field of that name)
+
+
 def controller_for(env, demonstrator: bool = False) -> tuple[Callable, Callable]:
     """``(init(state) -> cs, act(cs, state) -> (cs, action))`` of an env's scripted controller
     (:meth:`~so101_mjx.envs.base.SO101Env.scripted_controller`, single world), or with
     ``demonstrator`` of the one that aims at its success (:meth:`~so101_mjx.envs.base.SO101Env.demonstrator`);
-    ValueError if it has none. In joint mode, ``act`` returns the joint targets of the controller's
-    Cartesian action (:meth:`~so101_mjx.envs.arm.SO101Arm.cartesian_as_joint`)."""
+    ValueError if it has none. At a control period shorter than :data:`REFERENCE_CONTROL_DT` the
+    controller is :func:`paced` (e.g. joint mode's 30 Hz: it acts every 3 steps). In joint mode, ``act``
+    returns the joint targets of the controller's Cartesian action
+    (:meth:`~so101_mjx.envs.arm.SO101Arm.cartesian_as_joint`), the IK target kept in its state."""
     fns = env.demonstrator() if demonstrator else env.scripted_controller()
     if fns is None:
         raise InputError(f"{env.name} has no {'demonstrator' if demonstrator else 'scripted controller'}")
+    ticks = max(1, round(REFERENCE_CONTROL_DT / env.config.control_dt))
+    if ticks > 1:
+        fns = paced(*fns, ticks)
     if env.arm.joint_mode is None:
         return fns
     init, act = fns
 
-    def joint_act(cs, state):  # joint mode: the Cartesian action's joint targets, through the arm's IK
-        cs, action = act(cs, state)
-        return cs, env.arm.cartesian_as_joint(state.physics, state.info, action)
+    def joint_init(state) -> JointModeState:
+        return JointModeState(init(state), state.info.ik_target, state.info.last_action_zero)
 
-    return init, joint_act
+    def joint_act(cs: JointModeState, state) -> tuple[JointModeState, Array]:
+        inner, action = act(cs.inner, state)
+        info = state.info.replace(ik_target=cs.ik_target, last_action_zero=cs.last_action_zero)
+        joint, info = env.arm.cartesian_as_joint(state.physics, info, action)
+        return JointModeState(inner, info.ik_target, info.last_action_zero), joint
+
+    return joint_init, joint_act

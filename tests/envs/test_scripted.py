@@ -87,3 +87,26 @@ def test_demonstrator_is_the_scripted_controller_where_that_aims_at_success(name
     s = env.reset(jax.random.PRNGKey(4))
     (init, act), (demo_init, demo_act) = env.scripted_controller(), env.demonstrator()
     np.testing.assert_array_equal(np.asarray(act(init(s), s)[1]), np.asarray(demo_act(demo_init(s), s)[1]))
+
+
+def test_paced_controller_acts_every_ticks_steps_and_spreads_its_motion():
+    """scripted.paced: the controller acts at steps 0, 3, 6, ...; each step moves a third of its delta,
+    the jaw command held."""
+    def act(cs, state):
+        return cs + 1, jnp.asarray([3.0, -6.0, 0.0, 0.0]) * (cs + 1)
+
+    init, paced_act = scripted.paced(lambda state: jnp.zeros(()), act, 3)
+    cs, actions = init(None), []
+    for _ in range(7):
+        cs, action = paced_act(cs, None)
+        actions.append(np.asarray(action))
+    np.testing.assert_allclose(np.stack(actions)[:, :2], [[1, -2]] * 3 + [[2, -4]] * 3 + [[3, -6]])
+    assert int(cs.inner) == 3  # the controller's state advanced three times in seven steps
+
+
+def test_scripted_controllers_keep_their_timing_at_30_hz():
+    """At a 30 Hz control rate the reference's 10 Hz PickPlace controller (paced) still places the block."""
+    env = make("SO101PickPlace-v0", "c", control_dt=1 / 30, physics_dt=1 / 480, top_down_ik=True, jaw_pads=True,
+               action_scale=0.025, episode_length=260)
+    out = run_episodes(env, "scripted", jax.random.PRNGKey(0), 4, stop_when_done=True)
+    assert bool(np.all(out["success"])), out["length"]

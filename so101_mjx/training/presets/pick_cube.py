@@ -12,6 +12,11 @@ PICK_CONFIG = {**PLACE_CONFIG, "reward_type": "dense"}
 # dense reward alone PPO settles hovering at the block (1.2M steps: 0 % success, return ~17/100 steps).
 PICK_TRAIN_CONFIG = {**PICK_CONFIG, "grasp_reward": 0.25}
 SERVO_RANGES = {"delay_ticks": (0, 1), "backlash": (0.01, 0.035), "max_velocity": (3.0, 6.0), "deadband": (0.0, 0.0035)}
+# The follower's action space (joint mode: six motor targets in degrees, here offsets of at most 10° from
+# the measured positions) at the reference's 10 Hz and 2 ms physics, so that an episode is the Cartesian
+# one's 100 steps. Measured: see docs/tasks.md.
+JOINT_CONFIG = {**PICK_TRAIN_CONFIG, "control_mode": "joint", "control_dt": 0.1, "physics_dt": 0.002,
+                "relative_joint_targets": True, "max_relative_target": 10.0}
 _NETWORKS = {"policy_hidden_layer_sizes": (128, 128, 128), "value_hidden_layer_sizes": (256, 256, 256)}
 # SAC (so101_mjx.training.sac_loop): 128 worlds, 32 gradient steps of 256 transitions per env step of all
 # of them (update-to-data 0.25), a prefill of 8,192 steps, then 6 epochs of 39,680 env steps with an eval
@@ -20,6 +25,12 @@ _SAC = SacPreset(
     num_timesteps=6 * 40_960, num_envs=128, batch_size=256, grad_updates_per_step=32, learning_rate=1e-3,
     discounting=0.97, min_replay_size=8192, num_evals=7, policy_hidden_layer_sizes=(128, 128),
     value_hidden_layer_sizes=(128, 128), success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG,
+)
+# fast's recipe for 10 epochs of 102,400 env steps, in joint mode (JOINT_CONFIG)
+_JOINT = Preset(
+    num_timesteps=10 * 102_400, num_envs=256, batch_size=256, num_minibatches=4, unroll_length=20,
+    num_updates_per_batch=8, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=11,
+    success_bonus=50.0, demo_start_prob=0.5, env_config=JOINT_CONFIG, **_NETWORKS,
 )
 PRESETS = {
     "tiny": tiny(**PICK_CONFIG),
@@ -38,6 +49,18 @@ PRESETS = {
         num_timesteps=5 * 102_400, num_envs=256, batch_size=256, num_minibatches=4, unroll_length=20,
         num_updates_per_batch=8, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=6,
         success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG, **_NETWORKS,
+    ),
+    "joint": _JOINT,
+    # `joint` under the servo model, its parameters drawn per motor at every reset as in sac-servo
+    "joint-servo": dataclasses.replace(_JOINT, env_config={**JOINT_CONFIG, "servo_model": {"ranges": SERVO_RANGES}}),
+    # joint mode at the follower's own 30 Hz (16 physics steps of 1/480 s), offsets of at most 6°, 300-step
+    # episodes (10 s): 24 epochs of 122,880 env steps, unrolls of 30 steps, discounting 0.99 (a horizon of
+    # ~3 s, as 0.97 at 10 Hz) and a success bonus of 100 (about reward / (1 - discounting))
+    "joint-30hz": Preset(
+        num_timesteps=24 * 122_880, num_envs=256, batch_size=256, num_minibatches=4, unroll_length=30,
+        num_updates_per_batch=8, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.99, num_evals=13,
+        success_bonus=100.0, demo_start_prob=0.5, env_config={**PICK_TRAIN_CONFIG, "control_mode": "joint",
+        "relative_joint_targets": True, "max_relative_target": 6.0, "episode_length": 300}, **_NETWORKS,
     ),
     "sac": _SAC,
     # `sac` under the servo model (envs.servo), its parameters drawn per motor at every reset around the
