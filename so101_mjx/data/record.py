@@ -46,7 +46,7 @@ from so101_mjx.render.batch import camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
-from so101_mjx.robot.motors import FEATURE_NAMES
+from so101_mjx.robot.motors import FEATURE_NAMES, motor_limits
 from so101_mjx.robot.scenes import ARM_JOINTS
 from so101_mjx.render.visual_randomization import VisualRandomization
 
@@ -162,6 +162,14 @@ def _episode_fns(env: SO101Env, policy):
     outputs (B, CHUNK_STEPS, ...))``: observation, qpos and markers before each step, its action,
     reward, done and success after it."""
     init, act = policy_fns(env, policy)
+    if env.arm.joint_mode is None:
+        sent = lambda state, action: action  # noqa: E731
+    else:  # the absolute targets sent (a follower's action), within the motors' ranges
+        low, high = motor_limits(env.arm.motor_ranges, env.arm.joint_mode.units).T
+
+        def sent(state, action):
+            goal = env.arm.joint_goal(state.physics, action)
+            return jnp.clip(goal, jnp.asarray(low, goal.dtype), jnp.asarray(high, goal.dtype))
 
     def start(key):
         state = env.reset(jax.random.fold_in(key, 0))
@@ -172,7 +180,7 @@ def _episode_fns(env: SO101Env, policy):
             state, cs, ended = c
             cs, action = act(cs, state, k)
             after = env.step(state, action)
-            out = {"obs": state.obs, "qpos": state.physics.qpos, "markers": env.marker_positions(state.info), "action": action,
+            out = {"obs": state.obs, "qpos": state.physics.qpos, "markers": env.marker_positions(state.info), "action": sent(state, action),
                    "reward": after.reward, "done": after.done > 0, "success": after.metrics["success"] > 0}
             return (after, cs, ended | (after.done > 0)), out
 

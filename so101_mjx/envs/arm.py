@@ -335,19 +335,25 @@ class SO101Arm:
     def _joint_control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Joint mode: motor targets (6,) (offsets from the measured positions when relative), a non-finite
         entry keeping that motor's previous target, each target within ``max_relative`` of the measured
-        position; the IK target follows the arm (``ik_point``) for :meth:`cartesian_as_joint`."""
-        mode, present = self.joint_mode, self.motor_positions(physics)
+        position (:meth:`joint_goal`); the Info's IK target follows the arm (``ik_point``)."""
         finite = jnp.isfinite(action)
-        goal = jnp.where(finite, present + action if mode.relative else action, self._motor_targets(physics))
-        if mode.max_relative is not None:
-            goal = present + jnp.clip(goal - present, -mode.max_relative, mode.max_relative)
-        q = motors.from_motor(goal, self.motor_ranges, mode.units)
+        q = motors.from_motor(self.joint_goal(physics, action), self.motor_ranges, self.joint_mode.units)
         gripper = jnp.clip(q[5], self.gripper_range[0], self.gripper_range[1])
         physics, info = self._servo_actuate(physics, info, q[:5], gripper)
         return physics, info.replace(
             ik_target=self.ik_point(physics), last_action_zero=jnp.zeros((), bool),
             nonfinite_actions=info.nonfinite_actions + jnp.any(~finite).astype(jnp.int32),
         )
+
+    def joint_goal(self, physics: PhysicsState, action: Array) -> Array:
+        """The absolute motor targets (6,) in motor units a joint-mode ``action`` (6,) sets: offsets added to
+        the measured positions when relative, a non-finite entry keeping that motor's previous target,
+        each within ``max_relative`` of the measured position (what lerobot's ``send_action`` returns)."""
+        mode, present = self.joint_mode, self.motor_positions(physics)
+        goal = jnp.where(jnp.isfinite(action), present + action if mode.relative else action, self._motor_targets(physics))
+        if mode.max_relative is not None:
+            goal = present + jnp.clip(goal - present, -mode.max_relative, mode.max_relative)
+        return goal
 
     def cartesian_as_joint(self, physics: PhysicsState, info: Info, action: Array) -> tuple[Array, Info]:
         """``(joint-mode action (6,), info)``: the motor targets a Cartesian ``action`` (4,) sets from

@@ -121,3 +121,21 @@ def test_time_limit_and_dry_run(joint_policy, monkeypatch):
     result = deploy(joint_policy, "so101_mjx", episodes=100, time_limit_s=1e-3)
     assert result["stopped"] == "time limit" and result["episodes"] == 1 and len(sent) == 1
     assert json.dumps(result)
+
+
+def test_record_logs_the_absolute_targets_a_follower_is_sent(joint_policy, tmp_path):
+    """so101-mjx record with a relative-target joint policy writes, as deploy's log and a real follower's
+    dataset do, the absolute targets sent: each offset added to the measured positions, clamped to
+    ±max_relative_target and to the motors' ranges (lerobot-replay sends them as they are)."""
+    import pyarrow.parquet as pq
+
+    from so101_mjx.training.replay import gym_policy
+
+    assert cli.main(["record", "--policy", str(joint_policy), "--episodes", "1", "--out", str(tmp_path / "ds"), "--no-video"]) == 0
+    table = pq.read_table(next((tmp_path / "ds" / "data").rglob("*.parquet"))).to_pydict()
+    state, env_state, action = (np.asarray(table[k]) for k in ("observation.state", "observation.environment_state", "action"))
+    act = gym_policy(joint_policy, None, False)[0]
+    offsets = np.stack([act({"agent_pos": s, "environment_state": e}) for s, e in zip(state, env_state)])
+    expected = np.clip(state + np.clip(offsets, -3, 3), *plan(joint_policy).limits.T)
+    assert np.abs(offsets).max() > 1  # the policy moves: offsets and targets differ
+    np.testing.assert_allclose(action, expected, atol=1e-3)
