@@ -346,9 +346,8 @@ class SO101Arm:
         )
 
     def joint_goal(self, physics: PhysicsState, action: Array) -> Array:
-        """The absolute motor targets (6,) in motor units a joint-mode ``action`` (6,) sets: offsets added to
-        the measured positions when relative, a non-finite entry keeping that motor's previous target,
-        each within ``max_relative`` of the measured position (what lerobot's ``send_action`` returns)."""
+        """The absolute motor targets (6,) a joint-mode ``action`` (6,) sets, in motor units, as
+        :meth:`_joint_control` describes (what lerobot's ``send_action`` returns)."""
         mode, present = self.joint_mode, self.motor_positions(physics)
         goal = jnp.where(jnp.isfinite(action), present + action if mode.relative else action, self._motor_targets(physics))
         if mode.max_relative is not None:
@@ -356,10 +355,8 @@ class SO101Arm:
         return goal
 
     def cartesian_as_joint(self, physics: PhysicsState, info: Info, action: Array) -> tuple[Array, Info]:
-        """``(joint-mode action (6,), info)``: the motor targets a Cartesian ``action`` (4,) sets from
-        ``info``'s IK target (for scripted controllers in joint mode), and ``info`` with the moved IK
-        target. The caller keeps that target from call to call, as the Cartesian mode's state does:
-        restarting it from the arm's position each step would leave the arm short by its sag."""
+        """``(joint-mode action (6,), info)``: the motor targets a Cartesian ``action`` (4,) sets from ``info``'s
+        IK target, and ``info`` with the moved target, which the caller keeps (``scripted.controller_for``)."""
         arm_q, gripper, info = self.cartesian_targets(physics, info, self._checked_cartesian(action, physics.qpos.dtype))
         arm_q = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
         goal = motors.to_motor(jnp.concatenate([arm_q, gripper[None]]), self.motor_ranges, self.joint_mode.units)

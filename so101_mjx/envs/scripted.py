@@ -155,6 +155,10 @@ def paced(init: Callable, act: Callable, ticks: int) -> tuple[Callable, Callable
 
 @struct.dataclass
 class JointModeState:
+    """A Cartesian controller's state in joint mode, with the IK target its actions move: kept from step to
+    step as the Cartesian mode keeps it (restarted at the measured grasp point, it would leave the arm
+    short by its sag)."""
+
     inner: object  # the controller's own state
     ik_target: Array  # (3,) m, the Cartesian IK target its actions move (the Cartesian mode keeps it in Info)
     last_action_zero: Array  # () bool, the last action's delta was zero (Info's field of that name)
