@@ -18,6 +18,7 @@ Arguments = Callable[[argparse.ArgumentParser], None]
 
 BACKEND = types.one_of("so101_mjx.sim.physics", "BACKENDS", "backend")
 QUALITY = types.one_of("so101_mjx.render.batch", "QUALITIES", "image quality")
+JOINT_UNITS = types.one_of("so101_mjx.robot.motors", "JOINT_UNITS", "joint units")
 BACKEND_HELP = "physics backend: mjx or c (default: c on CPU, mjx on accelerators)"
 QUALITY_HELP = "camera render model: fast, shadowed or full"
 # Frame sizes (px): the pixel student's convolutions need 36 (so101_mjx.training.pixel_policy.MIN_IMAGE_SIZE), the env
@@ -164,8 +165,9 @@ def _record(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--control-mode", choices=("cartesian", "joint"), default="cartesian",
                         help="joint: the follower's action space and feature names (six motor targets, '<motor>.pos'; "
                              "with --policy scripted or demonstrator)")
-    parser.add_argument("--joint-units", choices=("degrees", "range_m100_100"), default="degrees",
-                        help="with --control-mode joint: the arm motors' units (lerobot's use_degrees=True or False)")
+    parser.add_argument("--joint-units", type=JOINT_UNITS, default="degrees",
+                        help="with --control-mode joint: the arm motors' units, degrees or range_m100_100 "
+                             "(lerobot's use_degrees=True or False)")
     parser.add_argument("--num-envs", type=types.positive_int, default=64, help="worlds simulated at a time")
 
 
@@ -211,8 +213,9 @@ def _sysid(parser: argparse.ArgumentParser) -> None:
                                         "with the six '<motor>.pos' (so101-mjx deploy excitation --dataset DIR records one)")
     parser.add_argument("--out", type=types.output_file, default="servo_model.json",
                         help="the fitted ServoModel fields (JSON); the report goes beside it as <out>.report.json")
-    parser.add_argument("--units", choices=("degrees", "range_m100_100"), default="degrees",
-                        help="the arm motors' units in the dataset (lerobot's use_degrees=True or False)")
+    parser.add_argument("--units", type=JOINT_UNITS, default="degrees",
+                        help="the arm motors' units in the dataset, degrees or range_m100_100 (lerobot's "
+                             "use_degrees=True or False)")
     parser.add_argument("--task", default="SO101Reach-v0", help="the scene the commands are replayed in")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
     parser.add_argument("--motors", nargs="+", default=None, metavar="MOTOR", help="fit these motors only (default: all six; the others keep the defaults)")

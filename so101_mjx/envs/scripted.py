@@ -142,7 +142,8 @@ def paced(init: Callable, act: Callable, ticks: int) -> tuple[Callable, Callable
 
     def paced_init(state) -> PacedState:
         cs = init(state)
-        return PacedState(cs, jnp.zeros((), jnp.int32), jnp.zeros_like(act(cs, state)[1]))
+        action = jax.eval_shape(act, cs, state)[1]  # the action's shape and dtype, not computed
+        return PacedState(cs, jnp.zeros((), jnp.int32), jnp.zeros(action.shape, action.dtype))
 
     def paced_act(cs: PacedState, state) -> tuple[PacedState, Array]:
         fresh = act(cs.inner, state)
