@@ -383,12 +383,12 @@ class SO101Arm:
         """:meth:`actuate` the targets through the servo model (when on), its state carried in ``info.servo``."""
         if self.servo_model is None:
             return self.actuate(physics, arm_q, gripper_ctrl, info.model_params), info
-        arm = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
-        command = jnp.concatenate([arm, gripper_ctrl[None]])
-        measured = self.motor_q(physics)
+        command = jnp.concatenate([jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1]), gripper_ctrl[None]])
         control_dt = self.n_substeps * float(self.model.opt.timestep)
-        target, state = servo.apply(self.servo_model, info.servo, command, measured, control_dt)
-        return self.actuate(physics, target[:5], target[5], info.model_params), info.replace(servo=state)
+        load = self.actuator_force(physics)[self.motor_ctrl_ids]  # N·m at the tick's start, for the voltage sag
+        target, state = servo.apply(self.servo_model, info.servo, command, self.motor_q(physics), control_dt, load)
+        params = servo.sagged(self.servo_model, state, info.model_params, self.model.actuator_forcerange, self.motor_ctrl_ids)
+        return self.actuate(physics, target[:5], target[5], params), info.replace(servo=state)
 
     def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array, params: dict[str, Array] | None = None) -> PhysicsState:
         """Hold arm targets ``arm_q`` (5,) rad (clipped to the ctrl ranges) and ``gripper_ctrl`` rad for

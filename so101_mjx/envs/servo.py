@@ -11,7 +11,9 @@ then the gripper), in this order:
    that distance (a reversal leaves a gap of the band's width);
 3. **velocity limit**: the output moves at most ``max_velocity · control_dt`` rad per tick;
 4. **deadband**: a target within ``deadband`` rad of the measured position is replaced by the measured
-   position, so the position loop exerts no torque.
+   position, so the position loop exerts no torque;
+5. **voltage sag** (with ``voltage_sag``, :class:`VoltageSag`): the shared supply's voltage drops under
+   the six motors' load, and the velocity limit and the torque limit shrink with it (:func:`sagged`).
 
 Each of the four is one value for every motor or a tuple of six, one per motor (what ``so101-mjx
 sysid`` fits). With ``ranges`` (:class:`ServoRanges`), every reset draws each motor's delay, backlash,
@@ -42,7 +44,7 @@ from so101_mjx.errors import InputError
 
 COUNTS_PER_TURN = 4096  # the STS3215's 12-bit magnetic encoder
 RAD_PER_COUNT = 2 * math.pi / COUNTS_PER_TURN
-BACKLASH = 14.78 * RAD_PER_COUNT  # rad (1.30°): a published measurement of the STS3215's gear play
+BACKLASH = 14.78 * RAD_PER_COUNT  # rad (1.30°): the STS3215's output backlash under load (Kotov, Robonine, 2025)
 NO_LOAD_SPEED = math.radians(60) / 0.222  # rad/s (4.72): the STS3215 datasheet's 0.222 s/60° at 7.4 V
 MAX_DELAY_TICKS = 100
 N_MOTORS = 6  # the five arm joints, then the gripper (robot.motors.MOTORS)
@@ -76,6 +78,22 @@ class ServoRanges:
 
 
 @dataclasses.dataclass(frozen=True)
+class VoltageSag:
+    """A first-order sag of the servos' shared supply under load. Each tick the supply's voltage moves
+    towards ``1 - per_torque · Σ|τ|`` of its nominal value (Σ|τ| N·m: the six position loops' torques at
+    the tick's start, to which the bus current is proportional), with time constant ``time_constant`` s.
+    The velocity limit and the torque limit scale with the fraction left, as a DC motor's no-load speed
+    and stall torque scale with its voltage."""
+
+    per_torque: float  # 1/(N·m): the fraction of the supply voltage lost per N·m of total load torque
+    time_constant: float = 0.0  # s; 0: the sag follows the load within the tick
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "per_torque", checks.real("servo_model.voltage_sag.per_torque", self.per_torque, unit=" 1/(N·m)", ge=0))
+        object.__setattr__(self, "time_constant", checks.real("servo_model.voltage_sag.time_constant", self.time_constant, unit=" s", ge=0))
+
+
+@dataclasses.dataclass(frozen=True)
 class ServoModel:
     """The servo effects :mod:`so101_mjx.envs.servo` applies: fixed values (one for every motor or six, one
     per motor) or with ``ranges`` per-motor draws at every reset. ValueError naming the field for a bad
@@ -90,6 +108,7 @@ class ServoModel:
     kp: PerMotor | None = None  # N·m/rad, the position loop's gain; None: the scene's (17.8)
     damping: PerMotor | None = None  # N·m·s/rad, the joints' damping; None: the scene's (0.6)
     torque_limit: PerMotor | None = None  # N·m, the position loop's torque limit; None: the scene's (3.35)
+    voltage_sag: VoltageSag | None = None  # None: the supply holds its voltage
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -112,6 +131,7 @@ class ServoModel:
                                            lambda n, v, u=unit, lo=lowest: checks.real(n, v, unit=u, **lo)))
         set_(self, "quantize", checks.flag("servo_model.quantize", self.quantize))
         set_(self, "ranges", checks.optional_dataclass(ServoRanges, "servo_model.ranges", self.ranges))
+        set_(self, "voltage_sag", checks.optional_dataclass(VoltageSag, "servo_model.voltage_sag", self.voltage_sag))
 
     def range_of(self, name: str) -> tuple[float, float]:
         """``(low, high)`` of parameter ``name`` over the motors and episodes (an unlimited velocity is ``inf``)."""
@@ -140,10 +160,13 @@ def parse(value: ServoModel | dict | None) -> ServoModel | None:
 
 def initial(model: ServoModel, targets: Array, key: Array) -> dict[str, Array]:
     """The servo state at reset, every motor at rest on ``targets`` (6,) rad: ``queue`` (longest delay + 1, 6)
-    of the targets sent, oldest first, ``output`` (6,), the targets acted on, and with ``ranges``
-    ``params``, this episode's per-motor draws (from ``key``)."""
+    of the targets sent, oldest first, ``output`` (6,), the targets acted on, with ``voltage_sag`` the
+    ``supply`` (), the fraction of its voltage left, and with ``ranges`` ``params``, this episode's
+    per-motor draws (from ``key``)."""
     longest = int(model.range_of("delay_ticks")[1])
     state = {"queue": jnp.broadcast_to(targets, (longest + 1, targets.shape[-1])), "output": targets}
+    if model.voltage_sag is not None:
+        state["supply"] = jnp.ones((), targets.dtype)
     if model.ranges is None:
         return state
     n, dtype = targets.shape[-1], targets.dtype
@@ -161,10 +184,13 @@ def initial(model: ServoModel, targets: Array, key: Array) -> dict[str, Array]:
     return {**state, "params": {name: draw(k, name) for k, name in zip(jax.random.split(key, 4), names, strict=True)}}
 
 
-def apply(model: ServoModel, state: dict[str, Array], command: Array, measured: Array, control_dt: float
-          ) -> tuple[Array, dict[str, Array]]:
+def apply(model: ServoModel, state: dict[str, Array], command: Array, measured: Array, control_dt: float,
+          load: Array | None = None) -> tuple[Array, dict[str, Array]]:
     """One control tick: ``(position targets (6,) rad for the physics, the next state)`` for the targets
-    ``command`` (6,) rad just sent and the ``measured`` positions (6,) rad."""
+    ``command`` (6,) rad just sent, the ``measured`` positions (6,) rad and, with ``voltage_sag``, the
+    position loops' torques ``load`` (6,) N·m at the tick's start."""
+    if model.voltage_sag is not None:
+        state = {**state, "supply": supply_left(model.voltage_sag, state["supply"], load, control_dt)}
     queue = jnp.concatenate([state["queue"][1:], command[None]])
     previous, drawn = state["output"], state.get("params")
     if drawn is None:  # fixed values, known when tracing: a neutral effect costs nothing
@@ -177,11 +203,28 @@ def apply(model: ServoModel, state: dict[str, Array], command: Array, measured: 
         backlash, velocity, deadband = drawn["backlash"], drawn["max_velocity"], drawn["deadband"]
     output = jnp.clip(previous, delayed - backlash / 2, delayed + backlash / 2)
     if velocity is not None:
-        reach = velocity * control_dt
+        reach = velocity * control_dt * state.get("supply", 1.0)
         output = previous + jnp.clip(output - previous, -reach, reach)
     acts = drawn is not None or np.any(np.asarray(model.deadband) > 0)
     target = jnp.where(jnp.abs(output - measured) <= deadband, measured, output) if acts else output
     return target, {**state, "queue": queue, "output": output}
+
+
+def supply_left(sag: VoltageSag, supply: Array, load: Array, control_dt: float) -> Array:
+    """The supply's fraction of its voltage () after one tick from ``supply``, under the torques ``load`` (6,) N·m."""
+    settled = jnp.clip(1.0 - sag.per_torque * jnp.sum(jnp.abs(load)), 0.0, 1.0)
+    rate = 1.0 if sag.time_constant == 0 else -math.expm1(-control_dt / sag.time_constant)
+    return supply + rate * (settled - supply)
+
+
+def sagged(model: ServoModel, state: dict[str, Array], params: dict[str, Array] | None, forcerange: np.ndarray,
+           actuators: np.ndarray) -> dict[str, Array] | None:
+    """The per-world model arrays ``params`` for this tick: with ``voltage_sag``, the model's
+    ``forcerange`` (nu, 2) N·m with the ``actuators``' rows scaled by the supply left."""
+    if model.voltage_sag is None:
+        return params
+    limits = jnp.asarray(forcerange, state["supply"].dtype).at[actuators].multiply(state["supply"])
+    return {**(params or {}), "actuator_forcerange": limits}
 
 
 def quantized(q: Array) -> Array:

@@ -14,7 +14,7 @@ import pytest
 from so101_mjx import make
 from so101_mjx.envs import servo
 from so101_mjx.envs.base import asdict
-from so101_mjx.envs.servo import RAD_PER_COUNT, ServoModel, ServoRanges
+from so101_mjx.envs.servo import RAD_PER_COUNT, ServoModel, ServoRanges, VoltageSag
 
 DT = 1 / 30
 IDEAL = ServoModel(delay_ticks=0, backlash=0.0, max_velocity=None, deadband=0.0, quantize=False)
@@ -70,6 +70,54 @@ def test_quantized_readings_are_whole_counts():
     assert np.max(np.abs(np.asarray(servo.quantized(q) - q))) <= RAD_PER_COUNT / 2 + 1e-15
 
 
+def test_voltage_sag_follows_the_load_and_shrinks_the_velocity_ceiling():
+    """Σ|τ| = 12 N·m at 0.05 /(N·m) settles the supply at 0.4 of its voltage, approached with a 0.1 s time
+    constant; the target's slew per tick is the velocity limit times the supply left."""
+    model = ServoModel(backlash=0.0, max_velocity=2.0, quantize=False, voltage_sag=VoltageSag(per_torque=0.05, time_constant=0.1))
+    state = servo.initial(model, jnp.zeros(6), jax.random.PRNGKey(0))
+    assert float(state["supply"]) == 1.0
+    targets, supplies = [], []
+    for _ in range(5):
+        target, state = servo.apply(model, state, jnp.full(6, 1.0), jnp.zeros(6), DT, jnp.array([2.0, -2.0, 2.0, -2.0, 2.0, -2.0]))
+        targets.append(float(target[0]))
+        supplies.append(float(state["supply"]))
+    expected = 0.4 + 0.6 * math.exp(-DT / 0.1) ** np.arange(1, 6)
+    np.testing.assert_allclose(supplies, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.diff(np.r_[0.0, targets]), 2.0 * DT * expected, rtol=0, atol=1e-12)
+    idle = servo.apply(model, servo.initial(model, jnp.zeros(6), jax.random.PRNGKey(0)), jnp.full(6, 1.0), jnp.zeros(6), DT, jnp.zeros(6))
+    assert float(idle[1]["supply"]) == 1.0 and float(idle[0][0]) == pytest.approx(2.0 * DT, abs=1e-15)  # no load, no sag
+
+
+def test_voltage_sag_scales_the_motors_torque_limits():
+    model = ServoModel(voltage_sag=VoltageSag(per_torque=0.1))
+    forcerange = np.array([[-3.0, 3.0], [-1.0, 1.0], [-2.0, 2.0]])
+    params = servo.sagged(model, {"supply": jnp.asarray(0.5)}, {"dof_damping": jnp.ones(2)}, forcerange, np.array([0, 2]))
+    np.testing.assert_array_equal(params["actuator_forcerange"], [[-1.5, 1.5], [-1.0, 1.0], [-1.0, 1.0]])
+    np.testing.assert_array_equal(params["dof_damping"], 1.0)  # the world's other arrays kept
+    assert servo.sagged(ServoModel(), {}, None, forcerange, np.array([0])) is None  # no sag: the model's limits
+
+
+def test_voltage_sag_in_the_env():
+    """No sag at zero load sensitivity is bitwise the model without it; under load the supply drops, and the
+    elbow's step is slower (a lower velocity ceiling and torque limit)."""
+    plain = ServoModel(backlash=0.0, quantize=False)
+    neutral = dataclasses.replace(plain, voltage_sag=VoltageSag(per_torque=0.0))
+    np.testing.assert_array_equal(joint_run("c", neutral, 20), joint_run("c", plain, 20))
+    runs = {}
+    for name, model in (("plain", plain), ("sag", dataclasses.replace(plain, voltage_sag=VoltageSag(per_torque=0.15, time_constant=0.05)))):
+        env = make("SO101PickCube-v0", "c", control_mode="joint", servo_model=model)
+        state = jax.jit(env.reset)(jax.random.PRNGKey(0))
+        step, goal = jax.jit(env.step), np.asarray(env.arm.motor_positions(state.physics)) + np.array([0, 0, 40.0, 0, 0, 0])
+        elbow, supply = [], []
+        for _ in range(8):
+            state = step(state, goal)
+            elbow.append(float(state.physics.qpos[env.arm.qpos_ids[2]]))
+            supply.append(float(state.info.servo.get("supply", 1.0)))
+        runs[name] = np.array(elbow) - elbow[0], np.array(supply)
+    assert runs["plain"][1].min() == 1.0 and runs["sag"][1].min() < 0.9
+    assert runs["sag"][0][4] < 0.9 * runs["plain"][0][4]  # mid-step, 0.49 rad against 0.59 (measured)
+
+
 def joint_run(backend: str, model: ServoModel | None, steps: int) -> list[np.ndarray]:
     """Joint-mode PickCube (float64): a sinusoid on every motor; per step the qpos, ctrl and observation."""
     env = make("SO101PickCube-v0", backend, control_mode="joint", servo_model=model)
@@ -115,7 +163,8 @@ def test_c_and_mjx_are_equal_with_every_effect_on():
     """Fixed per-motor values with the position loop's gain, damping and torque limit, then per-motor draws
     (the same from the same reset key on both backends)."""
     model = ServoModel(delay_ticks=(2, 1, 2, 0, 3, 1), deadband=0.002, backlash=(0.02, 0.03, 0.01, 0.02, 0.0, 0.02),
-                       kp=(20.0, 24.0, 18.0, 16.0, 15.0, 17.8), damping=0.8, torque_limit=3.0)
+                       kp=(20.0, 24.0, 18.0, 16.0, 15.0, 17.8), damping=0.8, torque_limit=3.0,
+                       voltage_sag=VoltageSag(per_torque=0.05, time_constant=0.05))
     c, mjx = joint_run("c", model, 100), joint_run("mjx", model, 100)
     np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
     model = ServoModel(ranges=ServoRanges(delay_ticks=(0, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0), deadband=(0.0, 0.003)))
@@ -157,6 +206,9 @@ def test_per_motor_values_and_the_position_loop():
     ({"max_velocity": 0.0}, "servo_model.max_velocity must be a finite number > 0"),
     ({"deadband": 2.0}, "servo_model.deadband (2.0 rad) must be narrower than every motor's range"),
     ({"latency": 2}, "latency"),
+    ({"voltage_sag": {"per_torque": -0.1}}, "servo_model.voltage_sag.per_torque must be a finite number >= 0"),
+    ({"voltage_sag": {"per_torque": 0.1, "time_constant": float("nan")}}, "servo_model.voltage_sag.time_constant must be a finite"),
+    ({"voltage_sag": {"per_torque": 0.1, "tau": 1.0}}, "tau"),
     ("fast", "servo_model must be None, a ServoModel or its dict form"),
 ])
 def test_bad_values_name_the_field(value, message):
@@ -170,7 +222,7 @@ def test_defaults_and_json_round_trip():
     assert model.backlash == pytest.approx(math.radians(1.30), abs=1e-4) and model.max_velocity == pytest.approx(4.717, abs=1e-3)
     env = make("SO101PickCube-v0", "c", servo_model={"delay_ticks": 1})
     assert env.config.servo_model == ServoModel(delay_ticks=1)
-    per_motor = ServoModel(delay_ticks=(0, 1, 2, 0, 1, 2), kp=(20.0,) * 6)
+    per_motor = ServoModel(delay_ticks=(0, 1, 2, 0, 1, 2), kp=(20.0,) * 6, voltage_sag=VoltageSag(per_torque=0.05, time_constant=0.1))
     assert ServoModel(**json.loads(json.dumps(dataclasses.asdict(per_motor)))) == per_motor  # lists come back as tuples
 
 
