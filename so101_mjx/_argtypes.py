@@ -148,6 +148,11 @@ def visual_randomization(text: str):
         raise ArgumentValueError(str(err)) from None
 
 
+def servo_model(text: str) -> dict | str:
+    """``off`` (no servo model), or a JSON object given inline or as a ``.json`` file (checked by the command)."""
+    return text if text == "off" else json_object(text)
+
+
 def json_object(text: str) -> dict:
     """A JSON object given inline or as a ``.json`` file (its fields are checked by the command)."""
     import json

@@ -115,9 +115,9 @@ def _eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0)
     parser.add_argument("--x64", action="store_true", help="float64 (default float32)")
     parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
-    parser.add_argument("--servo-model", type=types.json_object, default=None, metavar="JSON",
+    parser.add_argument("--servo-model", type=types.servo_model, default=None, metavar="JSON",
                         help="run under this servo model instead of the policy's (so101_mjx.envs.servo.ServoModel's fields "
-                             "as a JSON object, {} for the defaults, or a .json file)")
+                             "as a JSON object, {} for the defaults, or a .json file), or without one: off")
     parser.add_argument("--json", type=types.output_file, default=None, help="also write the results (per-episode outcomes too) to this file")
 
 

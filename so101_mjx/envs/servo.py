@@ -232,16 +232,26 @@ def quantized(q: Array) -> Array:
     return jnp.round(q / RAD_PER_COUNT) * RAD_PER_COUNT
 
 
+def position_loop(actuators: np.ndarray, dofs: np.ndarray, kp=None, damping=None, torque_limit=None) -> list[tuple[str, tuple | np.ndarray, Array]]:
+    """The model entries ``(field, index, value)`` that set the position loop's ``kp`` N·m/rad, the joints'
+    ``damping`` N·m·s/rad and the ``torque_limit`` N·m (each an array, one value or (6,); None leaves it) of
+    the position actuators ``actuators`` (6,) and their joints' ``dofs`` (6,): for an MjModel in place
+    (:func:`set_position_loop`) or per-world JAX arrays (``sysid``)."""
+    entries = []
+    if kp is not None:
+        entries += [("actuator_gainprm", (actuators, 0), kp), ("actuator_biasprm", (actuators, 1), -kp)]
+    if damping is not None:
+        entries.append(("dof_damping", dofs, damping))
+    if torque_limit is not None:
+        entries += [("actuator_forcerange", actuators, np.stack(np.broadcast_arrays(-torque_limit, torque_limit), axis=-1)),
+                    ("actuator_forcelimited", actuators, 1)]
+    return entries
+
+
 def set_position_loop(mj_model: mujoco.MjModel, model: ServoModel, actuators: np.ndarray) -> None:
     """Write ``model``'s ``kp``, ``damping`` and ``torque_limit`` (those not None) into ``mj_model`` in
     place, for the position actuators ``actuators`` (6,) (the motors' order) and the joints they drive."""
     dofs = mj_model.jnt_dofadr[mj_model.actuator_trnid[actuators, 0]]
-    if model.kp is not None:
-        mj_model.actuator_gainprm[actuators, 0] = model.kp
-        mj_model.actuator_biasprm[actuators, 1] = -np.asarray(model.kp)
-    if model.damping is not None:
-        mj_model.dof_damping[dofs] = model.damping
-    if model.torque_limit is not None:
-        limit = np.asarray(model.torque_limit, float)
-        mj_model.actuator_forcerange[actuators] = np.stack(np.broadcast_arrays(-limit, limit), axis=-1)
-        mj_model.actuator_forcelimited[actuators] = 1
+    array = lambda v: None if v is None else np.asarray(v, float)  # noqa: E731
+    for name, index, value in position_loop(actuators, dofs, array(model.kp), array(model.damping), array(model.torque_limit)):
+        getattr(mj_model, name)[index] = value

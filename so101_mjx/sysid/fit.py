@@ -96,9 +96,9 @@ def replayer(env):
     def world(commands, start, candidate):
         state = env.reset(jax.random.PRNGKey(0))
         params = state.info.model_params
-        params = {**params, "actuator_gainprm": params["actuator_gainprm"].at[actuators, 0].set(candidate["kp"]),
-                  "actuator_biasprm": params["actuator_biasprm"].at[actuators, 1].set(-candidate["kp"]),
-                  "dof_damping": params["dof_damping"].at[dofs].set(candidate["damping"])}
+        params = dict(params)
+        for name, index, value in servo.position_loop(actuators, dofs, candidate["kp"], candidate["damping"]):
+            params[name] = params[name].at[index].set(value)
         drawn = {k: candidate[k].astype(state.info.servo["params"][k].dtype) for k in SERVO_PARAMETERS}
         servo_state = {**servo.initial(arm.servo_model, start, jax.random.PRNGKey(0)), "params": drawn}
         state = state.replace(physics=arm.at_rest(state.physics, start), info=state.info.replace(model_params=params, servo=servo_state))

@@ -63,7 +63,8 @@ def evaluate(
     seed: int = 0, x64: bool = False, force: bool = False, servo_model: Any = None,
 ) -> dict[str, Any]:
     """Run ``episodes`` episodes per backend (under ``servo_model``, a
-    :class:`~so101_mjx.envs.servo.ServoModel` or its dict, when given, instead of the policy's own); returns
+    :class:`~so101_mjx.envs.servo.ServoModel` or its dict, when given, instead of the policy's own, or
+    without one for ``"off"``); returns
     (and prints) per backend ``success_rate``,
     ``mean_return``, ``mean_length``, per-episode ``success`` / ``returns`` / ``length`` lists and
     ``seconds`` (compile + run), and with two backends ``agreement`` (fraction of episodes with the
@@ -75,7 +76,9 @@ def evaluate(
     try:
         policy, meta = load(path)
         name, env_config = policy_env(meta, env, force, path)
-        if servo_model is not None:  # as a dict: the results are JSON
+        if servo_model == "off":
+            env_config = {**env_config, "servo_model": None}
+        elif servo_model is not None:  # as a dict: the results are JSON
             env_config = {**env_config, "servo_model": asdict(servo.parse(servo_model))}
         result: dict[str, Any] = {"policy": str(path), "env": name, "env_config": env_config, "episodes": episodes,
                                   "seed": seed, "dtype": "float64" if x64 else "float32", "backends": {}}

@@ -167,3 +167,20 @@ def test_eval_under_a_servo_model(tiny_run, tmp_path, capsys):
     one_error_line(capsys, "servo_model.delay_ticks must be an int >= 0")
     assert cli.main(["eval", str(tiny_run / "policy.npz"), "--servo-model", "[1]"]) == 2
     assert "argument --servo-model: must be a JSON object" in capsys.readouterr().err
+
+
+def test_eval_of_a_servo_trained_policy_without_its_servo_model(tiny_run, tmp_path):
+    """A run trained under a servo model is evaluated under it by default, and without it with ``off``."""
+    plain = evaluate(tiny_run, episodes=8)["backends"]["c"]
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    step = checkpoint.resolve(run) / "run.json"  # the metadata the policy is loaded with
+    meta = json.loads(step.read_text())
+    meta["env_config"]["servo_model"] = {"delay_ticks": 3, "max_velocity": 0.5}
+    step.write_text(json.dumps(meta))
+    own = evaluate(run, episodes=8)
+    assert own["env_config"]["servo_model"]["delay_ticks"] == 3 and own["backends"]["c"]["returns"] != plain["returns"]
+    off = evaluate(run, episodes=8, servo_model="off")
+    assert off["env_config"]["servo_model"] is None
+    assert_same_episodes(off["backends"]["c"], plain)
+    assert cli.main(["eval", str(run), "--episodes", "2", "--servo-model", "off"]) == 0

@@ -35,6 +35,14 @@ _FAST = Preset(
 )
 # fast's recipe for 10 epochs of 102,400 env steps, in joint mode (JOINT_CONFIG)
 _JOINT = dataclasses.replace(_FAST, num_timesteps=10 * 102_400, num_evals=11, env_config=JOINT_CONFIG)
+# joint mode at the follower's own 30 Hz (16 physics steps of 1/480 s), offsets of at most 6°, 300-step
+# episodes (10 s): 24 epochs of 122,880 env steps, unrolls of 30 steps, discounting 0.99 (a horizon of
+# ~3 s, as 0.97 at 10 Hz) and a success bonus of 100 (about reward / (1 - discounting))
+_JOINT_30HZ = dataclasses.replace(
+    _FAST, num_timesteps=24 * 122_880, unroll_length=30, discounting=0.99, num_evals=13, success_bonus=100.0,
+    env_config={**PICK_TRAIN_CONFIG, "control_mode": "joint", "relative_joint_targets": True,
+                "max_relative_target": 6.0, "episode_length": 300},
+)
 PRESETS = {
     "tiny": tiny(**PICK_CONFIG),
     # 4 epochs of 532,480 env steps (a checkpoint and eval after each), half of the training
@@ -52,14 +60,11 @@ PRESETS = {
     # twice the env steps (at 1.02M steps seed 0 was at 0.63 success)
     "joint-servo": dataclasses.replace(_JOINT, num_timesteps=20 * 102_400, num_evals=21,
                                        env_config={**JOINT_CONFIG, "servo_model": {"ranges": SERVO_RANGES}}),
-    # joint mode at the follower's own 30 Hz (16 physics steps of 1/480 s), offsets of at most 6°, 300-step
-    # episodes (10 s): 24 epochs of 122,880 env steps, unrolls of 30 steps, discounting 0.99 (a horizon of
-    # ~3 s, as 0.97 at 10 Hz) and a success bonus of 100 (about reward / (1 - discounting))
-    "joint-30hz": dataclasses.replace(
-        _FAST, num_timesteps=24 * 122_880, unroll_length=30, discounting=0.99, num_evals=13, success_bonus=100.0,
-        env_config={**PICK_TRAIN_CONFIG, "control_mode": "joint", "relative_joint_targets": True,
-                    "max_relative_target": 6.0, "episode_length": 300},
-    ),
+    "joint-30hz": _JOINT_30HZ,
+    # `joint-30hz` under the servo model, as joint-servo but with delays of 0-3 ticks (0-100 ms at 30 Hz),
+    # for twice the env steps
+    "joint-30hz-servo": dataclasses.replace(_JOINT_30HZ, num_timesteps=48 * 122_880, num_evals=25, env_config={
+        **_JOINT_30HZ.env_config, "servo_model": {"ranges": {**SERVO_RANGES, "delay_ticks": (0, 3)}}}),
     "sac": _SAC,
     # `sac` under the servo model (envs.servo), its parameters drawn per motor at every reset around the
     # defaults: delay 0-1 control ticks (0-100 ms), backlash 0.6-2°, velocity limit 3-6 rad/s, deadband
