@@ -385,7 +385,7 @@ class SO101Arm:
             return self.actuate(physics, arm_q, gripper_ctrl, info.model_params), info
         command = jnp.concatenate([jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1]), gripper_ctrl[None]])
         control_dt = self.n_substeps * float(self.model.opt.timestep)
-        load = self.actuator_force(physics)[self.motor_ctrl_ids]  # N·m at the tick's start, for the voltage sag
+        load = self.actuator_force(physics)[self.motor_ctrl_ids] if self.servo_model.voltage_sag else None  # N·m, for the sag
         target, state = servo.apply(self.servo_model, info.servo, command, self.motor_q(physics), control_dt, load)
         params = servo.sagged(self.servo_model, state, info.model_params, self.model.actuator_forcerange, self.motor_ctrl_ids)
         return self.actuate(physics, target[:5], target[5], params), info.replace(servo=state)
