@@ -21,9 +21,9 @@ Scenario code written against the reference works: ``reset(seed)`` places the bl
 where lerobot_env_so101's does; ``env._model``, ``env._data`` (writable: edits of qpos, qvel, ctrl
 reach the simulation on the next ``step()``), ``_target_ee_pos`` (settable) and the reference's
 other private attributes are there. Differences: non-finite actions hold the pose (see
-:mod:`so101_mjx.envs.arm`) instead of reaching MuJoCo; in ``render_mode="human"`` ``render()``
-returns None (the viewer shows the frames); mocap and actuator activations are not part of the
-functional state.
+:mod:`so101_mjx.envs.arm`) instead of reaching MuJoCo; ``render_mode="human"`` also opens MuJoCo's
+viewer where a display allows (without one it warns once and renders offscreen only); mocap and
+actuator activations are not part of the functional state.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +72,34 @@ def resolve_camera(model: mujoco.MjModel, camera: str | int | None, default: str
     return camera
 
 
+def viewer_unavailable() -> str | None:
+    """Why MuJoCo's viewer cannot open a window in this process, or None when it can: a display
+    (``DISPLAY`` or ``WAYLAND_DISPLAY`` on Linux) and a GLFW that initializes on it."""
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        return "no display: DISPLAY and WAYLAND_DISPLAY are unset"
+    try:
+        import glfw
+    except Exception as err:  # the glfw package raises ImportError or its own errors when libglfw is missing
+        return f"GLFW does not load: {err} (Debian: libglfw3)"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # glfw reports its errors as warnings; the reason is given below
+        if glfw._glfw is None or not glfw.init():
+            return f"GLFW cannot initialize on display {os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')!r}"
+    return None
+
+
+_no_window_warned = False
+
+
+def _warn_no_window(reason: str) -> None:
+    """Say once per process that human mode shows no window, and why."""
+    global _no_window_warned
+    if not _no_window_warned:
+        _no_window_warned = True
+        warnings.warn(f"render_mode='human': no window can open ({reason}); render() returns offscreen frames "
+                      f"(MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}) and no viewer is shown", RuntimeWarning, stacklevel=4)
+
+
 class MujocoGymEnv(gymnasium.Env):
     """A MuJoCo model wrapped in the gymnasium interface (the reference's ``MujocoGymEnv``).
 
@@ -105,16 +136,17 @@ class MujocoGymEnv(gymnasium.Env):
         self._viewer: FrameRenderer | None = None  # the offscreen renderer, built on first use
         self._human_viewer: Any = None  # MuJoCo's passive viewer (render_mode "human"), opened on first use
         self._human_threads: list[threading.Thread] = []  # the viewer's threads, joined by close()
+        self._human_unavailable = False  # no window can open (warned once): human mode renders offscreen only
         self._render_specs = render_spec
         self._render_camera = resolve_camera(self._model, render_spec.camera_id, self._default_camera)
 
     # -- rendering ----------------------------------------------------------------------------------
     def render(self) -> np.ndarray | None:
-        """(height, width, 3) uint8 frame from ``render_spec.camera_id``; with ``render_mode="human"``
-        the viewer is brought up to date instead and None returned (gymnasium's convention)."""
+        """(height, width, 3) uint8 frame from ``render_spec.camera_id``. With ``render_mode="human"``
+        the viewer is brought up to date first, and the frame returned as the reference returns it
+        (gymnasium's checker notes that human rendering usually returns None)."""
         if self.render_mode == "human":
             self._sync_viewer()
-            return None
         return self._frame()
 
     def _frame(self) -> np.ndarray:
@@ -132,16 +164,21 @@ class MujocoGymEnv(gymnasium.Env):
     def _sync_viewer(self) -> None:
         """Open MuJoCo's passive viewer on :attr:`data` (first call) and show the current state.
 
-        Needs a display (a desktop, or Xvfb) and GLFW; RuntimeError saying so when it cannot open."""
+        Where no window can open (no display, no GLFW), one warning says why and the env goes on
+        without a window: ``render()`` still returns offscreen frames, as the reference does. The
+        check runs before MuJoCo's viewer starts, whose GLFW failure would end the process."""
         if self._human_viewer is None:
+            if self._human_unavailable:
+                return
+            reason = viewer_unavailable()
+            if reason is not None:
+                self._human_unavailable = True
+                _warn_no_window(reason)
+                return
             import mujoco.viewer
 
             before = set(threading.enumerate())
-            try:
-                self._human_viewer = mujoco.viewer.launch_passive(self._model, self.data)
-            except Exception as err:  # GLFW's failures surface as assorted types
-                raise RuntimeError(f"render_mode='human' cannot open MuJoCo's viewer: {err}. It needs a display "
-                                   "(DISPLAY set, e.g. under xvfb-run) and GLFW (Debian: libglfw3)") from err
+            self._human_viewer = mujoco.viewer.launch_passive(self._model, self.data)
             self._human_threads = [t for t in threading.enumerate() if t not in before]
         with self._human_viewer.lock():
             self.data  # noqa: B018  (brings the viewer's MjData up to date)

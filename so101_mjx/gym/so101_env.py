@@ -16,6 +16,7 @@ The IK target is updated here, as the reference's ``apply_action`` does, with th
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,11 +31,11 @@ from so101_mjx.envs import arm as arm_module
 from so101_mjx.envs.base import SO101Env, as_qpos0
 from so101_mjx.envs.config import ArmConfig
 from so101_mjx.errors import InputError
+from so101_mjx.gym.compiled import compiled
 from so101_mjx.gym.mujoco_env import CAMERA, RENDER_MODES, GymRenderingSpec, MujocoGymEnv
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.gripper import ctrl_to_gripper_pose
-from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
-from so101_mjx.envs.registry import split_options
+from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE
 from so101_mjx.sim.state import State
 
 HOME_POSITION = np.asarray(arm_module.HOME_POSITION, np.float64)  # (5,) rad, the arm's reset pose
@@ -69,16 +70,6 @@ class ArmOnly(SO101Env):
 
     def reward_terms(self, physics, info, success) -> dict:
         return {}
-
-
-def functional_env(task: type[SO101Env], xml_path: str | Path | None, config: dict[str, Any]) -> SO101Env:
-    """``task`` on backend ``c`` with config overrides and backend options ``config`` (unknown names:
-    InputError) on its scene, or on the MJCF at ``xml_path`` (same joints, sites and named geoms)."""
-    cfg, physics_kwargs = split_options(task, "c", config)
-    if xml_path is not None and not isinstance(xml_path, (str, Path)):
-        raise InputError(f"xml_path must be None or the path of an MJCF file, got {xml_path!r}")
-    model = None if xml_path is None else load_model(Path(xml_path), jaw_pads=cfg.jaw_pads)
-    return task(cfg, "c", model=model, **physics_kwargs)
 
 
 def check_action_scale(value: Any) -> float:
@@ -138,38 +129,19 @@ class SO101GymEnv(MujocoGymEnv):
         config["action_scale"] = scale  # unused by the control here: the IK target is updated below
         config.update(home_position=home_position, cartesian_bounds=cartesian_bounds)  # checked by the env's config
         checks.integer("seed", seed, ge=0, le=2**32 - 1)
-        self.env = functional_env(task, xml_path, config)
+        self._compiled = compiled(task, xml_path, config)
+        self.env = self._compiled.env
         cfg = self.env.config
-        super().__init__(xml_path, seed, cfg.control_dt, cfg.physics_dt, render_spec, model=self.env.mj_model)
+        super().__init__(xml_path, seed, cfg.control_dt, cfg.physics_dt, render_spec, model=copy.copy(self.env.mj_model))
         self.render_mode, self.image_obs = render_mode, image_obs
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.control_dt))}
         self._home_position, self._cartesian_bounds = np.asarray(cfg.home_position), np.asarray(cfg.cartesian_bounds)
         self._action_scale = scale
         self._top_down_ik = cfg.top_down_ik
         self._dtype = jnp.result_type(float)  # float64 under jax_enable_x64, else float32
-        arm = self.env.arm
-        self._reset_fn = jax.jit(self.env.reset)
-        self._reset_to_fn = jax.jit(self.env.reset_to)
-        self._step_fn = jax.jit(self._control_step)
-        self._ik_point = jax.jit(arm.ik_point)
-        self._agent_pos = jax.jit(arm.agent_pos)
-        self._synced: tuple[np.ndarray, ...] | None = None  # the MjData fields as last written from the state
-        self._set_state(self._reset_fn(jax.random.PRNGKey(seed)))
-        low, high = arm.action_bounds()  # joint mode (control_mode="joint"): the six motors' targets
+        self._set_state(self._compiled.reset(jax.random.PRNGKey(seed)))
+        low, high = self.env.arm.action_bounds()  # joint mode (control_mode="joint"): the six motors' targets
         self.action_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
-        self._joint_step = jax.jit(self.env.step) if arm.joint_mode is not None else None
-
-    def _control_step(self, state: State, action: jax.Array, scale: jax.Array, bounds: jax.Array) -> State:
-        """The reference's IK-target update (``scale`` m per unit action, clipped to ``bounds`` (2, 3) m), then
-        the functional step with that target held: IK, gripper, physics, task bookkeeping.
-
-        NaN/inf deltas count as zero and reach the functional step as they are, which counts them
-        in ``nonfinite_actions``; a non-finite grasp keeps the jaw command there."""
-        info, finite = state.info, jnp.isfinite(action[:3])
-        target, is_zero = self.env.arm.next_ik_target(state.physics, info, action[:3], scale, bounds)
-        held = state.replace(info=info.replace(ik_target=target, last_action_zero=jnp.ones((), bool)))
-        out = self.env.step(held, jnp.concatenate([jnp.where(finite, 0.0, action[:3]), action[3:]]))
-        return out.replace(info=out.info.replace(last_action_zero=is_zero))
 
     # -- the reference's robot methods ---------------------------------------------------------------
     def reset_robot(self) -> None:
@@ -188,17 +160,17 @@ class SO101GymEnv(MujocoGymEnv):
         clipped to ``cartesian_bounds``; ``grasp`` in [0, 1] (0 closed) is the jaw command; one IK,
         then ``control_dt // physics_dt`` physics steps. ValueError for another shape or non-real values.
         In joint mode (``control_mode="joint"``): six motor targets (:mod:`so101_mjx.robot.motors`)."""
-        if self._joint_step is not None:  # joint mode: motor targets straight to the functional step
+        if self._compiled.joint_step is not None:  # joint mode: motor targets straight to the functional step
             action = checks.real_array("action", action, (6,), layout=f" = {self.env.arm.action_layout}")
             self._read_back()
-            self._set_state(self._joint_step(self._state, jnp.asarray(action, self._dtype)))
+            self._set_state(self._compiled.joint_step(self._state, jnp.asarray(action, self._dtype)))
             if self.render_mode == "human":
                 self._sync_viewer()
             return
         action = checks.real_array("action", action, (4,), layout=" = [dx, dy, dz, grasp]")
         self._read_back()
         scale, bounds = jnp.asarray(self._action_scale, self._dtype), jnp.asarray(self._cartesian_bounds, self._dtype)
-        self._set_state(self._step_fn(self._state, jnp.asarray(action, self._dtype), scale, bounds))
+        self._set_state(self._compiled.control_step(self._state, jnp.asarray(action, self._dtype), scale, bounds))
         if self.render_mode == "human":
             self._sync_viewer()
 
@@ -206,7 +178,7 @@ class SO101GymEnv(MujocoGymEnv):
         """(14,) [arm qpos (5), arm qvel (5), gripper_pose, ee_pos (3)], as the reference (float64;
         ee_pos is the ``so101/ee_pos`` sensor, one physics step stale after a step)."""
         self._read_back()
-        agent = np.asarray(self._agent_pos(self._state.physics))
+        agent = np.asarray(self._compiled.agent_pos(self._state.physics))
         return np.concatenate([agent[:10].astype(np.float32), self.get_gripper_pose(), agent[11:].astype(np.float64)])
 
     def get_gripper_pose(self) -> np.ndarray:
@@ -219,7 +191,7 @@ class SO101GymEnv(MujocoGymEnv):
     def ik_point_pos(self) -> np.ndarray:
         """World position (3,) of the point the action moves (grasp point with ``top_down_ik``)."""
         self._read_back()
-        return np.asarray(self._ik_point(self._state.physics), np.float64)
+        return np.asarray(self._compiled.ik_point(self._state.physics), np.float64)
 
     def _top_down_seed(self) -> np.ndarray:
         """(5,) current arm angles with wrist_roll turned so the jaws close along world y (the top-down IK's seed)."""
@@ -293,25 +265,27 @@ class SO101GymEnv(MujocoGymEnv):
 
     @property
     def data(self) -> mujoco.MjData:
-        """The current state as a ``MjData`` after ``mj_forward``; writable, as the reference's.
+        """The current state as a ``MjData``, written after every reset and step; writable, as the reference's.
 
-        Edits of ``qpos``, ``qvel``, ``ctrl``, ``qacc_warmstart`` or ``time`` reach the simulation
-        on the next step (or any method reading the state), which reads them back into
-        :attr:`state` (sensors re-evaluated with ``mj_forward``); other fields (mocap, act) are
-        not part of the functional state. Its sensors are evaluated at the current qpos, whereas
-        ``agent_pos``'s ee_pos, as the reference's, is one physics step stale.
+        ``qpos``, ``qvel``, ``ctrl``, ``qacc_warmstart``, ``time`` and ``sensordata`` are the state's;
+        frames, contacts and sensors are where the last physics step evaluated them (at
+        ``state.physics.kin_qpos``), as a ``MjData`` holds them after ``mj_step``. The same
+        object is kept, so a reference to it taken earlier (the reference's ``env._data``) stays
+        current. Edits of ``qpos``, ``qvel``, ``ctrl``, ``qacc_warmstart`` or ``time`` reach the
+        simulation on the next step (or any method reading the state), which reads them back into
+        :attr:`state` (sensors re-evaluated with ``mj_forward``); other fields (mocap, act) are not
+        part of the functional state.
         """
-        if self._synced is None:
-            p, d = self._state.physics, self._mjdata
-            d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:] = p.qpos, p.qvel, p.ctrl, p.qacc_warmstart
-            d.time = float(p.time)
-            mujoco.mj_forward(self._model, d)
-            self._synced = self._data_fields()
         return self._mjdata
 
     def _set_state(self, state: State) -> None:
+        """Make ``state`` current and write it into :attr:`data`."""
         self._state = state
-        self._synced = None
+        p, d = state.physics, self._mjdata
+        d.qpos[:], d.qvel[:], d.ctrl[:] = p.kin_qpos, p.qvel, p.ctrl
+        mujoco.mj_forward(self._model, d)  # frames where the last physics step evaluated them, as after mj_step
+        d.qpos[:], d.qacc_warmstart[:], d.sensordata[:], d.time = p.qpos, p.qacc_warmstart, p.sensordata, float(p.time)
+        self._synced = self._data_fields()
 
     def _data_fields(self) -> tuple[np.ndarray, ...]:
         d = self._mjdata
@@ -319,7 +293,7 @@ class SO101GymEnv(MujocoGymEnv):
 
     def _read_back(self) -> None:
         """Copy edits of :attr:`data` made since it was last written back into :attr:`state`."""
-        if self._synced is None or all(np.array_equal(a, b) for a, b in zip(self._data_fields(), self._synced)):
+        if all(np.array_equal(a, b) for a, b in zip(self._data_fields(), self._synced)):
             return
         d, dtype = self._mjdata, self._dtype
         mujoco.mj_forward(self._model, d)

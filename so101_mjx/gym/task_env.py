@@ -91,8 +91,6 @@ class SO101MjxGymEnv(SO101GymEnv):
         render_mode, image_obs = config.pop("render_mode", "rgb_array"), config.pop("image_obs", False)
         self._setup(registry.task(self.task), xml_path, seed, render_spec, render_mode, image_obs, home_position,
                     cartesian_bounds, config)
-        self._observe = jax.jit(self.env.observation)
-        self._evaluate = jax.jit(self._success_and_reward)
         agent = spaces.Box(-np.inf, np.inf, (self.env.agent_pos_size,), np.float32)
         spec = self._render_specs
         if self.image_obs:
@@ -113,9 +111,9 @@ class SO101MjxGymEnv(SO101GymEnv):
         fixed = self.env.reference_initial(self.np_random) if self.env.reference_env else None
         key = jax.random.PRNGKey(self.np_random.integers(0, 2**31 - 1))
         if fixed is None:
-            self._set_state(self._reset_fn(key))
+            self._set_state(self._compiled.reset(key))
         else:
-            self._set_state(self._reset_to_fn(key, **{k: jnp.asarray(v, self._dtype) for k, v in fixed.items()}))
+            self._set_state(self._compiled.reset_to(key, **{k: jnp.asarray(v, self._dtype) for k, v in fixed.items()}))
         self.reset_robot()
         if self.render_mode == "human":
             self._sync_viewer()
@@ -140,24 +138,18 @@ class SO101MjxGymEnv(SO101GymEnv):
     def _compute_observation(self) -> dict:
         """The observation of the current state (edits of :attr:`data` included)."""
         self._read_back()
-        self._state = self._state.replace(obs=self._observe(self._state.physics, self._state.info))
+        self._state = self._state.replace(obs=self._compiled.observe(self._state.physics, self._state.info))
         return self._observation()
 
     def _compute_reward(self) -> float:
         """The task's reward at the current state."""
         self._read_back()
-        return float(self._evaluate(self._state.physics, self._state.info)[1])
+        return float(self._compiled.evaluate(self._state.physics, self._state.info)[1])
 
     def _is_success(self) -> bool:
         """The task's success criterion at the current state."""
         self._read_back()
-        return bool(self._evaluate(self._state.physics, self._state.info)[0])
-
-    def _success_and_reward(self, physics, info) -> tuple[jax.Array, jax.Array]:
-        success = self.env.success(physics, info)
-        terms = self.env.reward_terms(physics, info, success)
-        dtype = physics.qpos.dtype
-        return success, sum((self.env.reward_scales[k] * v.astype(dtype) for k, v in terms.items()), jnp.zeros((), dtype))
+        return bool(self._compiled.evaluate(self._state.physics, self._state.info)[0])
 
     @property
     def task_description(self) -> str:

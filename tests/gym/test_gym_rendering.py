@@ -1,6 +1,7 @@
 """Rendering (seed 000, GymRenderingSpec and render()): camera_id honoured in render() and image_obs,
-mode "human" accepted; render_mode="human" opens MuJoCo's passive viewer, synced every step (run
-for real under Xvfb with GLFW)."""
+mode "human" accepted; render_mode="human" opens MuJoCo's passive viewer, synced every step, and
+render() returns the frame as the reference's does (run for real under Xvfb with GLFW; without a
+display: tests/gym/test_gym_headless.py)."""
 
 import os
 import shutil
@@ -66,7 +67,8 @@ viewer = env._human_viewer
 assert viewer is not None and viewer.is_running()
 for _ in range(5):
     env.step([0.0, 0.0, 0.5, 1.0])
-assert env.render() is None and viewer.is_running()
+frame = env.render()
+assert frame.shape == (128, 128, 3) and frame.any() and viewer.is_running()
 env.close()
 assert env._human_viewer is None
 print("viewer opened, stepped and closed")
@@ -74,7 +76,8 @@ print("viewer opened, stepped and closed")
 
 
 def test_human_mode_opens_steps_and_closes_the_viewer():
-    """Seed 000, render_mode="human": MuJoCo's passive viewer opens, follows the steps and closes, under Xvfb with GLFW."""
+    """Seed 000, render_mode="human": MuJoCo's passive viewer opens, follows the steps, render() returns
+    the frame, and the viewer closes, under Xvfb with GLFW."""
     if os.environ.get("DISPLAY"):
         prefix = []
     elif shutil.which("xvfb-run"):
