@@ -1,13 +1,14 @@
 """Presets of SO101PushCube-v0, on its dense reward (reach behind the block, push progress, success).
 
-None of ``cpu`` and ``gpu`` has been run yet, so ``DEFAULT`` is ``tiny``; the ``cpu`` preset is sized
-like PickCube's (backend c, a 2-core CPU), the ``gpu`` one like PickPlace's.
+``cpu`` (the default; backend c, a 2-core CPU) starts half of its training episodes along the
+scripted push (``demo_start_prob``); its results are on the docs' Tasks page. ``gpu`` is sized like
+PickPlace's and has not been run.
 """
 
 from so101_mjx.training.preset import Preset, tiny
 
 ENV = "SO101PushCube-v0"
-DEFAULT = "tiny"
+DEFAULT = "cpu"
 # random placements, 4 cm per action unit (as the pick tasks' training configs); top-down IK and
 # jaw pads are the task's defaults
 PUSH_CONFIG = {"random_block_position": True, "action_scale": 0.04, "reward_type": "dense"}
