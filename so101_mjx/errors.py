@@ -1,9 +1,11 @@
-"""The library's one exception type for bad input, and its file flavours.
+"""The library's exception type for bad input, its file flavours, and the one for a missing setup.
 
 Everything a user can get wrong — a config field, a CLI value, an env name, a file that is missing
 or malformed — raises :class:`InputError` (a ValueError, so ``except ValueError`` still catches it)
 with a message naming the field and what is allowed. ``so101-mjx`` reports it as one line with exit
-status 2; any other exception is a bug and keeps its traceback.
+status 2. :class:`SetupError` says that this machine lacks something a call needs (a GL backend
+for offscreen frames, a display); ``so101-mjx`` reports it as one line with exit status 1. Any
+other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -19,3 +21,8 @@ class MissingFileError(InputError, FileNotFoundError):
 
 class ExistingFileError(InputError, FileExistsError):
     """A path the user named exists where a new one is required (also a FileExistsError)."""
+
+
+class SetupError(RuntimeError):
+    """This machine lacks what the call needs (a GL backend, a display, a system library); the
+    message says what to install or set."""

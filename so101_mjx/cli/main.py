@@ -4,20 +4,42 @@ The parser is built from :mod:`so101_mjx.cli.commands` and :mod:`so101_mjx.cli.b
 declare every command's arguments without importing it; the chosen command's module is imported
 to run it. A :class:`~so101_mjx.errors.InputError` (bad input: a value, a file, an env name) is
 reported as one line with exit status 2, and so is an OSError of the disk (out of space, quota,
-read-only, permission, name too long: :data:`so101_mjx._files.DISK_ERRNOS`); any other exception is a
-bug and keeps its traceback.
+read-only, permission, name too long: :data:`so101_mjx._files.DISK_ERRNOS`). A
+:class:`~so101_mjx.errors.SetupError` (no GL backend, no display) is one line with exit status 1,
+and so is a ``MUJOCO_GL`` that would make ``import mujoco`` fail (checked before a command runs).
+Any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes.util
 import importlib
+import os
 import sys
 
 from so101_mjx.cli.benches import BENCHES
 from so101_mjx.cli.commands import COMMANDS, Command
 from so101_mjx._files import DISK_ERRNOS
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, SetupError
+
+
+# MUJOCO_GL values mujoco's GL context module accepts on Linux, and the library each one loads
+MUJOCO_GL_LIBRARIES = {"egl": ("EGL", "libegl1"), "osmesa": ("OSMesa", "libosmesa6"), "glx": ("GL", "libgl1"), "glfw": ("glfw", "libglfw3")}
+MUJOCO_GL_OTHERS = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0")
+
+
+def mujoco_gl_problem() -> str | None:
+    """Why ``import mujoco`` would fail under this ``MUJOCO_GL`` (Linux), or None."""
+    value = os.environ.get("MUJOCO_GL", "").lower().strip()
+    if not sys.platform.startswith("linux") or value in MUJOCO_GL_OTHERS:
+        return None
+    if value not in MUJOCO_GL_LIBRARIES:
+        return f"MUJOCO_GL must be one of {sorted(MUJOCO_GL_LIBRARIES)} (or unset), got {value!r}"
+    library, package = MUJOCO_GL_LIBRARIES[value]
+    if value in ("egl", "osmesa") and ctypes.util.find_library(library) is None:
+        return f"MUJOCO_GL={value!r} needs lib{library}, which is not installed (Debian: {package}); install it or choose another MUJOCO_GL"
+    return None
 
 
 def _add(sub: argparse._SubParsersAction, name: str, command: Command) -> None:
@@ -47,8 +69,15 @@ def main(argv: list[str] | None = None) -> int:
         args._argv = argv  # what a command that runs itself again in other processes passes them (train --num-processes)
     except SystemExit as exit_:  # argparse: usage + one error line (2), or --help (0)
         return int(exit_.code or 0)
+    problem = mujoco_gl_problem()
+    if problem is not None:
+        print(f"so101-mjx {args.command}: error: {problem}", file=sys.stderr)
+        return 1
     try:
         return int(importlib.import_module(args._module).run(args) or 0)
+    except SetupError as err:
+        print(f"so101-mjx {args.command}: error: {err}", file=sys.stderr)
+        return 1
     except InputError as err:
         print(f"so101-mjx {args.command}: error: {err}", file=sys.stderr)
         return 2

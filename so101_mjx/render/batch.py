@@ -41,7 +41,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx import _checks as checks
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, SetupError
 from so101_mjx.robot.scenes import scene_path
 
 QUALITIES = ("fast", "shadowed", "full")  # render models: light meshes (without / with shadows), or the scene as shipped
@@ -179,13 +179,16 @@ class _Worker:
             raise self.failed(err) from err
 
     def reply(self) -> None:
-        """Wait for a ("ready" | "frames", "") answer past ("drawing", "") heartbeats; RuntimeError with the worker's error otherwise."""
+        """Wait for a ("ready" | "frames", "") answer past ("drawing", "") heartbeats; SetupError when the
+        worker has no GL context, RuntimeError with its error otherwise."""
         try:
             kind, text = self.conn.recv()
             while kind == "drawing":
                 kind, text = self.conn.recv()
         except (EOFError, OSError) as err:
             raise self.failed(err) from err
+        if kind == "setup-error":
+            raise SetupError(f"render worker (pid {self.process.pid}): {text}")
         if kind == "error":
             raise RuntimeError(f"render worker (pid {self.process.pid}): {text}")
 

@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx._files import atomic_path
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, SetupError
 
 
 _OPEN: weakref.WeakSet[FrameRenderer] = weakref.WeakSet()  # renderers whose GL context is still held
@@ -46,12 +46,11 @@ class FrameRenderer:
         self.data = mujoco.MjData(model)
         self.camera, self.shadows = camera, shadows
         try:
-            self._renderer = mujoco.Renderer(model, height=height, width=width)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # GLFW's own warnings: the error below says why
+                self._renderer = mujoco.Renderer(model, height=height, width=width)
         except Exception as err:  # GL failures surface as assorted exception types
-            raise RuntimeError(
-                f"cannot create an offscreen GL context (MUJOCO_GL={mujoco_gl()!r}): {err}. "
-                "On headless Linux install libosmesa6 (MUJOCO_GL=osmesa) or use a GPU with EGL."
-            ) from err
+            raise SetupError(gl_failure(err)) from err
         if not _OPEN:  # registered after MuJoCo's own exit hooks (eglTerminate): run before them
             atexit.unregister(_close_open)
             atexit.register(_close_open)
@@ -74,6 +73,15 @@ class FrameRenderer:
 
 def mujoco_gl() -> str:
     return os.environ.get("MUJOCO_GL", "")
+
+
+def gl_failure(err: Exception) -> str:
+    """One line on why no offscreen GL context could be made, and what to do."""
+    if mujoco_gl().lower() in ("", "glfw", "glx") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        hint = "it renders through a window system and there is no display: use MUJOCO_GL=egl (or osmesa) here"
+    else:
+        hint = "on headless Linux use MUJOCO_GL=egl (Mesa's libegl1, or a GPU driver) or MUJOCO_GL=osmesa (libosmesa6)"
+    return f"cannot create an offscreen GL context (MUJOCO_GL={mujoco_gl()!r}): {err}; {hint}"
 
 
 VIDEO_SUFFIXES = (".mp4", ".gif")

@@ -6,7 +6,7 @@ are drawn in separate processes, not threads, because two threads of one process
 GL work only in part (measured on 2 cores, 64×64: 1.6× one thread; two processes: 2.2×).
 
 Protocol (pickled messages): the parent sends the setup ``(model, height, width, camera,
-markers, shadows)`` and the worker answers ``("ready", "")`` or ``("error", text)``; then each
+markers, shadows)`` and the worker answers ``("ready", "")`` or ``("setup-error", text)`` (no GL context); then each
 ``(qpos (n, nq), marker_pos (n, len(markers), 3) | None, params {MjModel field: (n, ...)})`` is
 answered ``("frames", "")`` followed by the (n, H, W, 3) uint8 frames as raw bytes, or
 ``("error", traceback)``; while drawing, the worker sends ``("drawing", "")`` at least every
@@ -26,7 +26,7 @@ from multiprocessing.connection import Connection
 import mujoco
 import numpy as np
 
-from so101_mjx.render.frames import mujoco_gl
+from so101_mjx.render.frames import gl_failure
 
 HEARTBEAT_S = 1.0  # s between two ("drawing", "") messages, at most (one frame more)
 
@@ -76,7 +76,7 @@ def serve(conn: Connection) -> None:
         data = mujoco.MjData(model)
         renderer = mujoco.Renderer(model, height, width)
     except Exception as err:  # GL failures surface as assorted exception types
-        conn.send(("error", f"cannot create an offscreen GL context (MUJOCO_GL={mujoco_gl()!r}): {err}"))
+        conn.send(("setup-error", gl_failure(err)))
         return
     renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = shadows
     sites = [model.site(name).id for name in markers]
