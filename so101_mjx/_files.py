@@ -6,7 +6,9 @@
 - :class:`Transaction`: several files under one directory, staged in ``<root>/.staging/`` and
   published by renames listed in a manifest. Writing the manifest is the commit point:
   :func:`recover` (run by the next writer) finishes a commit whose manifest exists and discards a
-  staging area without one. SIGINT and SIGTERM wait while the renames run.
+  staging area without one. SIGINT and SIGTERM wait while the renames run. Every published or
+  deleted path is confined (:func:`confine`): relative, under the writer's prefixes, inside the root;
+  a manifest that breaks this (or is not the JSON a Transaction writes) is refused, never replayed.
 - :func:`disk_errors`: an out-of-space, read-only or permission OSError as one line naming the
   path and saying that nothing was changed.
 
@@ -27,6 +29,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from so101_mjx.errors import InputError
 
@@ -114,14 +117,59 @@ def deferred_signals() -> Iterator[None]:
             signal.raise_signal(sig)
 
 
-def recover(root: str | Path) -> bool:
+def _inside(path: Path, root: Path) -> bool:
+    """``path``'s existing directories (symlinks followed) lie within ``root``'s."""
+    real, top = os.path.realpath(path.parent), os.path.realpath(root)
+    return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def confine(root: Path, rel: Any, prefixes: tuple[str, ...] = ("",)) -> str:
+    """``rel`` when it is a plain relative POSIX path (no ``.``, ``..``, empty or hidden-staging part)
+    starting with one of ``prefixes`` whose directories stay inside ``root`` (symlinks followed);
+    InputError naming it otherwise."""
+    parts = rel.split("/") if isinstance(rel, str) else []
+    plain = bool(parts) and "\0" not in rel and "\\" not in rel and all(p not in ("", ".", "..") for p in parts)
+    if not (plain and parts[0] != STAGING and rel.startswith(prefixes) and _inside(root / rel, root)):
+        allowed = " or ".join(repr(p) for p in prefixes if p) or "the root"
+        raise InputError(f"{rel!r} is not a relative path under {allowed} inside {root}")
+    return rel
+
+
+def _read_manifest(root: Path, prefixes: tuple[str, ...]) -> dict[str, list[str]]:
+    """The staged manifest, checked as :class:`Transaction` writes it: ``{"replace": [paths], "delete": [paths]}``,
+    every path confined to ``prefixes`` in ``root`` and in the staging area; InputError otherwise."""
+    stage, path = root / STAGING, root / STAGING / MANIFEST
+    refuse = "so101-mjx did not write this staging area: look at it, then remove it to go on"
+    try:
+        manifest = json.loads(path.read_bytes())
+    except ValueError:
+        raise InputError(f"{path} is not valid JSON; {refuse}") from None
+    if not (isinstance(manifest, dict) and set(manifest) == {"replace", "delete"} and all(isinstance(v, list) for v in manifest.values())):
+        raise InputError(f"{path} must be a JSON object {{\"replace\": [paths], \"delete\": [paths]}}; {refuse}")
+    for rel in manifest["replace"] + manifest["delete"]:
+        try:
+            confine(root, rel, prefixes)
+            confine(stage, rel)
+        except InputError as err:
+            raise InputError(f"{path}: {err}; {refuse}") from None
+        if (stage / rel).is_symlink():
+            raise InputError(f"{path}: the staged {rel!r} is a symbolic link; {refuse}")
+    return manifest
+
+
+def recover(root: str | Path, prefixes: tuple[str, ...] = ("",)) -> bool:
     """Finish the commit staged under ``root`` if its manifest was written, else discard the staging
-    area. True when a commit was finished. Callers hold ``root``'s writer lock."""
-    stage = Path(root) / STAGING
+    area. True when a commit was finished. InputError, with nothing changed, when the staging area is
+    not one a :class:`Transaction` with these ``prefixes`` writes (:func:`confine`). Callers hold
+    ``root``'s writer lock."""
+    root = Path(root)
+    stage = root / STAGING
+    if stage.is_symlink():
+        raise InputError(f"{stage} is a symbolic link; so101-mjx did not write this staging area: look at it, then remove it to go on")
     if not (stage / MANIFEST).is_file():
         shutil.rmtree(stage, ignore_errors=True)
         return False
-    _publish(Path(root), json.loads((stage / MANIFEST).read_text()))
+    _publish(root, _read_manifest(root, prefixes))
     return True
 
 
@@ -156,9 +204,9 @@ class Transaction:
 
     commits = 0  # commits begun by this process (the kill_point count)
 
-    def __init__(self, root: str | Path):
-        self.root = Path(root)
-        recover(self.root)
+    def __init__(self, root: str | Path, prefixes: tuple[str, ...] = ("",)):
+        self.root, self.prefixes = Path(root), prefixes  # every published or deleted path starts with one of prefixes
+        recover(self.root, prefixes)
         self.dir = self.root / STAGING
         self.dir.mkdir(parents=True)
         self.replace: list[str] = []
@@ -166,7 +214,8 @@ class Transaction:
         self.published = False  # the manifest is written: the commit happens (now, or by the next writer's recover)
 
     def path(self, rel: str) -> Path:
-        """Where to write the file published at ``root/rel``."""
+        """Where to write the file published at ``root/rel`` (InputError when :func:`confine` refuses it)."""
+        confine(self.root, rel, self.prefixes)
         if rel in self.replace:
             self.replace.remove(rel)
         self.replace.append(rel)
@@ -175,7 +224,8 @@ class Transaction:
         return path
 
     def delete(self, rel: str) -> None:
-        self.deletes.append(rel)
+        """Remove ``root/rel`` at publication (InputError when :func:`confine` refuses it)."""
+        self.deletes.append(confine(self.root, rel, self.prefixes))
 
     def unstage(self) -> None:
         """Forget the files staged for publication (the scratch directory stays)."""

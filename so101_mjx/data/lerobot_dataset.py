@@ -9,7 +9,10 @@ writer killed at any moment leaves the dataset of its last commit (the next writ
 commit whose manifest was written, or discards the staging area). Each commit starts new files
 (``file-001`` after ``file-000``; ``chunk-001`` after ``chunks_size`` files), and a commit's episodes
 roll over to the next file when a file would reach its size limit (100 MB data, 200 MB video).
-A resumed dataset is checked first (:func:`so101_mjx.data.dataset_check.check`).
+A resumed dataset is checked first (:func:`so101_mjx.data.dataset_check.check`). Every file a
+writer publishes or deletes lies under ``data/``, ``meta/`` or ``videos/`` of the root
+(:data:`~so101_mjx.data.lerobot_format.PREFIXES`); a staging area whose manifest names another path is
+refused, never replayed (:func:`so101_mjx._files.recover`).
 """
 
 from __future__ import annotations
@@ -68,13 +71,14 @@ class DatasetWriter:
                  video_files_size_in_mb: float = fmt.VIDEO_FILES_SIZE_IN_MB):
         self.root = Path(root)
         features = {**features, **fmt.DEFAULT_FEATURES}
+        fmt.check_feature_keys(features, "the recorded features")
         self.video_keys = [k for k, f in features.items() if f["dtype"] == "video"]
         prefixes = ("data/", "meta/episodes/", *(f"videos/{k}/" for k in self.video_keys))
         self.next = dict.fromkeys(prefixes, (0, 0))  # each prefix's first file not yet written
         self.episode_stats: list[dict[str, dict[str, np.ndarray]]] = []
         self.tasks: list[str] = []
         if self.root.is_dir():
-            recover(self.root)
+            recover(self.root, fmt.PREFIXES)
         if resume:
             self.info = self._check_resumable(features, fps)
             rows = read_episodes(self.root).to_pylist()
@@ -147,7 +151,7 @@ class DatasetWriter:
         stats = {k: image_stats(frames[k]) if k in self.video_keys else feature_stats(data[k]) for k in self.features}
         table = pa.table({k: fmt.column(data[k], self.features[k]) for k in data}).replace_schema_metadata(self.hf_metadata)
         with disk_errors(self.root):
-            self.txn = self.txn or Transaction(self.root)
+            self.txn = self.txn or Transaction(self.root, fmt.PREFIXES)
             parts = {}
             for k in self.video_keys:
                 parts[k] = self.txn.scratch() / f"{k}.{episode:09d}.mp4"

@@ -9,6 +9,9 @@ Layout, column names, dtypes and JSON keys::
     data/chunk-000/file-000.parquet                    one row per frame, one row group per episode
     videos/<video key>/chunk-000/file-000.mp4          episodes' frames, concatenated
 
+Every path a writer derives from the files on disk stays under :data:`PREFIXES`: feature keys
+match :data:`FEATURE_KEY`, and :func:`files` lists ``chunk-<digits>/file-<digits>`` names only.
+
 Videos: AV1 (libsvtav1, yuv420p, GOP 2, CRF 30, lerobot's defaults), each episode encoded on its
 own and stream-copied into its file, so every episode starts on a keyframe. ffmpeg is imageio-ffmpeg's.
 """
@@ -27,6 +30,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from so101_mjx._files import DISK_ERRNOS
+from so101_mjx.errors import InputError
 
 CODEBASE_VERSION = "v3.0"
 CHUNKS_SIZE, DATA_FILES_SIZE_IN_MB, VIDEO_FILES_SIZE_IN_MB = 1000, 100, 200
@@ -35,6 +40,9 @@ DATA_PATH = "data/" + _CHUNK_FILE + ".parquet"
 VIDEO_PATH = "videos/{video_key}/" + _CHUNK_FILE + ".mp4"
 EPISODES_PATH = "meta/episodes/" + _CHUNK_FILE + ".parquet"
 INFO_PATH, STATS_PATH, TASKS_PATH = "meta/info.json", "meta/stats.json", "meta/tasks.parquet"
+PREFIXES = ("data/", "meta/", "videos/")  # the only places a dataset writer publishes or deletes files
+FEATURE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")  # one path component: videos/<key>/
+_FILE_NAME = re.compile(r"chunk-(\d{3,9})/file-(\d{3,9})\.(parquet|mp4)")
 DEFAULT_FEATURES = {name: {"dtype": dtype, "shape": [1], "names": None} for name, dtype in (
     ("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"), ("task_index", "int64"))}
 VIDEO_CODEC = {"vcodec": "libsvtav1", "codec": "av1", "pix_fmt": "yuv420p", "g": 2, "crf": 30}
@@ -61,8 +69,36 @@ def file_path(prefix: str, index: tuple[int, int]) -> str:
 
 
 def files(root: Path, prefix: str) -> list[Path]:
-    """The files of ``root/prefix`` in (chunk, file) order."""
-    return sorted((Path(root) / prefix).glob("chunk-*/file-*.*"))
+    """The files ``root/prefix/chunk-<digits>/file-<digits>.<parquet|mp4>`` in (chunk, file) order (other names are no part of the dataset)."""
+    suffix = ".mp4" if prefix.startswith("videos/") else ".parquet"
+    found = [p for p in (Path(root) / prefix).glob("chunk-*/file-*" + suffix) if _FILE_NAME.fullmatch(f"{p.parent.name}/{p.name}")]
+    return sorted(found, key=file_index)
+
+
+def file_index(path: Path) -> tuple[int, int]:
+    """The (chunk, file) index of a path :func:`files` lists."""
+    return int(path.parent.name[6:]), int(path.stem[5:])
+
+
+def check_feature_keys(features: dict[str, Any], source: str | Path) -> None:
+    """InputError naming ``source`` and the first feature key that does not match :data:`FEATURE_KEY`."""
+    for key in features:
+        if not isinstance(key, str) or not FEATURE_KEY.fullmatch(key):
+            raise InputError(f"{source}: feature key {key!r} must be letters, digits, '_', '.' and '-' (not starting with '.' or '-'), "
+                             "at most 200 characters")
+
+
+def read_columns(path: Path, columns: list[str] | None = None, required: tuple[str, ...] = ()) -> pa.Table:
+    """The parquet file at ``path`` (``columns`` only, when given); InputError in one line naming the
+    file and the first of ``required`` it lacks, or why it is unreadable."""
+    try:
+        with pq.ParquetFile(path) as file:
+            missing = [c for c in required if c not in file.schema_arrow.names]
+            if missing:
+                raise InputError(f"{path} lacks the column {missing[0]!r}")
+            return file.read(columns)
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(f"{path} is unreadable ({' '.join(str(err).split())[:160]})") from None
 
 
 def tasks_table(tasks: list[str]) -> pa.Table:
@@ -103,8 +139,9 @@ def write_parquet(path: Path, tables: list[pa.Table], row_group_size: int | None
 
 def ffmpeg(args: list[str], cwd: Path, stdin: bytes | None = None) -> str:
     """Run imageio-ffmpeg's ffmpeg in ``cwd`` (paths relative to it: no character of the dataset's
-    own path reaches ffmpeg's URL parsing); returns its stderr. RuntimeError with the tail of
-    stderr when it fails."""
+    own path reaches ffmpeg's URL parsing); returns its stderr. An OSError of
+    :data:`~so101_mjx._files.DISK_ERRNOS` when ffmpeg names one (a full disk), else RuntimeError
+    with the tail of stderr, when it fails."""
     import imageio_ffmpeg
 
     env = {**os.environ, "SVT_LOG": "1"}  # SVT-AV1 prints its configuration to stderr unless told
@@ -113,6 +150,10 @@ def ffmpeg(args: list[str], cwd: Path, stdin: bytes | None = None) -> str:
         done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-y", *(["-nostdin"] if stdin is None else []), *args], input=stdin,
                               env=env, capture_output=True, cwd=cwd)
     if done.returncode != 0:
+        log = done.stderr.decode(errors="replace")
+        for code in DISK_ERRNOS:
+            if os.strerror(code) in log:
+                raise OSError(code, os.strerror(code), str(cwd / args[-1]))
         raise RuntimeError(f"ffmpeg failed ({' '.join(args[-3:])}): {done.stderr.decode(errors='replace').strip()[-800:]}")
     return done.stderr.decode(errors="replace")
 
@@ -135,10 +176,16 @@ def concat(parts: list[Path], out: Path) -> None:
     listing.unlink()
 
 
-def trim(src: Path, out: Path, frames: int) -> None:
-    """The first ``frames`` frames of the mp4 at ``src``, stream-copied to ``out``."""
-    ffmpeg(["-loglevel", "error", "-i", src.name, "-map", "0:v:0", "-c", "copy", "-frames:v", str(frames),
-            os.path.relpath(out, src.parent)], src.parent)
+def cut(segments: list[tuple[Path, int, int]], fps: int, out: Path) -> None:
+    """Frames ``start .. stop - 1`` of each ``(mp4, start, stop)`` (each ``start`` an episode's first
+    frame, a keyframe), stream-copied one after another into ``out``."""
+    listing = out.parent / f".{out.name}.cut"
+    listing.write_text("".join(f"file '{os.path.relpath(p, out.parent)}'\ninpoint {start / fps!r}\noutpoint {stop / fps!r}\n"
+                               for p, start, stop in segments))
+    try:
+        ffmpeg(["-loglevel", "error", "-f", "concat", "-safe", "0", "-i", listing.name, "-c", "copy", out.name], out.parent)
+    finally:
+        listing.unlink()
 
 
 def count_frames(path: Path) -> int:

@@ -46,6 +46,7 @@ from so101_mjx.render.batch import camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
+from so101_mjx._argtypes import dataset_kept, interruptible
 from so101_mjx.robot.motors import FEATURE_NAMES, motor_limits
 from so101_mjx.robot.scenes import ARM_JOINTS
 from so101_mjx.render.visual_randomization import VisualRandomization
@@ -259,10 +260,10 @@ def record(
     ``config`` overrides env config fields; ``image_quality`` picks the camera's render model
     (:func:`so101_mjx.render.batch.render_model`: ``fast`` or ``full``, the reference's look); ``visual``
     randomizes each episode's lighting, colours and camera pose (:mod:`so101_mjx.render.visual_randomization`;
-    the draw follows from ``seed`` and the episode's attempt number); ``repair`` first truncates the
-    dataset at ``out`` to its complete episodes (:func:`so101_mjx.data.dataset_check.repair`) and
-    implies ``resume``. The episodes of each batch of ``num_envs`` worlds are committed together
-    (:class:`~so101_mjx.data.lerobot_dataset.DatasetWriter`); an interrupt (Ctrl-C, SIGTERM) commits the
+    the draw follows from ``seed`` and the episode's attempt number); ``repair`` first rewrites the dataset
+    at ``out`` to its intact episodes, renumbered (:func:`so101_mjx.data.dataset_repair.repair`; refused,
+    unchanged, when none is intact) and implies ``resume``. The episodes of each batch of ``num_envs``
+    worlds are committed together (:class:`~so101_mjx.data.lerobot_dataset.DatasetWriter`); an interrupt (Ctrl-C, SIGTERM) commits the
     complete episodes of the batch under way, a kill loses them and nothing else. Returns ``tried``,
     ``kept``, ``successes``, ``frames``, ``seconds`` and the dataset's ``total_episodes``. ValueError
     names a bad argument.
@@ -362,14 +363,14 @@ def _sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def _repair(out: Path) -> None:
-    """Truncate the dataset at ``out`` to its complete episodes, saying what was wrong on stderr."""
-    from so101_mjx.data import dataset_check
+def _repair(out: Path, shown: int = 20) -> None:
+    """Rewrite the dataset at ``out`` to its intact episodes, saying what was wrong on stderr (the first ``shown`` problems)."""
+    from so101_mjx.data import dataset_repair
 
-    kept, problems = dataset_check.repair(out, PROVENANCE)
-    for problem in problems:
+    kept, problems = dataset_repair.repair(out, PROVENANCE)
+    for problem in problems[:shown] + ([f"... and {len(problems) - shown} more problems"] if len(problems) > shown else []):
         print(f"record --repair: {out}: {problem}", file=sys.stderr)
-    print(f"record --repair: {out} holds {kept} complete episodes" + (" (nothing to repair)" if not problems else ""), file=sys.stderr)
+    print(f"record --repair: {out} holds {kept} intact episodes" + (" (nothing to repair)" if not problems else ""), file=sys.stderr)
 
 
 def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:
@@ -381,6 +382,7 @@ def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float)
           end="\r" if tty and kept < episodes else "\n", file=sys.stderr, flush=True)
 
 
+@interruptible("record", lambda args: dataset_kept(args.out))  # SIGTERM as Ctrl-C; either ends in one line, status 130
 def run(args: argparse.Namespace) -> int:
     r = record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
                tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,

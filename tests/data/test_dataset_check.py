@@ -1,5 +1,5 @@
 """Datasets damaged as interrupted writers and hand edits damage them: refused before an append with
-one line naming what is wrong, and truncated by ``--repair`` to their complete episodes."""
+one line naming what is wrong, and rewritten by ``--repair`` to their intact episodes, renumbered."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("imageio_ffmpeg")
 
 from so101_mjx import _files  # noqa: E402
-from so101_mjx.data import dataset_check  # noqa: E402
+from so101_mjx.data import dataset_check, dataset_repair  # noqa: E402
 from so101_mjx.data.lerobot_dataset import DatasetWriter, video_feature  # noqa: E402
 from so101_mjx.errors import InputError  # noqa: E402
 
@@ -69,14 +69,14 @@ def add_rows(path: Path, episode: int, n: int) -> None:
     pq.write_table(pa.concat_tables([table, extra]), path)
 
 
-DAMAGES = {  # name: (damage, expected words in the refusal, complete episodes after repair)
+DAMAGES = {  # name: (damage, expected words in the refusal, intact episodes kept by the repair)
     "data file without footer": (lambda r: truncate(r / "data/chunk-000/file-002.parquet", 100), "file-002.parquet is unreadable", 4),
-    "meta file without footer": (lambda r: truncate(r / "meta/episodes/chunk-000/file-001.parquet", 50), "file-001.parquet is unreadable", 2),
+    "meta file without footer": (lambda r: truncate(r / "meta/episodes/chunk-000/file-001.parquet", 50), "file-001.parquet is unreadable", 4),
     "rows the metadata does not list": (lambda r: add_rows(r / "data/chunk-000/file-002.parquet", 6, 2), "2 rows that meta/episodes does not list", 6),
     "info.json behind the metadata": (lambda r: r.joinpath("meta/info.json").write_text(
-        json.dumps(json.loads(r.joinpath("meta/info.json").read_text()) | {"total_episodes": 5})), "counts 5 episodes", 5),
-    "video file missing": (lambda r: r.joinpath("videos/observation.images.cam/chunk-000/file-001.mp4").unlink(), "file-001.mp4 is missing", 2),
-    "video file cut short": (lambda r: truncate(r / "videos/observation.images.cam/chunk-000/file-000.mp4", 600), "file-000.mp4", 0),
+        json.dumps(json.loads(r.joinpath("meta/info.json").read_text()) | {"total_episodes": 5})), "counts 5 episodes", 6),
+    "video file missing": (lambda r: r.joinpath("videos/observation.images.cam/chunk-000/file-001.mp4").unlink(), "file-001.mp4 is missing", 4),
+    "video file cut short": (lambda r: truncate(r / "videos/observation.images.cam/chunk-000/file-000.mp4", 600), "file-000.mp4", 4),
 }
 
 
@@ -84,17 +84,14 @@ DAMAGES = {  # name: (damage, expected words in the refusal, complete episodes a
 def test_damaged_dataset_is_refused_then_repaired(dataset, tmp_path, name):
     damage, words, complete = DAMAGES[name]
     damage(dataset)
-    with pytest.raises(InputError, match="--repair truncates it") as err:
+    with pytest.raises(InputError, match=f"--repair keeps its {complete} intact episodes") as err:
         write(dataset, resume=True)
     assert words in str(err.value) and "\n" not in str(err.value)
-    kept, problems = dataset_check.repair(dataset)
+    kept, problems = dataset_repair.repair(dataset)
     assert kept == complete and problems
-    if complete:
-        assert_consistent(dataset)
-        write(dataset, ((2,),), resume=True, seed=1)  # resumes after the repair
-        assert assert_consistent(dataset)["total_episodes"] == complete + 1
-    else:
-        assert json.loads((dataset / "meta/info.json").read_text())["total_episodes"] == 0
+    assert_consistent(dataset)
+    write(dataset, ((2,),), resume=True, seed=1)  # resumes after the repair
+    assert assert_consistent(dataset)["total_episodes"] == complete + 1
 
 
 @pytest.mark.parametrize("info", ["[]", "{", '{"codebase_version": "v3.0"}'])
