@@ -11,18 +11,36 @@ built or anything is compiled (called from a ``run()``, e.g. on a default, the e
 Output paths are checked, not created: a writer makes the missing parent directories itself. The
 check writes (and drops at once) a nameless temporary file in the nearest existing directory, so a
 path the user cannot write is refused before a command runs, not after.
+
+JSON options (:func:`json_object`) are read by one reader: inline, or a plain file of at most
+:data:`JSON_MAX_BYTES`, nested at most :data:`JSON_MAX_DEPTH` deep.
+
+Stops from outside: :func:`sigterm_interrupts` makes SIGTERM raise ``KeyboardInterrupt("signal 15")``
+as Ctrl-C raises one, so a command's clean-up runs for both; :func:`stop_name` tells them apart;
+:func:`interruptible` wraps a command's ``run`` so that either ends in one line saying what was kept
+(:func:`interrupted`), exit status :data:`INTERRUPTED`; :func:`shielded` keeps a second signal from
+cutting a clean-up short (``deploy`` disconnecting a follower, which disables its torque).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import importlib
+import itertools
+import json
 import math
 import os
+import re
+import signal
+import stat
+import sys
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from so101_mjx.errors import InputError
 
@@ -139,29 +157,148 @@ def output_dir(text: str) -> str:
 
 
 def visual_randomization(text: str):
-    """``'standard'`` or a JSON object of :class:`~so101_mjx.render.visual_randomization.VisualRandomization`'s fields."""
+    """``'standard'`` or a JSON object of :class:`~so101_mjx.render.visual_randomization.VisualRandomization`'s
+    fields, inline or as a file (:func:`json_object`)."""
     from so101_mjx.render import visual_randomization as vr
 
     try:
-        return vr.parse(text)
+        return vr.parse(text if text == "standard" else json_object(text))
     except (ValueError, TypeError) as err:
         raise ArgumentValueError(str(err)) from None
 
 
 def servo_model(text: str) -> dict | str:
-    """``off`` (no servo model), or a JSON object given inline or as a ``.json`` file (checked by the command)."""
+    """``off`` (no servo model), or a JSON object given inline or as a file (:func:`json_object`; checked by the command)."""
     return text if text == "off" else json_object(text)
 
 
-def json_object(text: str) -> dict:
-    """A JSON object given inline or as a ``.json`` file (its fields are checked by the command)."""
-    import json
-    from pathlib import Path
+JSON_MAX_BYTES = 2**20  # an option's JSON file: at most 1 MiB
+JSON_MAX_DEPTH = 32  # objects and arrays nested at most this deep
 
+
+def _json_depth(text: str) -> int:
+    """How deep the objects and arrays of the JSON ``text`` nest (brackets inside strings not counted)."""
+    brackets = re.sub(r"[^\[\]{}]", "", re.sub(r'"(?:[^"\\]|\\.)*"?', "", text))
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0)
+
+
+def read_option_file(text: str, limit: int = JSON_MAX_BYTES) -> str:
+    """The text of the option file ``text``: a plain file (not a device, FIFO or directory: opened without
+    blocking, then checked) of at most ``limit`` bytes, UTF-8; ArgumentValueError naming what is wrong."""
+    _valid_length(Path(text), text)
     try:
-        value = json.loads(Path(text).read_text() if text.endswith(".json") else text)
-    except (OSError, json.JSONDecodeError) as err:
-        raise ArgumentValueError(f"not a JSON object or a readable .json file ({err})") from None
+        fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        raise ArgumentValueError(f"{_short(text)}: cannot read it ({err.strerror or err}); expected a JSON object or a JSON file") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ArgumentValueError(f"{_short(text)} is not a plain file (a directory, device or FIFO); expected a JSON file")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ArgumentValueError(f"{_short(text)} is larger than {limit:,} bytes; expected a small JSON file")
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise ArgumentValueError(f"{_short(text)} is not UTF-8 text; expected a JSON file") from None
+
+
+def json_object(text: str) -> dict:
+    """A JSON object given inline (text starting with ``{``) or as the path of a file holding one
+    (:func:`read_option_file`), nested at most :data:`JSON_MAX_DEPTH` deep (its fields are checked by the command)."""
+    inline = text.lstrip().startswith(("{", "["))
+    source = text if inline else read_option_file(text)
+    where = "" if inline else f" in {_short(text)}"
+    if _json_depth(source) > JSON_MAX_DEPTH:
+        raise ArgumentValueError(f"the JSON{where} nests deeper than {JSON_MAX_DEPTH} levels; expected a JSON object of fields")
+    try:
+        value = json.loads(source)
+    except (json.JSONDecodeError, RecursionError) as err:
+        raise ArgumentValueError(f"not valid JSON{where} ({err})") from None
     if not isinstance(value, dict):
-        raise ArgumentValueError(f"must be a JSON object, got {text!r}")
+        raise ArgumentValueError(f"must be a JSON object{where}, got {_short(source)}")
     return value
+
+
+# -- stops from outside a command: SIGTERM (kill, docker stop, systemd) handled as Ctrl-C -------------------
+INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C)
+SIGTERM_TEXT = f"signal {int(signal.SIGTERM)}"  # the KeyboardInterrupt's message (record's handler raises the same)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Within the block SIGTERM raises ``KeyboardInterrupt("signal 15")`` (main thread only; elsewhere a no-op)."""
+    if not _main_thread():
+        yield
+        return
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def shielded(what: str) -> Iterator[None]:
+    """Within the block SIGINT and SIGTERM are noted on stderr (``what`` says what runs first) and
+    otherwise ignored: a clean-up already under way finishes (main thread only; elsewhere a no-op)."""
+    if not _main_thread():
+        yield
+        return
+
+    def note(signum, frame):
+        print(f"{signal.Signals(signum).name} received while {what}: finishing that first", file=sys.stderr, flush=True)
+
+    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
+def stop_name(err: KeyboardInterrupt) -> str:
+    """``"SIGTERM"`` for the interrupt :func:`sigterm_interrupts` raises, else ``"Ctrl-C"``."""
+    return "SIGTERM" if err.args == (SIGTERM_TEXT,) else "Ctrl-C"
+
+
+def interrupted(command: str, err: KeyboardInterrupt, kept: str) -> int:
+    """Print ``<command>: stopped by Ctrl-C|SIGTERM; <kept>`` on stderr and return :data:`INTERRUPTED`."""
+    print(f"{command}: stopped by {stop_name(err)}; {kept}", file=sys.stderr, flush=True)
+    return INTERRUPTED
+
+
+def interruptible(command: str, kept: Callable[[Any], str]) -> Callable:
+    """Decorate a command's ``run(args)``: SIGTERM taken as Ctrl-C, and either ends in :func:`interrupted`'s
+    one line (``kept(args)`` says what was kept) instead of a traceback."""
+
+    def wrap(run: Callable[[Any], int]) -> Callable[[Any], int]:
+        @functools.wraps(run)
+        def guarded(args: Any) -> int:
+            try:
+                with sigterm_interrupts():
+                    return run(args)
+            except KeyboardInterrupt as err:
+                return interrupted(command, err, kept(args))
+
+        return guarded
+
+    return wrap
+
+
+def dataset_kept(root: str | Path) -> str:
+    """``"the dataset at ROOT holds N complete episodes"``: its ``meta/info.json``'s count (0 without one)."""
+    info = Path(root) / "meta" / "info.json"
+    try:
+        total = json.loads(info.read_text())["total_episodes"] if info.is_file() else 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"the dataset at {root} holds its committed episodes"
+    return f"the dataset at {root} holds {total} complete episodes"

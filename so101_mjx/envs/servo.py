@@ -25,7 +25,8 @@ torque limit ±3.35 N·m, MuJoCo Menagerie's ``sts3215`` class. ``kp``, ``dampin
 replace them (:func:`set_position_loop`, applied to the model before either backend is built). With
 ``quantize``, observed positions (the observation's joint angles or motor positions, and joint mode's
 measured positions that relative targets add to) are rounded to the encoder's :data:`COUNTS_PER_TURN`.
-Sources of the defaults: docs/sim2real.md.
+Each field is bounded to a physically plausible range (:data:`MAX_BAND`, :data:`LOOP_LIMITS`, :data:`MAX_SAG`, ...):
+a value outside it is an InputError naming the field and the range. Sources of the defaults: docs/sim2real.md.
 """
 
 from __future__ import annotations
@@ -47,6 +48,16 @@ RAD_PER_COUNT = 2 * math.pi / COUNTS_PER_TURN
 BACKLASH = 14.78 * RAD_PER_COUNT  # rad (1.30°): the STS3215's output backlash under load (Kotov, Robonine, 2025)
 NO_LOAD_SPEED = math.radians(60) / 0.222  # rad/s (4.72): the STS3215 datasheet's 0.222 s/60° at 7.4 V
 MAX_DELAY_TICKS = 100
+# physically plausible bounds of the fields (an STS3215's values lie far inside; a value past them is a unit error)
+MAX_BAND = 0.5  # rad (29°): backlash and deadband
+MAX_VELOCITY = 100.0  # rad/s: velocity limit
+MAX_KP = 1000.0  # N·m/rad: position-loop gain (56x the scene's 17.8)
+MAX_DAMPING = 100.0  # N·m·s/rad: joint damping
+MAX_TORQUE = 30.0  # N·m: torque limit (9x the scene's 3.35)
+MAX_SAG = 1.0  # 1/(N·m): voltage_sag.per_torque, the whole supply lost at 1 N·m of load
+MAX_SAG_TIME = 1.0  # s: voltage_sag.time_constant
+LOOP_LIMITS = {"max_velocity": (" rad/s", MAX_VELOCITY), "kp": (" N·m/rad", MAX_KP), "damping": (" N·m·s/rad", MAX_DAMPING),
+               "torque_limit": (" N·m", MAX_TORQUE)}  # unit, highest; every one > 0 except the damping (>= 0)
 N_MOTORS = 6  # the five arm joints, then the gripper (robot.motors.MOTORS)
 PerMotor = float | tuple[float, ...]  # one value for every motor, or one per motor
 
@@ -62,7 +73,7 @@ class ServoRanges:
     deadband: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
-        set_, bounds = object.__setattr__, {"backlash": (0.0, math.pi), "deadband": (0.0, math.pi), "max_velocity": (0.0, 1e3)}
+        set_, bounds = object.__setattr__, {"backlash": (0.0, MAX_BAND), "deadband": (0.0, MAX_BAND), "max_velocity": (0.0, MAX_VELOCITY)}
         if self.delay_ticks is not None:
             lo, hi = checks.range_pair("servo_model.ranges.delay_ticks", self.delay_ticks, lowest=0, highest=MAX_DELAY_TICKS)
             if lo != int(lo) or hi != int(hi):
@@ -71,9 +82,7 @@ class ServoRanges:
         for name, (lowest, highest) in bounds.items():
             if getattr(self, name) is not None:
                 pair = checks.range_pair(f"servo_model.ranges.{name}", getattr(self, name), lowest=lowest, highest=highest,
-                                         strict=name == "max_velocity")
-                if name != "max_velocity" and pair[1] >= highest:
-                    raise InputError(f"servo_model.ranges.{name} must stay below pi rad, got {pair}")
+                                         strict=name == "max_velocity", what=" rad/s" if name == "max_velocity" else " rad")
                 set_(self, name, pair)
 
 
@@ -89,8 +98,10 @@ class VoltageSag:
     time_constant: float = 0.0  # s; 0: the sag follows the load within the tick
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "per_torque", checks.real("servo_model.voltage_sag.per_torque", self.per_torque, unit=" 1/(N·m)", ge=0))
-        object.__setattr__(self, "time_constant", checks.real("servo_model.voltage_sag.time_constant", self.time_constant, unit=" s", ge=0))
+        object.__setattr__(self, "per_torque", checks.real("servo_model.voltage_sag.per_torque", self.per_torque, unit=" 1/(N·m)",
+                                                           ge=0, le=MAX_SAG))
+        object.__setattr__(self, "time_constant", checks.real("servo_model.voltage_sag.time_constant", self.time_constant, unit=" s",
+                                                              ge=0, le=MAX_SAG_TIME))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,21 +125,14 @@ class ServoModel:
         set_ = object.__setattr__
         set_(self, "delay_ticks", per_motor("servo_model.delay_ticks", self.delay_ticks,
                                             lambda n, v: checks.integer(n, v, ge=0, le=MAX_DELAY_TICKS)))
-
-        def band(name: str, value) -> float:
-            value = checks.real(name, value, unit=" rad")
-            if not 0 <= value < math.pi:
-                raise InputError(f"{name} must be in [0, pi) rad, got {value!r}")
-            return value
-
         for name in ("backlash", "deadband"):
-            set_(self, name, per_motor(f"servo_model.{name}", getattr(self, name), band))
-        units = {"max_velocity": " rad/s", "kp": " N·m/rad", "damping": " N·m·s/rad", "torque_limit": " N·m"}
-        for name, unit in units.items():
+            set_(self, name, per_motor(f"servo_model.{name}", getattr(self, name),
+                                       lambda n, v: checks.real(n, v, unit=" rad", ge=0, le=MAX_BAND)))
+        for name, (unit, highest) in LOOP_LIMITS.items():
             if getattr(self, name) is not None:
                 lowest = {"ge": 0} if name == "damping" else {"gt": 0}
                 set_(self, name, per_motor(f"servo_model.{name}", getattr(self, name),
-                                           lambda n, v, u=unit, lo=lowest: checks.real(n, v, unit=u, **lo)))
+                                           lambda n, v, u=unit, lo=lowest, hi=highest: checks.real(n, v, unit=u, le=hi, **lo)))
         set_(self, "quantize", checks.flag("servo_model.quantize", self.quantize))
         set_(self, "ranges", checks.optional_dataclass(ServoRanges, "servo_model.ranges", self.ranges))
         set_(self, "voltage_sag", checks.optional_dataclass(VoltageSag, "servo_model.voltage_sag", self.voltage_sag))

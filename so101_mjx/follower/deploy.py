@@ -19,17 +19,23 @@ whose ``dataset`` log is what ``so101-mjx sysid`` fits. With ``--robot.type so10
 
 Safety: before the first action every arm motor must be within ``start_tolerance`` of
 the pose the policy's episodes start from; a non-finite policy output stops the run before it is
-sent; ``time_limit_s`` bounds the run; Ctrl-C stops it. On any stop the robot is disconnected (a
-real follower then disables torque, lerobot's ``disable_torque_on_disconnect``) and the episodes
-run so far are in the ``dataset`` log (a LeRobotDataset v3.0: ``observation.state`` and
-``action`` with the follower's feature names). ``dry_run`` computes the actions and sends none.
+sent; ``time_limit_s`` bounds the run; Ctrl-C or SIGTERM stops it. On any stop the robot is
+disconnected (a real follower then disables torque, lerobot's ``disable_torque_on_disconnect``) and
+the episodes run so far, the one under way included, are in the ``dataset`` log (a LeRobotDataset
+v3.0: ``observation.state`` and ``action`` with the follower's feature names; :data:`LOG_META` flags
+the episodes cut short). A ``dataset`` directory that is not new or empty is refused before the robot
+connects. ``dry_run`` computes the actions and sends none.
 This loop has not been run on hardware by this project.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import json
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +43,9 @@ import numpy as np
 
 from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
-from so101_mjx.errors import InputError
+from so101_mjx.errors import ExistingFileError, InputError
 from so101_mjx.follower.actions import FEATURE_KEYS, as_dict, check_max_relative
+from so101_mjx._argtypes import INTERRUPTED, interruptible, shielded, sigterm_interrupts, stop_name
 from so101_mjx.follower.cartesian import CartesianAdapter
 from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
 from so101_mjx.robot import motors
@@ -47,6 +54,7 @@ from so101_mjx.sysid import excitation
 
 ROBOTS = ("so101_mjx", "so101_follower")
 EXCITATION, EXCITATION_TASK = "excitation", "SO101Reach-v0"  # the identification's commands, and the scene they run in
+LOG_META = "meta/so101_mjx_deploy.json"  # the log's run: policy, why it stopped, which episodes were cut short
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,46 +215,74 @@ class Log:
 
     episodes: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
     successes: list[bool] = dataclasses.field(default_factory=list)
+    cut_short: list[bool] = dataclasses.field(default_factory=list)  # stopped before its last action (interrupt, time limit, error)
     clamped: int = 0  # actions the robot changed (max_relative_target or range clipping)
+
+    def add(self, frames: list[tuple], success: bool, cut_short: bool) -> None:
+        """One episode from its ``frames`` ``(state (6,), action sent (6,), environment state or None)``; none: nothing."""
+        if not frames:
+            return
+        states, actions, env_states = zip(*frames, strict=True)
+        episode = {"observation.state": np.asarray(states, np.float32), "action": np.asarray(actions, np.float32)}
+        if env_states[0] is not None:
+            episode["observation.environment_state"] = np.asarray(env_states, np.float32)
+        self.episodes.append(episode)
+        self.successes.append(success)
+        self.cut_short.append(cut_short)
 
 
 def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log: Log) -> bool:
     """One episode of at most ``steps`` actions (fewer when the task ends it, or at ``deadline``, a
-    ``time.monotonic()``); appends it to ``log``; returns False when the deadline stopped it."""
+    ``time.monotonic()``); appends it to ``log``, also when an interrupt or an error cuts it short;
+    returns False when the deadline stopped it."""
     sim = robot if isinstance(robot, SimFollower) else None
     paced = sim is None  # a real follower runs at the policy's rate; the simulator paces itself (real_time)
-    states, actions, env_states = [], [], []
-    tick, in_time = time.monotonic(), True
+    frames: list[tuple] = []  # one append per action: an interrupt never splits a frame
+    tick, in_time, ended = time.monotonic(), True, False
     p.reset()
-    for _ in range(steps):
-        robot_obs = robot.get_observation()
-        env_state = sim.environment_state() if sim is not None else None
-        obs = p.observation(robot_obs, env_state)
-        goal = as_dict(p.targets(obs))
-        sent = goal if dry_run else robot.send_action(goal)
-        log.clamped += int(any(abs(sent[k] - goal[k]) > 1e-9 for k in FEATURE_KEYS))
-        states.append(obs["motors"])
-        actions.append([sent[k] for k in FEATURE_KEYS])
-        if env_state is not None:
-            env_states.append(env_state)
-        if sim is not None and sim.terminated and p.task_policy:
-            break
-        if paced:
-            tick += 1.0 / p.fps
-            time.sleep(max(0.0, tick - time.monotonic()))
-        if time.monotonic() >= deadline:
-            in_time = False
-            break
-    episode = {"observation.state": np.asarray(states, np.float32), "action": np.asarray(actions, np.float32)}
-    if env_states:
-        episode["observation.environment_state"] = np.asarray(env_states, np.float32)
-    log.episodes.append(episode)
-    log.successes.append(bool(sim.info.get("succeed", False)) if sim is not None else False)
+    try:
+        for _ in range(steps):
+            robot_obs = robot.get_observation()
+            env_state = sim.environment_state() if sim is not None else None
+            obs = p.observation(robot_obs, env_state)
+            goal = as_dict(p.targets(obs))
+            sent = goal if dry_run else robot.send_action(goal)
+            log.clamped += int(any(abs(sent[k] - goal[k]) > 1e-9 for k in FEATURE_KEYS))
+            frames.append((obs["motors"], [sent[k] for k in FEATURE_KEYS], env_state))
+            if sim is not None and sim.terminated and p.task_policy:
+                ended = True
+                break
+            if paced:
+                tick += 1.0 / p.fps
+                time.sleep(max(0.0, tick - time.monotonic()))
+            if time.monotonic() >= deadline:
+                in_time = False
+                break
+    finally:
+        success = bool(sim.info.get("succeed", False)) if sim is not None else False
+        log.add(frames, success, cut_short=not ended and len(frames) < steps)
     return in_time
 
 
-def write_log(root: str | Path, log: Log, p: Plan, robot_type: str) -> None:
-    """The episodes of ``log`` as a new LeRobotDataset v3.0 at ``root``."""
+def run_episodes(robot, p: Plan, episodes: int, steps: int, dry_run: bool, deadline: float, log: Log, seed: int,
+                 start: np.ndarray | None, start_tolerance: float) -> str:
+    """``episodes`` episodes on the connected ``robot`` (the simulator reset to ``seed + i``; a real
+    follower checked against ``start``); returns why they stopped, ``"done"`` or ``"time limit"``."""
+    for episode in range(episodes):
+        if isinstance(robot, SimFollower):
+            robot.reset(seed + episode)
+        else:
+            measured = np.asarray([robot.get_observation()[k] for k in FEATURE_KEYS])
+            check_start(measured, start, start_tolerance, p.units)
+        if not run_episode(robot, p, steps, dry_run, deadline, log):
+            return "time limit"
+    return "done"
+
+
+@contextlib.contextmanager
+def dataset_log(root: str | Path, p: Plan, robot_type: str, environment_state: bool) -> Iterator[Any]:
+    """A writer of a new LeRobotDataset v3.0 at ``root`` (the log), its writer lock held until the block
+    ends; InputError when ``root`` is not a new or empty directory (checked before the robot connects)."""
     from so101_mjx._lock import exclusive
     from so101_mjx.data.lerobot_dataset import DatasetWriter
     from so101_mjx.data.record import environment_state_names
@@ -254,21 +290,34 @@ def write_log(root: str | Path, log: Log, p: Plan, robot_type: str) -> None:
     names = list(FEATURE_KEYS)
     vector = lambda n: {"dtype": "float32", "shape": [len(n)], "names": n}  # noqa: E731
     features = {"observation.state": vector(names), "action": vector(names)}
-    if log.episodes and "observation.environment_state" in log.episodes[0]:
+    if environment_state:
         features["observation.environment_state"] = vector(environment_state_names(p.task))
     with exclusive(root, "deploy"):
-        writer = DatasetWriter(root, features, p.fps, robot_type)
-        for episode in log.episodes:
-            if len(episode["action"]):
-                writer.add_episode(episode, registry.task(p.task).instruction)
-        writer.close()
+        try:
+            writer = DatasetWriter(root, features, p.fps, robot_type)
+        except ExistingFileError:
+            raise ExistingFileError(f"--dataset {root} exists and is not empty: deploy logs into a new or empty directory; "
+                                    "nothing was sent") from None
+        yield writer
+
+
+def write_log(writer, log: Log, p: Plan, stopped: str) -> None:
+    """The episodes of ``log`` into ``writer`` (:func:`dataset_log`), and :data:`LOG_META`: the run's
+    ``policy``, ``stopped`` and per episode its ``frames`` and ``cut_short``."""
+    for episode in log.episodes:
+        writer.add_episode(episode, registry.task(p.task).instruction)
+    meta = {"policy": p.path, "task": p.task, "fps": p.fps, "units": p.units, "stopped": stopped,
+            "episodes": [{"episode_index": writer.total_episodes - len(log.episodes) + i, "frames": len(e["action"]), "cut_short": cut}
+                         for i, (e, cut) in enumerate(zip(log.episodes, log.cut_short, strict=True))]}
+    writer.close({LOG_META: json.dumps(meta, indent=1) + "\n"})
 
 
 def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1, episode_time_s: float | None = None,
            time_limit_s: float | None = None, dry_run: bool = False, start_tolerance: float = 10.0, dataset: str | None = None,
            seed: int = 0, servo_model: dict | None = None, **robot_options: Any) -> dict[str, Any]:
     """Run ``episodes`` episodes of the policy at ``path`` (or :data:`EXCITATION`) on the robot; print and
-    return a summary (``success_rate`` counts the simulator's task success; a real follower reports none).
+    return a summary (``success_rate`` counts the simulator's task success; a real follower reports none;
+    ``stopped``: ``done``, ``time limit``, ``Ctrl-C`` or ``SIGTERM``; ``cut_short``: episodes stopped early).
     ``servo_model``: ``ServoModel``'s fields for the simulated follower (``so101_mjx`` only)."""
     p = excitation_plan() if str(path) == EXCITATION else plan(path)
     if servo_model is not None:
@@ -278,39 +327,39 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
     steps = p.episode_steps if episode_time_s is None else max(1, round(episode_time_s * p.fps))
     robot = make_robot(robot_type, p, seed=seed, **robot_options)
     start = start_pose(p) if not isinstance(robot, SimFollower) else None
-    log = Log()
+    log, stopped = Log(), "error"
     deadline = time.monotonic() + (float("inf") if time_limit_s is None else time_limit_s)
-    robot.connect()
-    stopped = "done"
-    try:
-        for episode in range(episodes):
-            if isinstance(robot, SimFollower):
-                robot.reset(seed + episode)
-            else:
-                measured = np.asarray([robot.get_observation()[k] for k in FEATURE_KEYS])
-                check_start(measured, start, start_tolerance, p.units)
-            if not run_episode(robot, p, steps, dry_run, deadline, log):
-                stopped = "time limit"
-                break
-    except KeyboardInterrupt:
-        stopped = "Ctrl-C"
-    finally:
-        robot.disconnect()
-        if dataset is not None and log.episodes:
-            write_log(dataset, log, p, robot_type)
+    with contextlib.ExitStack() as stack, sigterm_interrupts():
+        writer = None if dataset is None else stack.enter_context(dataset_log(dataset, p, robot_type, isinstance(robot, SimFollower)))
+        try:
+            robot.connect()
+            print(f"deploy: {Path(path).name} on {robot_type}, {episodes} episodes of up to {steps} actions; Ctrl-C stops it",
+                  file=sys.stderr, flush=True)
+            stopped = run_episodes(robot, p, episodes, steps, dry_run, deadline, log, seed, start, start_tolerance)
+        except KeyboardInterrupt as err:
+            stopped = stop_name(err)
+        finally:
+            with shielded("disconnecting the robot and writing the log"):
+                if robot.is_connected:
+                    robot.disconnect()  # a real follower disables torque
+                    print(f"deploy: {robot_type} disconnected", file=sys.stderr, flush=True)
+                if writer is not None:
+                    write_log(writer, log, p, stopped)
     sim = robot_type == "so101_mjx" and p.task_policy  # the excitation has no task outcome
-    result = {"episodes": len(log.episodes), "stopped": stopped, "clamped_actions": log.clamped,
+    result = {"episodes": len(log.episodes), "stopped": stopped, "cut_short": sum(log.cut_short), "clamped_actions": log.clamped,
               "success_rate": float(np.mean(log.successes)) if sim and log.episodes else None}
     rate = f"success rate {result['success_rate']:.3f} ({sum(log.successes)}/{len(log.episodes)})" if sim else "success not measured"
     print(f"deploy {Path(path).name} on {robot_type} ({p.task}, {p.fps} Hz, {p.units}{', dry run' if dry_run else ''}): "
-          f"{len(log.episodes)} episodes, {rate}, {log.clamped} actions clamped by the robot; stopped: {stopped}")
+          f"{len(log.episodes)} episodes ({result['cut_short']} cut short), {rate}, {log.clamped} actions clamped by the robot; "
+          f"stopped: {stopped}" + (f"; logged to {dataset}" if dataset is not None and log.episodes else ""))
     return result
 
 
+@interruptible("deploy", lambda args: "the robot was not connected: nothing was sent")  # a stop before connect()
 def run(args) -> int:
     options = {"port": args.robot_port, "robot_id": args.robot_id, "max_relative_target": args.robot_max_relative_target,
                "real_time": args.real_time, "front_camera": args.robot_front_camera}
     result = deploy(args.policy, args.robot_type, episodes=args.episodes, episode_time_s=args.episode_time_s,
                     time_limit_s=args.time_limit_s, dry_run=args.dry_run, start_tolerance=args.start_tolerance,
                     dataset=args.dataset, seed=args.seed, servo_model=args.servo_model, **options)
-    return 130 if result["stopped"] == "Ctrl-C" else 0
+    return INTERRUPTED if result["stopped"] in ("Ctrl-C", "SIGTERM") else 0

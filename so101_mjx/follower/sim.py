@@ -28,6 +28,7 @@ from so101_mjx.robot import motors
 
 # the config fields the follower sets itself (joint mode's); relative targets and clamps are the caller's
 JOINT_FIELDS = ("control_mode", "joint_units", "control_dt", "relative_joint_targets", "max_relative_target")
+MAX_CAMERA_SIZE = 8192  # pixels per side of a camera frame (the gym envs' MAX_FRAME_SIZE)
 
 class DeviceNotConnectedError(ConnectionError):
     """A call that needs a connected follower on one that is not (lerobot raises its own of the same name)."""
@@ -46,14 +47,16 @@ class SimFollowerConfig:
         use_degrees: arm motors in degrees (lerobot's default), else -100..100; the gripper 0..100.
         max_relative_target: motor units per action (one number, or one per motor name), or None.
         camera_names: cameras of the scene rendered into each observation (``front``, ``wrist``).
-        camera_height, camera_width: pixels of each camera frame.
+        camera_height, camera_width: pixels of each camera frame (1 to 8192).
         shadows: render the lights' shadows (a software GL renders a frame about 4x faster without).
-        fps: control rate in Hz; the physics rate (``physics_dt``) must be a whole multiple of it.
+        fps: control rate in Hz; the physics rate (``physics_dt``, 480 Hz by default) must be a whole multiple of it.
         real_time: pace ``send_action`` to the wall clock; else as fast as possible.
         out_of_range: ``"error"`` (a ValueError naming the motor) or ``"clip"`` (to the motor range).
         reset_after_steps: reset the scene after this many actions (None: never on its own).
         seed: the first reset's seed (each later reset takes the next one).
         task_options: more of the task's config fields (``reward_type``, ``random_block_position``, ...).
+
+    Bad values raise InputError (a ValueError) naming the field at construction, not at ``connect()``.
     """
 
     task: str = "SO101PickCube-v0"
@@ -80,7 +83,8 @@ class SimFollowerConfig:
         if isinstance(self.camera_names, str) or not all(isinstance(c, str) for c in self.camera_names):
             raise InputError(f"camera_names must be a list of camera names, got {self.camera_names!r}")
         self.camera_names = tuple(self.camera_names)
-        checks.integer("camera_height", self.camera_height, ge=1), checks.integer("camera_width", self.camera_width, ge=1)
+        checks.integer("camera_height", self.camera_height, ge=1, le=MAX_CAMERA_SIZE)
+        checks.integer("camera_width", self.camera_width, ge=1, le=MAX_CAMERA_SIZE)
         checks.integer("fps", self.fps, ge=1), checks.flag("shadows", self.shadows)
         checks.flag("real_time", self.real_time)
         if self.out_of_range not in OUT_OF_RANGE:
@@ -88,6 +92,27 @@ class SimFollowerConfig:
         if self.reset_after_steps is not None:
             checks.integer("reset_after_steps", self.reset_after_steps, ge=1)
         checks.integer("seed", self.seed, ge=0, le=2**32 - 1)
+        self._check_task()
+
+    def _check_task(self) -> None:
+        """InputError, now rather than at ``connect()``, for ``task_options`` the task's config refuses or an
+        ``fps`` that does not divide the physics rate."""
+        cls = registry.task(self.task)
+        try:
+            config, _ = registry.split_options(cls, "c", {**self.task_options, "control_mode": "joint", "joint_units": self.joint_units,
+                                                          "control_dt": self.task_options.get("physics_dt")})  # the physics rate alone
+        except InputError as err:
+            raise InputError(f"task_options: {err}") from None
+        rate = 1.0 / config.physics_dt
+        if abs(rate / self.fps - round(rate / self.fps)) > 1e-9 * rate or self.fps > rate:
+            whole = abs(rate - round(rate)) < 1e-9
+            allowed = f": one of {[f for f in range(1, round(rate) + 1) if round(rate) % f == 0]}" if whole else ""
+            raise InputError(f"fps must divide the physics rate 1 / physics_dt = {rate:g} Hz of {self.task} in joint mode "
+                             f"(a whole number of physics steps per action){allowed}, got {self.fps}")
+        try:
+            registry.split_options(cls, "c", self.env_config())
+        except InputError as err:
+            raise InputError(f"task_options with fps={self.fps}: {err}") from None
 
     @property
     def joint_units(self) -> str:

@@ -83,8 +83,21 @@ def plot(path: str, identified: fit.Identified, recording: fit.Recording, task: 
     plt.close(fig)
 
 
+def report_path(out: str) -> Path:
+    """``<out>.report.json``, checked writable before the fit (InputError naming it, e.g. for a directory there)."""
+    from so101_mjx._argtypes import output_file
+
+    path = Path(out).with_suffix(".report.json")
+    try:
+        output_file(str(path))
+    except InputError as err:
+        raise InputError(f"--out {out}: the report beside it, {err}") from None
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     motors_fitted = motor_indices(args.motors)
+    report_file = report_path(args.out)
     if args.plot:
         _pyplot()  # before the fit, not after it
     settings = {"dataset": str(Path(args.dataset).resolve()), "task": args.task, "units": args.units, "backend": args.backend,
@@ -106,10 +119,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         jax.config.update("jax_enable_x64", previous)
     atomic_write(args.out, json.dumps(identified.servo_model(), indent=2) + "\n")
-    report_path = Path(args.out).with_suffix(".report.json")
-    atomic_write(report_path, json.dumps(report(identified, recording, settings, seconds), indent=2) + "\n")
+    atomic_write(report_file, json.dumps(report(identified, recording, settings, seconds), indent=2) + "\n")
     for name in fit.PARAMETERS:
         values = ", ".join(f"{MOTORS[m]} {identified.value[name][m]:.4g}" for m in motors_fitted)
         print(f"{name}: {values}")
-    print(f"sysid: {len(motors_fitted)} motors fitted in {seconds:.1f} s; wrote {args.out} and {report_path}")
+    print(f"sysid: {len(motors_fitted)} motors fitted in {seconds:.1f} s; wrote {args.out} and {report_file}")
     return 0

@@ -3,8 +3,10 @@
 The dataset needs ``action`` and ``observation.state`` features holding the six ``"<motor>.pos"``
 entries (:data:`~so101_mjx.robot.motors.FEATURE_NAMES`, a real ``so101_follower``'s names, and the
 joint-mode datasets of ``so101-mjx record`` and ``so101-mjx deploy``), in ``units``: lerobot's degrees
-(``use_degrees=True``) or -100..100 (``use_degrees=False``), the gripper 0..100 either way. Frames are
-read in order per episode; the state of frame t is what the follower measured before action t was sent.
+(``use_degrees=True``) or -100..100 (``use_degrees=False``), the gripper 0..100 either way: float vectors,
+one entry per name, as a follower's. A position more than :data:`RANGE_MARGIN` of a motor's span outside
+its range in ``units`` is refused (a recording in other units). Frames are read in order per episode; the
+state of frame t is what the follower measured before action t was sent.
 """
 
 from __future__ import annotations
@@ -26,26 +28,61 @@ from so101_mjx.sysid.fit import Recording
 
 COLUMNS = ("action", "observation.state")
 MIN_FRAMES = 30  # per episode
+RANGE_MARGIN = 0.1  # of each motor's span: how far outside its range a recorded position may lie (calibration differences)
 
 
 def _indices(info: dict, key: str, root: Path) -> list[int]:
-    """Where the six motors sit in feature ``key``'s vector; InputError naming what is missing."""
+    """Where the six motors sit in feature ``key``'s vector: a float vector of one entry per name holding the
+    follower's :data:`~so101_mjx.robot.motors.FEATURE_NAMES`; InputError naming what is not."""
     feature = info["features"].get(key)
     if feature is None:
         raise InputError(f"{root} has no {key!r} feature; sysid needs {list(COLUMNS)} with {list(motors.FEATURE_NAMES)}")
     names = feature.get("names")
     names = names.get("motors", names) if isinstance(names, dict) else names
-    missing = [n for n in motors.FEATURE_NAMES if not names or n not in names]
+    missing = [n for n in motors.FEATURE_NAMES if not isinstance(names, list) or n not in names]
     if missing:
         raise InputError(f"{root}: feature {key!r} lacks {missing} (names: {names}); sysid needs a follower's joint positions")
+    if feature["dtype"] not in ("float32", "float64") or feature["shape"] != [len(names)]:
+        raise InputError(f"{root}: feature {key!r} is {feature['dtype']} of shape {feature['shape']}; sysid needs a follower's: "
+                         f"float32 or float64 of shape [{len(names)}], one per name")
     return [names.index(n) for n in motors.FEATURE_NAMES]
 
 
+def _positions(rows: pa.Table, key: str, where: list[int], width: int, name: str) -> np.ndarray:
+    """Column ``key`` of one episode's ``rows`` as (T, 6) float64 motor values; InputError unless each frame holds ``width`` finite numbers."""
+    try:
+        values = np.stack(rows[key].to_numpy(zero_copy_only=False))
+    except (ValueError, TypeError):  # ragged or not arrays
+        values = np.asarray(None)
+    if values.ndim != 2 or values.shape[1] != width or values.dtype.kind not in "iuf":
+        what = f"{values.dtype} values" if values.dtype.kind in "iufb" else "text or other non-numbers"
+        raise InputError(f"{name} holds {what} of shape {values.shape[1:]} per frame; its feature says {width} numbers")
+    if not np.all(np.isfinite(values)):
+        raise InputError(f"{name} has non-finite values")
+    return values[:, where].astype(np.float64)
+
+
+def check_range(values: np.ndarray, limits: np.ndarray, units: str, name: str) -> None:
+    """InputError naming the first motor whose ``values`` (T, 6) leave its ``limits`` (6, 2) (in ``units``)
+    by more than :data:`RANGE_MARGIN` of its span: a recording in other units, or of another robot."""
+    margin = RANGE_MARGIN * (limits[:, 1] - limits[:, 0])
+    low, high = limits[:, 0] - margin, limits[:, 1] + margin
+    outside = (values < low) | (values > high)
+    if outside.any():
+        m = int(np.nonzero(outside.any(0))[0][0])
+        found = values[:, m][outside[:, m]]
+        raise InputError(f"{name}: {motors.FEATURE_NAMES[m]} reaches {found[np.abs(found).argmax()]:.4g}, outside its range "
+                         f"[{limits[m, 0]:.4g}, {limits[m, 1]:.4g}] in {units} (the gripper 0..100) by more than "
+                         f"{RANGE_MARGIN:.0%}: record in --units {units}, or pass the dataset's units (degrees or range_m100_100)")
+
+
 def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0") -> Recording:
-    """The dataset at ``root`` as a :class:`Recording` in rad (joint ranges of ``task``'s scene)."""
+    """The dataset at ``root`` as a :class:`Recording` in rad (joint ranges of ``task``'s scene); InputError for
+    features unlike a follower's or positions outside the motors' ranges in ``units`` (:func:`check_range`)."""
     root = Path(root)
     info = read_info(root)
     ranges = motors.joint_ranges(load_model(registry.task(task).scene))
+    limits = motors.motor_limits(ranges, units)
     where = {key: _indices(info, key, root) for key in COLUMNS}
     tables = []
     for path in fmt.files(root, "data/"):
@@ -55,15 +92,20 @@ def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0
             raise InputError(f"{path} is unreadable: {err}") from None
     if not tables:
         raise InputError(f"{root} has no data files (data/chunk-*/file-*.parquet)")
-    table = pa.concat_tables(tables)
+    try:
+        table = pa.concat_tables(tables)
+    except pa.ArrowException as err:
+        raise InputError(f"{root}: its data files disagree on their columns' types ({err})") from None
     episodes = []
     for episode in np.unique(table["episode_index"].to_numpy()):
         rows = table.filter(pc.equal(table["episode_index"], episode)).sort_by("frame_index")
         if len(rows) < MIN_FRAMES:
             continue
-        values = {key: np.stack(rows[key].to_numpy(zero_copy_only=False))[:, where[key]].astype(np.float64) for key in COLUMNS}
-        if not all(np.all(np.isfinite(v)) for v in values.values()):
-            raise InputError(f"{root}: episode {episode} has non-finite actions or states")
+        values = {}
+        for key in COLUMNS:
+            name = f"{root}: episode {episode}'s {key!r}"
+            values[key] = _positions(rows, key, where[key], info["features"][key]["shape"][0], name)
+            check_range(values[key], limits, units, name)
         episodes.append(tuple(np.asarray(motors.from_motor(values[key], ranges, units)) for key in COLUMNS))
     if not episodes:
         raise InputError(f"{root}: no episode has {MIN_FRAMES} frames or more")

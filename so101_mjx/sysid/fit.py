@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from so101_mjx import _checks as checks
 from so101_mjx.envs import make, servo
 from so101_mjx.errors import InputError
 from so101_mjx.robot import motors
@@ -112,6 +113,16 @@ def replayer(env):
     return jax.jit(jax.vmap(world, in_axes=(None, None, 0)))
 
 
+def check_population(env, population: int, frames: int) -> None:
+    """InputError naming ``--population`` unless ``population`` worlds replaying ``frames`` control ticks fit the
+    memory (the backend's: the device for ``mjx``). Per world: its State twice, and per tick the simulated
+    positions, their error and its square (6 float64 each); per parameter its candidates and elites."""
+    state = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(jax.eval_shape(env.reset, jax.random.PRNGKey(0))))
+    per_world = 2 * state + frames * 3 * 6 * 8 + len(PARAMETERS) * 3 * 6 * 8
+    checks.fits_memory(f"--population = {population}", population * per_world,
+                       f"{per_world:,} B per world replaying {frames} ticks", device=env.backend == "mjx")
+
+
 def _draw(rng: np.random.Generator, mean: dict, spread: dict, delay_p: np.ndarray, n: int) -> dict[str, np.ndarray]:
     """``n`` candidates {name: (n, 6)} from the per-motor distributions."""
     out = {}
@@ -194,7 +205,9 @@ def identify(recording: Recording, *, task: str = "SO101Reach-v0", backend: str 
         raise InputError(f"elites must be at least 2 and fewer than population ({population}), got {elites}")
     if iterations < 1:
         raise InputError(f"iterations must be at least 1, got {iterations}")
-    replay = replayer(replay_env(task, recording.fps, backend))
+    env = replay_env(task, recording.fps, backend)
+    check_population(env, population, max(len(c) for c, _ in recording.episodes))
+    replay = replayer(env)
     fitted = np.isin(np.arange(6), motors_fitted)
     rng = np.random.default_rng(seed)
     settings = {"population": population, "elites": elites, "progress": progress}

@@ -98,3 +98,44 @@ def test_rollout_video_into_an_unwritable_directory_fails_before_the_rollout(tmp
     result = so101_mjx("rollout", "--env", "SO101Reach-v0", "--num-envs", "1", "--steps", "2", "--video", str(where / "out" / "v.mp4"))
     assert_one_line_error(result, "--video", "cannot write in", str(where))
     assert "success rate" not in result.stdout
+
+
+def json_options(tmp_path: Path) -> list[tuple[str, str]]:
+    """Values a JSON option (``--servo-model``, ``--visual-randomization``) refuses, and what its error names."""
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"a": ' * 5000 + "1" + "}" * 5000)
+    zero = tmp_path / "zero.json"
+    zero.symlink_to("/dev/zero")  # endless
+    big = tmp_path / "big.json"
+    big.write_text("{" + " " * cliargs.JSON_MAX_BYTES + "}")
+    return [("[" * 100_000, "nests deeper than 32 levels"), (str(deep), "nests deeper than 32 levels"),
+            (str(zero), "is not a plain file"), ("/dev/zero", "is not a plain file"), (str(tmp_path), "is not a plain file"),
+            (str(big), "is larger than 1,048,576 bytes"), (str(tmp_path / "missing.json"), "cannot read it")]
+
+
+@pytest.mark.parametrize("argv", [["eval", "policy.onnx", "--servo-model"], ["deploy", "excitation", "--servo-model"],
+                                  ["record", "--episodes", "1", "--out", "ds", "--visual-randomization"]], ids=["eval", "deploy", "record"])
+def test_json_options_nested_too_deep_endless_or_not_files_are_one_line(argv, tmp_path, capsys):
+    """One reader for every JSON option: a size cap, plain files only, a nesting limit; each refusal one line, exit 2."""
+    from so101_mjx import cli
+
+    for value, words in json_options(tmp_path):
+        assert cli.main([*argv, value]) == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert argv[-1] in last and words in last and "Traceback" not in last, (value[:40], last)
+
+
+def test_a_json_option_on_a_fifo_is_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "model.json"
+    os.mkfifo(fifo)
+    assert_one_line_error(so101_mjx("eval", "policy.onnx", "--servo-model", str(fifo)), "--servo-model", "is not a plain file")
+
+
+def test_json_options_still_take_objects_inline_and_from_files(tmp_path):
+    path = tmp_path / "servo.json"
+    path.write_text('{"delay_ticks": 1, "ranges": {"backlash": [0.01, 0.03]}}')
+    assert cliargs.servo_model(str(path)) == cliargs.json_object(' {"delay_ticks": 1, "ranges": {"backlash": [0.01, 0.03]}}')
+    assert cliargs.servo_model("off") == "off" and cliargs.json_object('{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}') == {"a": "[" * 36}
+    with pytest.raises(ValueError, match="must be a JSON object"):
+        cliargs.json_object("[1, 2]")
+    assert cliargs.visual_randomization("standard").light_shift == 0.2

@@ -202,9 +202,17 @@ def test_per_motor_values_and_the_position_loop():
     ({"delay_ticks": -1}, "servo_model.delay_ticks must be an int >= 0"),
     ({"delay_ticks": 1.5}, "servo_model.delay_ticks must be an int"),
     ({"backlash": float("nan")}, "servo_model.backlash must be a finite number"),
-    ({"backlash": -0.1}, "servo_model.backlash must be in [0, pi) rad"),
+    ({"backlash": -0.1}, "servo_model.backlash must be a finite number >= 0 and <= 0.5 rad"),
     ({"max_velocity": 0.0}, "servo_model.max_velocity must be a finite number > 0"),
-    ({"deadband": 2.0}, "servo_model.deadband (2.0 rad) must be narrower than every motor's range"),
+    ({"deadband": 2.0}, "servo_model.deadband must be a finite number >= 0 and <= 0.5 rad, got 2.0"),
+    # past a physically plausible range (a unit error): the field and the range named
+    ({"voltage_sag": {"per_torque": 1e300}}, "servo_model.voltage_sag.per_torque must be a finite number >= 0 and <= 1.0 1/(N·m)"),
+    ({"voltage_sag": {"per_torque": 0.1, "time_constant": 50.0}}, "servo_model.voltage_sag.time_constant must be a finite number >= 0 and <= 1.0 s"),
+    ({"kp": [20.0, 20.0, 20.0, 20.0, 20.0, 1e6]}, "servo_model.kp[5] must be a finite number > 0 and <= 1000.0 N·m/rad"),
+    ({"damping": 1e4}, "servo_model.damping must be a finite number >= 0 and <= 100.0 N·m·s/rad"),
+    ({"torque_limit": 3350.0}, "servo_model.torque_limit must be a finite number > 0 and <= 30.0 N·m"),
+    ({"max_velocity": 4720.0}, "servo_model.max_velocity must be a finite number > 0 and <= 100.0 rad/s"),
+    ({"backlash": 1.3}, "servo_model.backlash must be a finite number >= 0 and <= 0.5 rad, got 1.3"),
     ({"latency": 2}, "latency"),
     ({"voltage_sag": {"per_torque": -0.1}}, "servo_model.voltage_sag.per_torque must be a finite number >= 0"),
     ({"voltage_sag": {"per_torque": 0.1, "time_constant": float("nan")}}, "servo_model.voltage_sag.time_constant must be a finite"),
@@ -259,9 +267,10 @@ def test_a_drawn_delay_is_each_motors_own():
 @pytest.mark.parametrize("ranges, message", [
     ({"delay_ticks": (0.5, 2)}, "servo_model.ranges.delay_ticks must be whole ticks"),
     ({"delay_ticks": (2, 1)}, "servo_model.ranges.delay_ticks must be a range"),
-    ({"backlash": (0.0, 4.0)}, "servo_model.ranges.backlash must be a range"),
+    ({"backlash": (0.0, 4.0)}, "servo_model.ranges.backlash must be a range 0.0 <= low <= high <= 0.5 rad"),
+    ({"max_velocity": (1.0, 1e3)}, "servo_model.ranges.max_velocity must be a range 0.0 < low <= high <= 100.0 rad/s"),
     ({"max_velocity": (0.0, 1.0)}, "servo_model.ranges.max_velocity must be a range 0.0 < low"),
-    ({"deadband": (0.0, 2.0)}, "must be narrower than every motor's range"),
+    ({"deadband": (0.0, 2.0)}, "servo_model.ranges.deadband must be a range 0.0 <= low <= high <= 0.5 rad"),
     ({"jitter": (0, 1)}, "unknown servo_model.ranges field(s) ['jitter']"),
 ])
 def test_bad_ranges_name_the_field(ranges, message):

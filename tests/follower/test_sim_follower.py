@@ -115,6 +115,31 @@ def test_connection_errors_and_config_checks():
         SimFollower(SimFollowerConfig(camera_names=(), fps=7)).connect()
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    ({"fps": 7}, r"fps must divide the physics rate 1 / physics_dt = 480 Hz .*one of \[1, 2, 3, .*, 480\], got 7"),
+    ({"fps": 10**6}, "fps must divide the physics rate .* got 1000000"),
+    ({"fps": 10, "task_options": {"physics_dt": 0.003}}, "fps must divide the physics rate 1 / physics_dt = 333.333 Hz"),
+    ({"camera_height": 10**6}, "camera_height must be an int >= 1 and <= 8192"),
+    ({"camera_width": 10**5}, "camera_width must be an int >= 1 and <= 8192"),
+    ({"task_options": {"reward_typ": "dense"}}, r"task_options: unknown config field\(s\) \['reward_typ'\]"),
+    ({"task_options": {"reward_type": "sometimes"}}, "task_options: reward_type must be one of"),
+    ({"task_options": {"servo_model": {"voltage_sag": {"per_torque": 1e300}}}}, "task_options: servo_model.voltage_sag.per_torque"),
+])
+def test_bad_values_fail_at_construction_not_at_connect(kwargs, message):
+    """What connect() would refuse (the rate, the task's config) and what it would try to allocate (a frame's
+    size) is refused by the config itself: the lerobot plugin's config (``--robot.<field>``) is one."""
+    with pytest.raises(ValueError, match=message):
+        SimFollowerConfig(camera_names=(), **kwargs)
+
+
+def test_the_frame_size_bound_is_the_gym_envs():
+    from so101_mjx.follower.sim import MAX_CAMERA_SIZE
+    from so101_mjx.gym.mujoco_env import MAX_FRAME_SIZE
+
+    assert MAX_CAMERA_SIZE == MAX_FRAME_SIZE
+    assert SimFollowerConfig(camera_names=(), fps=60, task_options={"reward_type": "dense"}).fps == 60
+
+
 def test_reset_after_steps_and_real_time_pacing():
     config = SimFollowerConfig(camera_names=(), reset_after_steps=3, real_time=True, fps=30)
     with SimFollower(config) as f:

@@ -111,12 +111,19 @@ def test_deploy_excitation_then_sysid_writes_what_the_env_takes(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--motors", "elbow"], "--motors must name motors of"),
     (["--elites", "80"], "elites must be at least 2 and fewer than population (64)"),
+    (["--population", str(10**9)], "--population = 1000000000 needs about"),
+    (["--seed", "0"], "--out {tmp}/fit.json: the report beside it, '{tmp}/fit.report.json' is a directory"),
 ])
 def test_bad_options_are_refused(tmp_path, capsys, args, message):
     log = tmp_path / "log"
     deploy("excitation", "so101_mjx", episode_time_s=1.5, dataset=str(log))
+    capsys.readouterr()
+    if "report" in message:
+        (tmp_path / "fit.report.json").mkdir()  # where the report goes: refused before the fit, not after it
+    args = [a.format(tmp=tmp_path) for a in args]
     assert cli.main(["sysid", str(log), "--out", str(tmp_path / "fit.json"), *args]) == 2
-    assert message in capsys.readouterr().err and not (tmp_path / "fit.json").exists()
+    err = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "fit.json").exists()
 
 
 def test_a_dataset_without_the_followers_features_is_refused(tmp_path):
@@ -130,6 +137,72 @@ def test_a_dataset_without_the_followers_features_is_refused(tmp_path):
         dataset.read(tmp_path / "d")
     with pytest.raises(ValueError, match="no dataset"):
         dataset.read(tmp_path / "missing")
+
+
+SIX = list(motors.FEATURE_NAMES)
+
+
+def follower_dataset(root, action=None, feature=None, frames: int = 40):
+    """A dataset of a follower's six float positions (zeros, ``action`` when given), then with the ``action``
+    column of its data replaced by ``column`` and its ``info.json`` feature by ``feature`` when given."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from so101_mjx.data.lerobot_dataset import DatasetWriter
+
+    vector = {"dtype": "float32", "shape": [6], "names": SIX}
+    writer = DatasetWriter(root, {"observation.state": vector, "action": vector}, 30, "so101_mjx")
+    zeros = np.zeros((frames, 6), np.float32)
+    writer.add_episode({"observation.state": zeros, "action": zeros if action is None or isinstance(action, pa.Array) else action}, "t")
+    writer.close()
+    if isinstance(action, pa.Array):
+        path = next((root / "data").rglob("*.parquet"))
+        table = pq.read_table(path)
+        pq.write_table(table.set_column(table.schema.get_field_index("action"), "action", action), path)
+    if feature is not None:
+        info = json.loads((root / "meta/info.json").read_text())
+        info["features"]["action"] = feature
+        (root / "meta/info.json").write_text(json.dumps(info))
+    return root
+
+
+def _columns(values: np.ndarray):
+    import pyarrow as pa
+
+    return pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1)), values.shape[1])
+
+
+@pytest.mark.parametrize("action, feature, message", [
+    (_columns(np.zeros((40, 5), np.float32)), {"dtype": "float32", "shape": [5], "names": SIX}, "'action' is float32 of shape [5]"),
+    (np.zeros(40, np.float32), {"dtype": "float32", "shape": [1], "names": SIX}, "'action' is float32 of shape [1]"),
+    (_columns(np.full((40, 6), "x")), {"dtype": "string", "shape": [6], "names": SIX}, "'action' is string of shape [6]"),
+    (_columns(np.zeros((40, 5), np.float32)), None, "'action' holds float32 values of shape (5,) per frame; its feature says 6 numbers"),
+    (_columns(np.full((40, 6), "x")), None, "'action' holds text or other non-numbers of shape (6,) per frame"),
+    (np.zeros(40, np.float32), None, "'action' holds float32 values of shape () per frame"),
+], ids=["5-columns", "scalar", "strings", "data-5-columns", "data-strings", "data-scalar"])
+def test_features_unlike_a_followers_are_refused(tmp_path, action, feature, message):
+    """Checked against the follower's features (six float positions, one per name) in info.json and in the data."""
+    import pyarrow as pa
+
+    from so101_mjx.errors import InputError
+
+    column = action if isinstance(action, pa.Array) else pa.array(action)
+    with pytest.raises(InputError) as err:
+        dataset.read(follower_dataset(tmp_path / "d", column, feature))
+    assert message in str(err.value)
+
+
+def test_positions_outside_the_motors_ranges_are_refused_naming_the_units(tmp_path):
+    """Encoder counts, or degrees read as -100..100: far outside the ranges, refused before fitting."""
+    action = np.zeros((40, 6), np.float32)
+    action[:, 0] = 2048.0  # shoulder_pan in encoder counts
+    root = follower_dataset(tmp_path / "d", action)
+    with pytest.raises(ValueError, match=r"'action': shoulder_pan.pos reaches 2048, outside its range \[.*\] in degrees"):
+        dataset.read(root)
+    with pytest.raises(ValueError, match="in range_m100_100"):
+        dataset.read(root, units="range_m100_100")
+    assert dataset.RANGE_MARGIN == 0.1
+    assert len(dataset.read(follower_dataset(tmp_path / "ok")).episodes) == 1  # zeros: within every range
 
 
 def test_excitation_on_a_real_follower_needs_a_port_and_no_camera():

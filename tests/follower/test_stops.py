@@ -1,0 +1,121 @@
+"""How ``deploy`` and ``record`` stop from outside (issues 44.6, 50 D4): SIGTERM is handled as Ctrl-C, the
+robot is disconnected (a real follower's torque disabled), the episode under way is logged as cut short,
+a ``--dataset`` that is not empty is refused before the robot connects, and ``record`` ends in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from so101_mjx import cli
+from so101_mjx.data import dataset_check
+from so101_mjx.follower import deploy as deploy_module
+from so101_mjx import _argtypes
+from so101_mjx.follower.deploy import LOG_META, deploy
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def started(*argv: str) -> subprocess.Popen:
+    """``python -m so101_mjx ARGV`` in a new process (stdout and stderr piped, text)."""
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.Popen([sys.executable, "-m", "so101_mjx", *argv], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def stopped_deploy(tmp_path: Path, sig: int) -> tuple[int, str, str]:
+    """``deploy excitation`` on the simulated follower at the wall clock's pace (one 132 s episode), sent ``sig``
+    2 s after it started its episodes; returns its exit status, stdout and stderr."""
+    proc = started("deploy", "excitation", "--robot.type", "so101_mjx", "--real-time", "--dataset", str(tmp_path / "log"))
+    try:
+        first = proc.stderr.readline()
+        assert "Ctrl-C stops it" in first, first + proc.stderr.read()
+        time.sleep(2.0)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    return proc.returncode, out, first + err
+
+
+@pytest.mark.parametrize("sig, name", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
+def test_a_signal_mid_episode_disconnects_and_logs_the_episode_cut_short(tmp_path, sig, name):
+    status, out, err = stopped_deploy(tmp_path, sig)
+    assert status == _argtypes.INTERRUPTED, err
+    assert "Traceback" not in err and "deploy: so101_mjx disconnected" in err, err
+    assert "1 episodes (1 cut short)" in out and f"stopped: {name}" in out, out
+    info = dataset_check.check(tmp_path / "log")
+    meta = json.loads((tmp_path / "log" / LOG_META).read_text())
+    assert info["total_episodes"] == 1 and 0 < info["total_frames"] < 3960  # the episode under way, as far as it went
+    assert meta["stopped"] == name and meta["episodes"] == [{"episode_index": 0, "frames": info["total_frames"], "cut_short": True}]
+
+
+def test_an_interrupt_mid_episode_keeps_the_frames_so_far(tmp_path, monkeypatch):
+    """Ctrl-C at the 5th action of the second episode: the first whole, the second's 4 frames, both logged."""
+    calls = []
+    original = deploy_module.SimFollower.send_action
+
+    def send(self, action):
+        calls.append(action)
+        if len(calls) == 8 + 5:
+            raise KeyboardInterrupt
+        return original(self, action)
+
+    monkeypatch.setattr(deploy_module.SimFollower, "send_action", send)
+    result = deploy("excitation", "so101_mjx", episodes=3, episode_time_s=8 / 30, dataset=str(tmp_path / "log"))
+    assert (result["stopped"], result["episodes"], result["cut_short"]) == ("Ctrl-C", 2, 1)
+    info = dataset_check.check(tmp_path / "log")
+    assert info["total_episodes"] == 2 and info["total_frames"] == 8 + 4
+    episodes = json.loads((tmp_path / "log" / LOG_META).read_text())["episodes"]
+    assert [(e["frames"], e["cut_short"]) for e in episodes] == [(8, False), (4, True)]
+
+
+def test_a_dataset_that_is_not_empty_is_refused_before_connect(tmp_path, monkeypatch, capsys):
+    log = tmp_path / "log"
+    log.mkdir()
+    (log / "notes.txt").write_text("not a dataset")
+    connected = []
+    monkeypatch.setattr(deploy_module.SimFollower, "connect", lambda self, calibrate=True: connected.append(self))
+    with pytest.raises(ValueError, match="--dataset .* exists and is not empty: deploy logs into a new or empty directory"):
+        deploy("excitation", "so101_mjx", episode_time_s=0.5, dataset=str(log))
+    assert cli.main(["deploy", "excitation", "--dataset", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert "nothing was sent" in err and len(err.strip().splitlines()) == 1 and connected == []
+    assert sorted(p.name for p in log.iterdir() if not p.name.startswith(".")) == ["notes.txt"]
+
+
+def test_a_time_limit_cuts_the_episode_short():
+    result = deploy("excitation", "so101_mjx", episodes=2, time_limit_s=1e-3)
+    assert (result["stopped"], result["episodes"], result["cut_short"]) == ("time limit", 1, 1)
+
+
+def test_record_stopped_by_sigterm_says_what_it_kept_in_one_line(tmp_path):
+    """SIGTERM after record kept its first episodes: exit 130, no traceback, one line naming the episodes kept."""
+    out = tmp_path / "ds"
+    proc = started("record", "--env", "SO101Reach-v0", "--episodes", "500", "--num-envs", "2", "--no-video", "--out", str(out))
+    try:
+        for line in proc.stderr:
+            if line.startswith("record: "):
+                break
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == _argtypes.INTERRUPTED, err
+    kept = dataset_check.check(out)["total_episodes"]
+    assert "Traceback" not in err and err.strip().splitlines() == [f"record: stopped by SIGTERM; the dataset at {out} holds {kept} complete episodes"]
+    assert 0 < kept < 500
+
+
+def test_stop_names():
+    assert _argtypes.stop_name(KeyboardInterrupt()) == "Ctrl-C"
+    assert _argtypes.stop_name(KeyboardInterrupt(f"signal {int(signal.SIGTERM)}")) == "SIGTERM"
