@@ -34,7 +34,7 @@ Conventions (both backends):
   ``C = ½ ∂(C v)/∂v``, which MujocoBackend evaluates exactly by polarisation of ``mj_rne``.
 - Derivatives: ``dM_dq[i, j, k] = ∂M_ij/∂q_k``, ``dC_dq[i, j, k] = ∂C_ij/∂q_k``,
   ``dC_dv[i, j, k] = ∂C_ij/∂v_k``, ``dg_dq[i, k] = ∂g_i/∂q_k``.
-- Frames: every body of the chain below ``base`` (``base`` included) then every site on it,
+- Frames: every body of the chain below its root (``base`` on the SO-101; the root included) then every site on it,
   named as in the MJCF; ``get_frame_id`` indexes ``get_frame_names()``. Forward kinematics maps
   each name to ``position`` (3,), ``orientation`` (3, 3) (columns are the frame axes in world),
   ``quaternion`` (4,) (w, x, y, z) with w ≥ 0, ``transformation`` (4, 4). Jacobians are (6, nv),
@@ -60,10 +60,11 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.dynamics.rigid_body import (
-    Chain, christoffel_coriolis, homogeneous, inverse_dynamics, mass_matrix, mat2quat, poses, regressor,
+    Chain, chain_joints, christoffel_coriolis, homogeneous, inverse_dynamics, mass_matrix, mat2quat, poses, regressor,
 )  # fmt: skip
 from so101_mjx.errors import InputError
-from so101_mjx.robot.scenes import ROBOT_JOINTS, load_model
+from so101_mjx.robot.scenes import load_model
+from so101_mjx.robot.urdf import urdf_xml
 
 
 class ModelLoadError(InputError, RuntimeError):
@@ -200,8 +201,8 @@ def load_mujoco_model(model: str | Path) -> mujoco.MjModel:
     """
     if not isinstance(model, (str, Path)):
         raise InputError(f"model must be a scene name, an MJCF or URDF path or an MjModel, got {type(model).__name__}")
-    try:
-        return mujoco.MjModel.from_xml_path(str(model)) if str(model).endswith(".urdf") else load_model(model)
+    try:  # a URDF keeps every link as a body (MuJoCo would fuse the fixed ones): urdf_xml
+        return mujoco.MjModel.from_xml_string(urdf_xml(model, "model_path")) if str(model).endswith(".urdf") else load_model(model)
     except (ValueError, OSError) as err:
         raise ModelLoadError(f"Failed to load model '{model}' with MuJoCo: {err}\n"
                              "Ensure the file is valid URDF or MJCF format.") from err  # fmt: skip
@@ -213,18 +214,22 @@ class ChainBackend(DynamicsBackend):
     Args:
         model_path: a scene name (``"so101"``: the arm alone), an MJCF or URDF path (``str`` or
             ``Path``; URDF through MuJoCo's import) or a compiled ``MjModel``.
-        joints: the hinge joints that form ``q`` and ``v``, in this order.
+        joints: the hinge joints that form ``q`` and ``v``, in this order; None = the SO-101's six
+            (``ROBOT_JOINTS``) when the model has them, else every hinge of the model. The chain's
+            root is the link ``base`` if the joints are below it, else the top link above them.
         include_armature: add ``diag(dof_armature)`` to ``M`` (and so to ID / FD).
         verbose: print one line when the model is loaded.
     """
 
-    def __init__(self, model_path: str | Path | mujoco.MjModel = "so101", *, joints: tuple[str, ...] = ROBOT_JOINTS,
+    def __init__(self, model_path: str | Path | mujoco.MjModel = "so101", *, joints: tuple[str, ...] | None = None,
                  include_armature: bool = False, verbose: bool = False):  # fmt: skip
         in_memory = isinstance(model_path, mujoco.MjModel)
-        super().__init__(None if in_memory else str(model_path), joints=tuple(joints), include_armature=bool(include_armature),
+        model = model_path if in_memory else load_mujoco_model(model_path)
+        joints = chain_joints(model, joints)
+        super().__init__(None if in_memory else str(model_path), joints=joints, include_armature=bool(include_armature),
                          verbose=bool(verbose))  # fmt: skip
-        self._model = model_path if in_memory else load_mujoco_model(model_path)
-        self.chain = Chain.from_model(self._model, tuple(joints))
+        self._model = model
+        self.chain = Chain.from_model(self._model, joints)
         if verbose:
             print(f"MuJoCo model loaded: {self.nq} positions, {self.nv} velocities ({type(self).__name__})")
 
@@ -241,7 +246,7 @@ class ChainBackend(DynamicsBackend):
         return list(self.chain.kin.joints)
 
     def get_frame_names(self) -> list[str]:
-        """Bodies of the chain (``base`` first), then its sites."""
+        """Bodies of the chain (its root first), then its sites."""
         return list(self.chain.frame_names)
 
     def get_frame_id(self, frame: str) -> int:

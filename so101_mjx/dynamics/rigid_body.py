@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
+from so101_mjx.errors import InputError
 from so101_mjx.robot.kinematics import Kinematics, _quat2mat
 from so101_mjx.robot.scenes import ROBOT_JOINTS
 
@@ -27,6 +28,42 @@ def body_parameters(model: mujoco.MjModel, body: int) -> np.ndarray:
     inertia = rot @ np.diag(model.body_inertia[body]) @ rot.T + m * (c @ c * np.eye(3) - np.outer(c, c))
     return np.array([m, *(m * c), inertia[0, 0], inertia[0, 1], inertia[1, 1], inertia[0, 2], inertia[1, 2], inertia[2, 2]])
 
+
+
+def _hinges(model: mujoco.MjModel) -> list[str]:
+    return [model.joint(j).name for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE]
+
+
+def chain_joints(model: mujoco.MjModel, joints: tuple[str, ...] | None) -> tuple[str, ...]:
+    """``joints`` checked as hinge joints of ``model``; None = ``ROBOT_JOINTS`` if the model has them,
+    else all its hinges. InputError naming the joint and listing the model's hinges otherwise."""
+    hinges = _hinges(model)
+    if joints is None:
+        joints = ROBOT_JOINTS if set(ROBOT_JOINTS) <= set(hinges) else tuple(hinges)
+    if isinstance(joints, str) or not all(isinstance(j, str) for j in joints) or not joints:
+        raise InputError(f"joints must be a non-empty sequence of hinge joint names, got {joints!r}")
+    for name in joints:
+        if name not in hinges:
+            raise InputError(f"joints: {name!r} is not a hinge joint of the model; its hinges: {hinges}")
+    return tuple(joints)
+
+
+def chain_root(model: mujoco.MjModel, joints: tuple[str, ...]) -> str:
+    """The chain's root body: ``base`` when every joint's body is below it, else the body just
+    below the world on the first joint's branch."""
+    bodies = [model.jnt_bodyid[model.joint(j).id] for j in joints]
+
+    def ancestors(b: int) -> list[int]:
+        out = [b]
+        while b > 0:
+            b = model.body_parentid[b]
+            out.append(b)
+        return out
+
+    base = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, "base")
+    if base > 0 and all(base in ancestors(b) for b in bodies):
+        return "base"
+    return model.body(ancestors(bodies[0])[-2]).name
 
 @dataclass(frozen=True, eq=False)
 class Chain:
@@ -47,7 +84,9 @@ class Chain:
 
     @classmethod
     def from_model(cls, model: mujoco.MjModel, joints: tuple[str, ...] = ROBOT_JOINTS) -> Chain:
-        kin = Kinematics.from_model(model, joints)
+        """The chain of hinge ``joints`` below :func:`chain_root`; InputError naming a joint the model lacks."""
+        joints = chain_joints(model, joints)
+        kin = Kinematics.from_model(model, joints, chain_root(model, joints))
         nbody = len(kin.body_names)
         support = np.zeros((nbody, len(joints)))
         for i in range(nbody):

@@ -6,7 +6,7 @@ IK and the top-down grasp helpers), so ``from so101_mjx.ik import levenberg_marq
 
 from so101_mjx.ik.analytic_solver import AnalyticSolverCfg, SO101AnalyticSolver
 from so101_mjx.ik.base import compute_batch_ik
-from so101_mjx.ik.config import SolverCfg
+from so101_mjx.ik.config import RobotCfg, SolverCfg
 from so101_mjx.ik.iterative import (
     APPROACH_AXIS,
     DOWN,
@@ -30,7 +30,7 @@ from so101_mjx.ik.solver import SO101Solver
 __all__ = [
     "APPROACH_AXIS", "DOWN", "GRASP_JAW_ANGLE", "JAW_AXIS", "ORIENTATION_WEIGHT", "ROLL_JOINT", "TOP_DOWN_JAW_DIRECTION",
     "grasp_point_offset", "ik_step", "joint_limits", "levenberg_marquardt", "pseudoinverse", "task_error", "top_down_seed",
-    "SolverCfg", "PytorchSolver", "PytorchSolverCfg", "SO101SolverCfg", "SO101Solver", "AnalyticSolverCfg",
+    "SolverCfg", "RobotCfg", "PytorchSolver", "PytorchSolverCfg", "SO101SolverCfg", "SO101Solver", "AnalyticSolverCfg",
     "SO101AnalyticSolver", "QposSeedSampler", "QposSeedSelSampler", "compute_batch_ik",
 ]
 

@@ -85,6 +85,7 @@ class PitchedSolver(SO101Solver):
         ``pitch`` (...), default ``self.pitch``, only with (..., 3) targets. Batches must broadcast.
         """
         t = _floating(target)
+        t = t[None] if t.shape == (4, 4) else t  # one pose is one environment: results (1,) and (1, n)
         pose = t.ndim >= 2 and t.shape[-2:] == (4, 4)
         if not pose and not (t.ndim >= 1 and t.shape[-1] == 3):
             raise InputError(f"target must have shape (..., 3) or (..., 4, 4), got {t.shape}")
@@ -148,6 +149,7 @@ class SO101AnalyticSolver(PitchedSolver):
                pitch=None):
         """Solve ``target`` (..., 3) or (..., 4, 4); returns ``(success (...), qpos (..., 5))`` or, with
         ``return_all_solutions``, ``(valid (..., K), qpos (..., K, 5))`` best first (K = 4, or 8 for poses).
+        One (4, 4) pose is a batch of one: ``(1,)`` and ``(1, 5)``.
 
         ``pitch``: approach pitch (...) radians per (..., 3) target (as the constructor's), broadcast
         with the targets (default ``self.pitch``; a non-finite pitch is a failure, as a non-finite

@@ -5,11 +5,34 @@ entry that checks it (the seed's ``compute_batch_ik(..., continuous=True)``), an
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+
+import jax
 import jax.numpy as jnp
 from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
+from so101_mjx.robot.kinematics import Kinematics
+
+
+def on_device(method):
+    """Run ``method`` with the solver's ``device`` as JAX's default (arrays it creates live there)."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with jax.default_device(self.device):
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
+def in_root_frame(kin: Kinematics) -> Kinematics:
+    """``kin`` with every pose in its root body's frame (the root at the origin, identity rotation):
+    the interface's FK results and IK targets are chain-root relative. InputError if a joint moves the root."""
+    if kin.body_joint[0] != -1:
+        raise InputError(f"root_link_name {kin.body_names[0]!r} must be a link no joint moves (FK and targets are in its frame)")
+    rot = kin.body_rot[0].T
+    return dataclasses.replace(kin, root_pos=-(rot @ kin.body_pos[0]), root_rot=rot)
 
 
 def compute_batch_ik(solver, target_xpos, qpos_seed=None, continuous: bool = False, **kwargs) -> tuple[Array, Array]:
@@ -18,7 +41,8 @@ def compute_batch_ik(solver, target_xpos, qpos_seed=None, continuous: bool = Fal
     Args:
         solver: a solver with ``get_ik`` (and, for ``continuous``, ``supports_continuous_batch_ik``
             True and ``_select_continuous_ik_path``).
-        target_xpos: (B, N, 4, 4) poses (or (B, N, 3) positions where the solver takes them).
+        target_xpos: (B, N, 4, 4) poses (or (B, N, 3) positions where the solver takes them); without
+            ``continuous`` every solver's ``get_ik`` solves the B·N targets as one batch.
         qpos_seed: (B, DOF) initial joints (default the solver's default seed).
         continuous: pick each row's candidates along a continuous joint path from ``qpos_seed``;
             checked against the capability before anything is solved (InputError if unsupported).
@@ -35,8 +59,10 @@ def compute_batch_ik(solver, target_xpos, qpos_seed=None, continuous: bool = Fal
         raise InputError(f"target_xpos must have shape (B, N, 4, 4) or (B, N, 3), got {t.shape}")
     seed = solver.get_default_qpos_seed() if qpos_seed is None else qpos_seed
     seed = jnp.broadcast_to(jnp.asarray(seed), (t.shape[0], jnp.shape(seed)[-1]))
-    if not continuous:
-        return solver.get_ik(t, qpos_seed=seed[:, None, :], **kwargs)
+    if not continuous:  # every solver: its get_ik on the flattened (B·N) targets, each row's seed repeated
+        (b, n), dof = t.shape[:2], seed.shape[-1]
+        ok, q = solver.get_ik(t.reshape(b * n, *t.shape[2:]), qpos_seed=jnp.repeat(seed, n, axis=0), **kwargs)
+        return jnp.reshape(jnp.asarray(ok), (b, n)), jnp.reshape(jnp.asarray(q), (b, n, dof))
     valid, cand = solver.get_ik(t, qpos_seed=seed[:, None, :], return_all_solutions=True, **kwargs)
     return tuple(solver._select_continuous_ik_path(valid, cand, seed)[:2])
 
@@ -60,7 +86,9 @@ class BaseSolver:
         t = jnp.asarray(target_xpos)
         if t.ndim < 2 or t.shape[-2:] != (4, 4):
             raise InputError(f"target_xpos must have shape (..., 4, 4), got {t.shape}")
-        return self.get_ik(t, qpos_seed=qpos_seed)
+        ok, q = self.get_ik(t, qpos_seed=qpos_seed)
+        batch = () if t.ndim == 2 and jnp.shape(ok) == (1,) else jnp.shape(ok)  # one pose: get_ik's batch of one dropped
+        return jnp.reshape(ok, batch), jnp.reshape(q, (*batch, jnp.shape(q)[-1]))
 
     def prepare_buffers(self, max_batch: int) -> None:
         """Declare the largest flattened target count (seeds included) to be solved, an int >= 1.

@@ -199,3 +199,63 @@ def _is_plain_attribute(cls: type, key: str) -> bool:
     value = getattr(cls, key)
     return not (callable(value) or isinstance(getattr(type(cls), key, None), property)
                 or any(isinstance(c.__dict__.get(key), property) for c in cls.__mro__))
+
+
+@dataclass
+class RobotCfg:
+    """A robot's solver configs, one per control part (seed 002: the solvers ``init_solver`` builds
+    "inside RobotCfg"; "a robot may carry one solver per control part").
+
+    Attributes:
+        solver_cfg: {control part: :class:`SolverCfg`}; a part's value may also be a dict (built with
+            :meth:`SolverCfg.from_dict`), and a single config is the part ``"arm"``.
+        control_parts: optional {control part: joint names}; each solver's part must be one, and a
+            config without ``joint_names`` solves its part's joints.
+    """
+
+    solver_cfg: dict[str, SolverCfg] = field(default_factory=dict)
+    control_parts: dict[str, list[str]] | None = None
+
+    def __post_init__(self) -> None:
+        cfgs = {"arm": self.solver_cfg} if isinstance(self.solver_cfg, (SolverCfg, str)) else self.solver_cfg
+        if not isinstance(cfgs, Mapping) or not all(isinstance(k, str) and k for k in cfgs):
+            raise InputError(f"solver_cfg must be a SolverCfg or a dict {{control part name: SolverCfg}}, got {self.solver_cfg!r}")
+        self.solver_cfg = {part: _part_cfg(part, c) for part, c in cfgs.items()}
+        if self.control_parts is not None:
+            if not isinstance(self.control_parts, Mapping):
+                raise InputError(f"control_parts must be None or a dict {{part: joint names}}, got {self.control_parts!r}")
+            self.control_parts = {str(p): _names(j, f"control_parts[{p!r}]") for p, j in self.control_parts.items()}
+            unknown = sorted(set(self.solver_cfg) - set(self.control_parts))
+            if unknown:
+                raise InputError(f"solver_cfg parts {unknown} are not control parts; control_parts: {sorted(self.control_parts)}")
+
+    @classmethod
+    def from_dict(cls, init_dict: Mapping[str, Any]) -> RobotCfg:
+        """A RobotCfg from ``{"solver_cfg": {part: config dict or SolverCfg}, "control_parts": ...}``."""
+        if not isinstance(init_dict, Mapping):
+            raise InputError(f"init_dict must be a mapping of RobotCfg fields, got {type(init_dict).__name__}")
+        unknown = sorted(set(init_dict) - {"solver_cfg", "control_parts"})
+        if unknown:
+            raise InputError(f"RobotCfg.from_dict: unknown fields {unknown}; allowed: ['control_parts', 'solver_cfg']")
+        return cls(**init_dict)
+
+    def part_cfg(self, part: str) -> SolverCfg:
+        """The solver config of ``part``, its ``joint_names`` taken from ``control_parts`` when unset."""
+        if part not in self.solver_cfg:
+            raise InputError(f"part must be one of {sorted(self.solver_cfg)}, got {part!r}")
+        cfg = self.solver_cfg[part]
+        if self.control_parts is not None and cfg.joint_names is None:
+            cfg = dataclasses.replace(cfg, joint_names=list(self.control_parts[part]))
+        return cfg
+
+    def init_solver(self, device=None, **kwargs) -> dict[str, Any]:
+        """{control part: solver}, each built by its config's :meth:`SolverCfg.init_solver` (``device``, ``kwargs``)."""
+        return {part: self.part_cfg(part).init_solver(device=device, **kwargs) for part in self.solver_cfg}
+
+
+def _part_cfg(part: str, cfg) -> SolverCfg:
+    if isinstance(cfg, Mapping):
+        cfg = SolverCfg.from_dict(cfg)
+    if not isinstance(cfg, SolverCfg):
+        raise InputError(f"solver_cfg[{part!r}] must be a SolverCfg or a config dict, got {type(cfg).__name__}")
+    return cfg

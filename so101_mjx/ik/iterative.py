@@ -13,16 +13,17 @@ problem's result is therefore bitwise independent of the other problems in its b
 different batch shapes XLA may round the kinematics differently (measured ≤ 1e-15 rad in float64).
 
 Shapes: ``q`` (..., n) with ``n = kin.nq``; targets (..., 3) world positions in metres; the
-task error is (..., 3) for position only and (..., 5) with an approach axis.
+task error is (..., 3) for position only, (..., 5) with an approach axis and (..., 6) with a target rotation.
 
 Bad arguments: concrete values (Python, NumPy, concrete JAX arrays) are checked at trace time
 and raise ``ValueError`` naming the argument: ``damping``, ``step_size``, ``tolerance`` finite
 > 0; ``iterations`` an int >= 1; ``orientation_weight`` finite >= 0; ``approach_axis`` None, 0,
 1 or 2; with an approach axis, ``approach_dir`` finite and nonzero (its length does not matter:
 the tilt is scale-invariant). Traced values cannot raise: a traced zero ``approach_dir`` has
-no tilt to correct (finite joints; its orientation rows only slow the position solve) and
-traced non-finite targets or directions give non-finite joints;
-:class:`so101_mjx.ik.solver.SO101Solver` flags such problems as failures and returns the seed.
+no tilt to correct (finite joints; its orientation rows only slow the position solve), and a
+traced NaN or inf target, direction or target rotation leaves that problem at its seed (finite
+joints in, finite joints out); :class:`so101_mjx.ik.solver.SO101Solver` flags such problems as
+failures (``success=False``) and returns the seed.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
+from so101_mjx.ik import pose as P
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, JAW_PADS
 
@@ -102,6 +104,7 @@ def task_error(
     approach_dir=DOWN,
     orientation_weight: float = ORIENTATION_WEIGHT,
     rotation=None,
+    target_rotation=None,
 ) -> tuple[Array, Array]:
     """Task error and its Jacobian at ``q``, as the reference ``_task_error_and_jacobian``.
 
@@ -116,19 +119,26 @@ def task_error(
         orientation_weight: metres of error per radian of tilt.
         rotation: (3, 3) or (..., 3, 3) controlled frame in the site frame (a TCP rotation);
             None = the site frame itself (the reference).
+        target_rotation: (3, 3) or (..., 3, 3) world rotation the controlled frame should take (the
+            full orientation, roll included; ``approach_axis`` is then not used); None = not constrained.
 
     Returns:
-        ``(error, jac)``: (..., m) and (..., m, n) with m = 3, or 5 with an approach axis
-        (position rows, then the tilt's components on the two other axes, times the weight).
+        ``(error, jac)``: (..., m) and (..., m, n) with m = 3, 5 with an approach axis (position rows,
+        then the tilt's components on the two other axes, times the weight), or 6 with
+        ``target_rotation`` (position rows, then the weighted world rotation vector to the target).
     """
     _check_task(approach_axis, approach_dir, orientation_weight)
     dt = q.dtype
     point, axes, jacp, jacr = kin.site_kinematics(q, site, offset)
     error = target - point
-    if approach_axis is None:
-        return error, jacp
     if rotation is not None:
         axes = axes @ jnp.asarray(rotation, dt)
+    if target_rotation is not None:
+        w = jnp.asarray(orientation_weight, dt)
+        rot_err = P.rotation_error(axes, jnp.asarray(target_rotation, dt))
+        return jnp.concatenate([error, w * rot_err], -1), jnp.concatenate([jacp, w * jacr], -2)
+    if approach_axis is None:
+        return error, jacp
     direction = jnp.asarray(approach_dir, dt)
     axis = axes[..., :, approach_axis]
     rot = jnp.cross(axis, direction)
@@ -166,17 +176,29 @@ def _spd_solve(a: Array, b: Array) -> Array:
     return jnp.stack(x, -1)
 
 
-def _prepare(kin: Kinematics, q, target, approach_dir, lower, upper) -> tuple[Array, Array, Array, Array]:
-    """Cast to one floating dtype and broadcast ``q`` to the problems' batch shape."""
+def _prepare(kin: Kinematics, q, target, approach_dir, lower, upper, target_rotation=None) -> tuple[Array, ...]:
+    """Cast to one floating dtype, broadcast ``q`` to the problems' batch shape and replace a
+    non-finite target, direction or target rotation by a harmless one (zeros; identity).
+
+    Returns ``(q, target, direction, target_rotation, finite (...), lower, upper)``.
+    """
     q, target = kin.check_q(q), jnp.asarray(target)
     if target.ndim < 1 or target.shape[-1] != 3:
         raise InputError(f"target must have shape (..., 3), got {target.shape}")
     dt = jnp.result_type(q.dtype, target.dtype)
     direction = jnp.asarray(approach_dir, dt)
-    batch = jnp.broadcast_shapes(q.shape[:-1], target.shape[:-1], direction.shape[:-1])
+    rot = None if target_rotation is None else jnp.asarray(target_rotation, dt)
+    if rot is not None and (rot.ndim < 2 or rot.shape[-2:] != (3, 3)):
+        raise InputError(f"target_rotation must have shape (3, 3) or (..., 3, 3), got {rot.shape}")
+    batch = jnp.broadcast_shapes(q.shape[:-1], target.shape[:-1], direction.shape[:-1], () if rot is None else rot.shape[:-2])
+    finite = jnp.all(jnp.isfinite(target), -1) & jnp.all(jnp.isfinite(direction), -1)
+    if rot is not None:
+        finite = finite & jnp.all(jnp.isfinite(rot), (-2, -1))
+        rot = jnp.where(jnp.isfinite(rot), rot, jnp.eye(3, dtype=dt))
     lo = jnp.asarray(-jnp.inf if lower is None else lower, dt)
     hi = jnp.asarray(jnp.inf if upper is None else upper, dt)
-    return jnp.broadcast_to(q.astype(dt), (*batch, kin.nq)), target.astype(dt), lo, hi
+    target, direction = (jnp.where(jnp.isfinite(x), x, 0).astype(dt) for x in (target, direction))
+    return jnp.broadcast_to(q.astype(dt), (*batch, kin.nq)), target, direction, rot, jnp.broadcast_to(finite, batch), lo, hi
 
 
 def ik_step(
@@ -190,6 +212,7 @@ def ik_step(
     approach_dir=DOWN,
     orientation_weight: float = ORIENTATION_WEIGHT,
     rotation=None,
+    target_rotation=None,
     damping: float = 0.1,
     tolerance: float = 1e-4,
     lower=None,
@@ -198,21 +221,21 @@ def ik_step(
     """One Levenberg–Marquardt iteration: (..., n) joint angles after the update.
 
     ``dq = solve(JᵀJ + damping·I, Jᵀe)`` (``damping`` > 0 keeps it positive definite), then ``q + dq`` clipped to ``[lower, upper]`` (n,) or
-    (..., n) radians (None = unbounded). Returns ``q`` unchanged where ‖e‖ < ``tolerance``.
-    Task arguments as in :func:`task_error`.
+    (..., n) radians (None = unbounded). Returns ``q`` unchanged where ‖e‖ < ``tolerance``, and where
+    the target (direction, target rotation) is not finite. Task arguments as in :func:`task_error`.
     """
     _check_positive(damping=damping, tolerance=tolerance)
     _check_task(approach_axis, approach_dir, orientation_weight)
-    q, target, lower, upper = _prepare(kin, q, target, approach_dir, lower, upper)
+    q, target, direction, rot, finite, lower, upper = _prepare(kin, q, target, approach_dir, lower, upper, target_rotation)
     e, jac = task_error(
-        kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=approach_dir,
-        orientation_weight=orientation_weight, rotation=rotation,
+        kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=direction,
+        orientation_weight=orientation_weight, rotation=rotation, target_rotation=rot,
     )
     jt = jnp.swapaxes(jac, -1, -2)
     lhs = jt @ jac + jnp.asarray(damping, q.dtype) * jnp.eye(kin.nq, dtype=q.dtype)
     dq = _spd_solve(lhs, jnp.einsum("...ij,...j->...i", jt, e))
-    converged = jnp.linalg.norm(e, axis=-1) < tolerance
-    return jnp.where(converged[..., None], q, jnp.clip(q + dq, lower, upper))
+    frozen = (jnp.linalg.norm(e, axis=-1) < tolerance) | ~finite
+    return jnp.where(frozen[..., None], q, jnp.clip(q + dq, lower, upper))
 
 
 def levenberg_marquardt(
@@ -226,6 +249,7 @@ def levenberg_marquardt(
     approach_dir=DOWN,
     orientation_weight: float = ORIENTATION_WEIGHT,
     rotation=None,
+    target_rotation=None,
     damping: float = 0.1,
     iterations: int = 20,
     tolerance: float = 1e-4,
@@ -236,21 +260,25 @@ def levenberg_marquardt(
 
     ``iterations`` (static) :func:`ik_step` updates from the seed ``q0`` (..., n), each clipped
     to ``[lower, upper]`` (use :func:`joint_limits`; None = unbounded). Returns (..., n) joint
-    angles, broadcast over the batch axes of ``q0``, ``target`` and ``approach_dir``.
+    angles, broadcast over the batch axes of ``q0``, ``target``, ``approach_dir`` and ``target_rotation``.
+    A problem whose target (direction, target rotation) has a NaN or inf returns its ``q0``
+    unchanged: no step is taken, so its FK residual shows the failure (the solver classes report it
+    as ``success=False``).
     """
     iterations = checks.integer("iterations", iterations, ge=1)
     _check_positive(damping=damping, tolerance=tolerance)
     _check_task(approach_axis, approach_dir, orientation_weight)
-    q0, target, lower, upper = _prepare(kin, q0, target, approach_dir, lower, upper)
+    q0, target, direction, rot, finite, lower, upper = _prepare(kin, q0, target, approach_dir, lower, upper, target_rotation)
 
     def body(_, q):
         return ik_step(
-            kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=approach_dir,
-            orientation_weight=orientation_weight, rotation=rotation, damping=damping, tolerance=tolerance,
-            lower=lower, upper=upper,
+            kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=direction,
+            orientation_weight=orientation_weight, rotation=rotation, target_rotation=rot, damping=damping,
+            tolerance=tolerance, lower=lower, upper=upper,
         )
 
-    return jax.lax.fori_loop(0, iterations, body, q0)
+    # The non-finite problems were made finite above (ik_step sees harmless ones): restore their seeds.
+    return jnp.where(finite[..., None], jax.lax.fori_loop(0, iterations, body, q0), q0)
 
 
 def pseudoinverse(
@@ -264,6 +292,7 @@ def pseudoinverse(
     approach_dir=DOWN,
     orientation_weight: float = ORIENTATION_WEIGHT,
     rotation=None,
+    target_rotation=None,
     step_size: float = 1.0,
     iterations: int = 20,
     tolerance: float = 1e-4,
@@ -272,21 +301,22 @@ def pseudoinverse(
 
     ``q += step_size · pinv(J) e`` (numpy's cutoff: singular values ≤ 1e-15·σ_max dropped), no
     joint clipping, same per-problem freeze as :func:`levenberg_marquardt`. The reference
-    supports position only; the approach-axis rows are available here too. Returns (..., n).
+    supports position only; the approach-axis and target-rotation rows are available here too.
+    Returns (..., n); a problem with a NaN or inf target (direction, rotation) returns its ``q0``.
     """
     iterations = checks.integer("iterations", iterations, ge=1)
     _check_positive(step_size=step_size, tolerance=tolerance)
     _check_task(approach_axis, approach_dir, orientation_weight)
-    q0, target, _, _ = _prepare(kin, q0, target, approach_dir, None, None)
+    q0, target, direction, rot, finite, _, _ = _prepare(kin, q0, target, approach_dir, None, None, target_rotation)
 
     def body(_, q):
         e, jac = task_error(
-            kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=approach_dir,
-            orientation_weight=orientation_weight, rotation=rotation,
+            kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=direction,
+            orientation_weight=orientation_weight, rotation=rotation, target_rotation=rot,
         )
         dq = jnp.einsum("...ij,...j->...i", jnp.linalg.pinv(jac, rtol=_PINV_RCOND), e)
-        converged = jnp.linalg.norm(e, axis=-1) < tolerance
-        return jnp.where(converged[..., None], q, q + step_size * dq)
+        frozen = (jnp.linalg.norm(e, axis=-1) < tolerance) | ~finite
+        return jnp.where(frozen[..., None], q, q + step_size * dq)
 
     return jax.lax.fori_loop(0, iterations, body, q0)
 

@@ -53,6 +53,7 @@ from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik.analytic_solver import PitchedSolver
+from so101_mjx.ik.multistart import manipulability
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import EE_SITE
 
@@ -229,7 +230,9 @@ class SO101LearnedSolver(PitchedSolver):
             work and measured 2 points of success less than all 4.
         iterations: LM steps per seed (static).
         pos_eps: metres, rot_eps: radians of pitch: a candidate beyond either is invalid.
-        damping: LM damping. Other arguments as :class:`~so101_mjx.ik.analytic_solver.PitchedSolver`.
+        damping: LM damping. selection: ``"nearest"`` (weighted joint distance to the seed, the default)
+            or ``"manipulability"`` (the valid candidate with the largest Yoshikawa √det(Jv Jvᵀ); a
+            choice only with ``refine`` > 1). Other arguments as :class:`~so101_mjx.ik.analytic_solver.PitchedSolver`.
     """
 
     def __init__(self, net: SeedNet, model: mujoco.MjModel | None = None, *, refine: int = 1, iterations: int = 2,
@@ -247,7 +250,7 @@ class SO101LearnedSolver(PitchedSolver):
                pitch=None):
         """Solve (..., 3) ``target`` positions at ``pitch`` (...) (default ``self.pitch``); returns
         ``(success (...), qpos (..., 5))``, the valid candidate nearest ``qpos_seed`` (default the
-        range midpoint) or else the least missing; with ``return_all_solutions``
+        range midpoint; the most manipulable with ``selection="manipulability"``) or else the least missing; with ``return_all_solutions``
         ``(valid (..., K), qpos (..., K, 5))``, valid first by distance, then by position error
         (K = ``refine``). Non-finite joints are replaced by the clipped seed. ``num_samples`` is
         not used (one candidate per refined head)."""
@@ -301,7 +304,10 @@ def _solve_one(kin, geom, cfg, refine, all_solutions, net, pos, pitch, seed, low
     tilt = jnp.abs(analytic_ik.wrap(analytic_ik.pitch_of(geom, q) - pitch_k))
     ok = (err < cfg.pos_eps) & (tilt < cfg.rot_eps)
     q = jnp.where(jnp.all(jnp.isfinite(q), -1, keepdims=True), q, jnp.clip(seed, lower, upper)[None, :])
-    cost = jnp.where(ok, jnp.sum(weight * (q - seed) ** 2, -1), _INVALID + jnp.nan_to_num(err, nan=_INVALID))
+    score = jnp.sum(weight * (q - seed) ** 2, -1)
+    if cfg.selection == "manipulability":  # the best-conditioned valid candidate
+        score = -manipulability(kin, q, cfg.site, offset)
+    cost = jnp.where(ok, score, _INVALID + jnp.nan_to_num(err, nan=_INVALID))
     if all_solutions:
         order = jnp.argsort(cost)
         return ok[order], q[order]

@@ -21,6 +21,7 @@ from jax import Array
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
+from so101_mjx.ik import pose as P
 from so101_mjx.ik.seed_sampler import correction, nearest
 from so101_mjx.robot.kinematics import Kinematics
 
@@ -106,13 +107,15 @@ def _least_squares(kin, cfg: SolveConfig, q0, pos, direction, task: dict, lower,
 
 
 @partial(jax.jit, static_argnums=(0, 1))
-def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight, starts, db_q, db_key):
+def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight, starts, db_q, db_key, target_rot=None):
     """Multi-start least squares: pos, direction (..., 3); seed (..., n); starts (K - 1, n) fixed starts,
     replaced by K - 1 database entries (db_q (N, n), db_key (N, 3 or 6)) near each target, re-ranked.
+    ``target_rot`` (..., 3, 3): the TCP's world rotation, solved and checked in full (roll included;
+    the approach ``direction`` then only keys the database); None = the approach axis alone, if any.
 
     Returns validity (..., K) and candidates (..., K, n), best first.
     """
-    top = cfg.approach_axis is not None
+    top, full = cfg.approach_axis is not None, target_rot is not None
     finite = jnp.all(jnp.isfinite(pos), -1) & jnp.all(jnp.isfinite(direction), -1)
     midpoint = jnp.where(jnp.isfinite(lower + upper), 0.5 * (lower + upper), 0)
     seed = jnp.where(jnp.isfinite(seed), seed, midpoint)
@@ -120,8 +123,12 @@ def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight
     pos = jnp.where(finite[..., None], pos, kin.point(seed, cfg.site, tcp_pos))
     if top:
         direction = jnp.where(finite[..., None], direction, _approach_axis_world(kin, seed, cfg, tcp_rot))
-    task = dict(site=cfg.site, offset=tcp_pos, approach_axis=cfg.approach_axis, orientation_weight=cfg.orientation_weight,
-                rotation=tcp_rot)
+    task = dict(site=cfg.site, offset=tcp_pos, approach_axis=None if full else cfg.approach_axis,
+                orientation_weight=cfg.orientation_weight, rotation=tcp_rot)
+    if full:
+        finite &= jnp.all(jnp.isfinite(target_rot), (-2, -1))
+        target_rot = jnp.where(finite[..., None, None], target_rot, kin.site_pose(seed, cfg.site)[1] @ tcp_rot)
+        task["target_rotation"] = target_rot[..., None, :, :]
     if db_q is None or starts.shape[0] == 0:
         others = jnp.broadcast_to(starts, (*pos.shape[:-1], *starts.shape))
     else:
@@ -138,7 +145,9 @@ def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight
     q = _least_squares(kin, cfg, q0, pos[..., None, :], direction[..., None, :], task, lower, upper)
     err = jnp.linalg.norm(kin.point(q, cfg.site, tcp_pos) - pos[..., None, :], axis=-1)
     valid = (err < cfg.pos_eps) & jnp.all((q >= lower) & (q <= upper), -1) & finite[..., None]
-    if top:
+    if full:
+        valid &= P.rotation_angle(kin.site_pose(q, cfg.site)[1] @ tcp_rot, target_rot[..., None, :, :]) < cfg.rot_eps
+    elif top:
         valid &= _tilt(_approach_axis_world(kin, q, cfg, tcp_rot), direction[..., None, :]) < cfg.rot_eps
     if cfg.selection == "nearest":
         cost = jnp.sum(weight * (q - seed[..., None, :]) ** 2, -1)

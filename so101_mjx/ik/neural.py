@@ -7,17 +7,20 @@ Each of ``max_steps`` steps clips its action to [-1, 1], adds ``action_scale`` t
 joints and clips them to the limits. A solve succeeds when the TCP ends within ``pos_eps`` metres
 and ``rot_eps`` radians of the target.
 
-Checkpoints are ``.npz`` files with the interface's keys: ``agent/actor_mean.<i>.weight`` (out, in)
-and ``agent/actor_mean.<i>.bias`` for the MLP's linear layers ``i`` (a ``torch.nn.Sequential``'s
+Checkpoints hold the interface's keys: ``agent/actor_mean.<i>.weight`` (out, in) and
+``agent/actor_mean.<i>.bias`` for the MLP's linear layers ``i`` (a ``torch.nn.Sequential``'s
 ``state_dict`` names: 0, 2, 4, ...), ``obs_normalizer/mean`` and ``obs_normalizer/var`` (obs_dim,).
-:func:`save_checkpoint` writes one (a torch checkpoint converts with ``{k: v.numpy()}``). This
-solver keeps :class:`~so101_mjx.ik.learned.SO101LearnedSolver` (learned seeds, then LM) as it is.
+They are ``.npz`` files (:func:`save_checkpoint` writes one) or the interface's torch ``.pt`` files
+(``torch.save`` of nested dicts such as ``{"agent": actor.state_dict(), "obs_normalizer": {"mean":
+..., "var": ...}}``, nested keys joined by ``/``), read when PyTorch is installed (imported only
+then). This solver keeps :class:`~so101_mjx.ik.learned.SO101LearnedSolver` (learned seeds, then LM) as it is.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import ClassVar
@@ -43,8 +46,8 @@ _LAYER = re.compile(r"agent/actor_mean\.(\d+)\.(weight|bias)")
 class NeuralIKSolverCfg(ChainCfg):
     """Configuration of :class:`NeuralIKSolver` (seed 002, ``NeuralIKSolverCfg``).
 
-    Attributes (beyond :class:`~so101_mjx.ik.config.SolverCfg`'s): checkpoint_path (``.npz``, see the
-    module docstring), max_steps (policy steps per solve), action_scale (radians per unit action),
+    Attributes (beyond :class:`~so101_mjx.ik.config.SolverCfg`'s): checkpoint_path (``.npz`` or ``.pt``, see
+    the module docstring), max_steps (policy steps per solve), action_scale (radians per unit action),
     obs_dim (None = ``2 * num_arm_joints + 14``), num_arm_joints (the joints the policy moves, the first
     of the chain: the SO-101's 5 by default; the interface's default, 7, is the Franka's),
     hidden_dims, pos_eps (metres), rot_eps (radians), num_samples (starts per target).
@@ -66,7 +69,7 @@ class NeuralIKSolverCfg(ChainCfg):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.checkpoint_path, (str, os.PathLike)):
-            raise InputError(f"checkpoint_path must be a path to an .npz checkpoint, got {self.checkpoint_path!r}")
+            raise InputError(f"checkpoint_path must be a path to an .npz or .pt checkpoint, got {self.checkpoint_path!r}")
         self.checkpoint_path = os.fspath(self.checkpoint_path)
         i, r = checks.integer, checks.real
         self.max_steps, self.num_samples = i("max_steps", self.max_steps, ge=1), i("num_samples", self.num_samples, ge=1)
@@ -92,14 +95,40 @@ def save_checkpoint(path: str | os.PathLike, layers, obs_mean, obs_var) -> None:
         np.savez(file, **arrays)
 
 
+def read_torch_checkpoint(path: str) -> dict[str, np.ndarray]:
+    """The tensors of a torch checkpoint (``.pt``), nested dicts flattened to ``outer/inner`` keys (so
+    ``{"agent": {"actor_mean.0.weight": ...}}`` gives ``agent/actor_mean.0.weight``); other entries skipped."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(f"checkpoint_path {path!r}: reading a .pt checkpoint needs PyTorch: pip install torch "
+                          "(or convert it to .npz where torch is installed, docs/ik.md)") from None
+    flat: dict[str, np.ndarray] = {}
+
+    def walk(prefix: str, obj) -> None:
+        if isinstance(obj, Mapping):
+            for key, value in obj.items():
+                walk(f"{prefix}/{key}" if prefix else str(key), value)
+        elif isinstance(obj, torch.Tensor):
+            flat[prefix] = obj.detach().cpu().numpy()
+
+    walk("", torch.load(path, map_location="cpu", weights_only=True))
+    return flat
+
+
 def load_checkpoint(path: str, obs_dim: int, hidden_dims: list[int], num_arm_joints: int):
     """``(layers, mean, var)`` of a checkpoint: KeyError (as the interface) for missing ``agent/actor_mean.*``
     or ``obs_normalizer`` entries; InputError for shapes that do not match the config or bad values."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            files = dict(data)
+        if str(path).lower().endswith((".pt", ".pth")):
+            files = read_torch_checkpoint(path)
+        else:
+            with np.load(path, allow_pickle=False) as data:
+                files = dict(data)
     except FileNotFoundError:
         raise MissingFileError(f"checkpoint_path: file not found: {path!r}") from None
+    except ImportError:
+        raise
     except Exception as err:  # zip, pickle, ...: not a saved checkpoint
         raise InputError(f"checkpoint_path {path!r}: unreadable checkpoint ({type(err).__name__})") from None
     found = {}

@@ -60,10 +60,8 @@ def pinocchio_model(model: mujoco.MjModel, joints: tuple[str, ...], root: str = 
     pin = import_optional("pinocchio", "pinocchio", "the Pinocchio model")
     pm = pin.Model()
     root_id, solved = model.body(root).id, set(joints)
-    data = mujoco.MjData(model)
-    mujoco.mj_kinematics(model, data)
-    parent = model.body_parentid[root_id]
-    where = {parent: (0, _se3(pin, data.xmat[parent].reshape(3, 3), data.xpos[parent]))}  # body -> (joint, body frame in it)
+    parent = model.body_parentid[root_id]  # placed so that the root link's frame is the model's origin (FK in its frame)
+    where = {parent: (0, _se3(pin, _quat_rot(model.body_quat[root_id]), model.body_pos[root_id]).inverse())}  # body -> (joint, frame)
     for b in range(model.nbody):
         if b != root_id and root_id not in _ancestors(model, b):
             continue
@@ -260,7 +258,7 @@ class PinocchioSolver(PinocchioChain, CfgSolver):
         :meth:`get_default_qpos_seed`). ``qvel_seed`` is not used; ``return_all_solutions`` returns
         the one solution as well.
 
-        Returns ``(success, qpos)``: (1,) and (n,) for one target, (N,) and (N, n) for N; a target
+        Returns ``(success, qpos)``: (N,) and (N, n), (1,) and (1, n) for one (4, 4) target; a target
         without a solution (or not finite) returns its seed.
         """
         t = np.asarray(target_xpos, np.float64)
@@ -274,7 +272,7 @@ class PinocchioSolver(PinocchioChain, CfgSolver):
         results = [self._solve_one(x, s) for x, s in zip(targets, seeds)]
         success = jnp.asarray([r[0] for r in results])
         qpos = jnp.asarray(np.stack([r[1] for r in results]))
-        return (success, qpos[0]) if t.ndim == 2 else (success, qpos)
+        return success, qpos
 
 
 PinocchioSolverCfg.solver_class = PinocchioSolver

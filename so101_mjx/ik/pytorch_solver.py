@@ -5,7 +5,7 @@ The seed's batched damped least squares with ``is_only_position_constraint=True`
 the role :class:`SO101Solver` plays; ``PytorchSolver(cfg, device)`` and ``cfg.init_solver(device)``
 build it from a :class:`PytorchSolverCfg` (also named ``SO101SolverCfg``). Defaults are the SO-101's
 (the seed's iteration defaults are those of ``set_iteration_params``). FK results and IK targets are
-in the root link's frame, which must be the world frame (the root link fixed at the origin).
+in the root link's frame; the root may be any link no solved joint moves.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import dataclasses
 from dataclasses import dataclass
 
 import mujoco
-import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
@@ -49,12 +48,8 @@ class ChainCfg(SolverCfg):
         model, _ = load_robot(scene_path("so101") if self.urdf_path is None else self.urdf_path, self.end_link_name)
         root = self.root_link_name
         if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, root) < 0:
-            raise InputError(f"root_link_name {root!r} is not a link of the model")
-        data = mujoco.MjData(model)
-        mujoco.mj_kinematics(model, data)
-        b = model.body(root).id
-        if not (np.allclose(data.xpos[b], 0, rtol=0, atol=1e-12) and np.allclose(data.xmat[b], np.eye(3).ravel(), rtol=0, atol=1e-12)):
-            raise InputError(f"root_link_name {root!r} must be fixed at the world origin (FK and targets are in its frame)")
+            links = [model.body(b).name for b in range(1, model.nbody)]
+            raise InputError(f"root_link_name {root!r} is not a link of the model; its links: {links}")
         joints = tuple(self.joint_names) if self.joint_names else chain_joints(model, root, self.end_link_name)
         return model, dict(joints=joints, root=root, site=self.end_link_name, tcp=self.tcp,
                            ik_nearest_weight=self.ik_nearest_weight, user_qpos_limits=self.user_qpos_limits)

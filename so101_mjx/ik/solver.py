@@ -3,12 +3,12 @@
 :class:`SO101Solver` runs damped least squares (:mod:`so101_mjx.ik.multistart`) with a tool centre
 point (TCP), joint limits, multi-start seeding and solution selection:
 
-- targets: (..., 3) TCP positions, or (..., 4, 4) TCP poses in the chain root's (world) frame. With
+- targets: (..., 3) TCP positions, or (..., 4, 4) TCP poses in the chain root's frame. With
   ``is_only_position_constraint`` (``approach_axis=None``, the SO-101 default) a pose's rotation is
-  ignored. Otherwise the TCP axis ``approach_axis`` is constrained too: to the pose's column
-  ``approach_axis``, or for (..., 3) targets to ``approach_dir`` (top-down grasping). That is the
-  full pose as far as 5 DoF allow an iterative solver here: the roll about the approach axis is
-  left free (the closed-form :class:`~so101_mjx.ik.analytic_solver.SO101AnalyticSolver` honours it).
+  ignored. Otherwise a pose's full rotation is solved and checked (roll included: success needs
+  the rotation within ``rot_eps``; 5 DoF reach only some 6-D poses, the others fail), and for
+  (..., 3) targets the TCP axis ``approach_axis`` is pointed along ``approach_dir`` (top-down
+  grasping; the roll about it is then free).
 - seeds: slot 0 is the caller's seed; the other ``num_samples - 1`` slots are SELIK-style database
   entries (scrambled-Halton joint samples and their FK) nearest each target (with ``seed_k_max``: the
   ``seed_k_max`` nearest, re-ranked by predicted joint-space correction); with ``seed_selection=False`` the first Halton
@@ -30,7 +30,6 @@ non-finite one: ``success`` False and the seed returned.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import warnings
 
 import jax
@@ -43,7 +42,7 @@ from scipy.stats import qmc
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik.base import BaseSolver
+from so101_mjx.ik.base import BaseSolver, in_root_frame, on_device as _on_device
 from so101_mjx.ik.config import check_tcp, resolve_device
 from so101_mjx.ik.multistart import (
     DB_ENTRY_BYTES, JAC_TYPES, RETRIEVAL_BYTES, SELECTIONS, SolveConfig, as_vector, is_se3, pose_tolerance, solve,
@@ -55,15 +54,6 @@ from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
 __all__ = ["SO101Solver", "is_se3", "pose_tolerance"]
 DAMP_FLOOR = 1e-9  # the seed's numerical floor of the damping: damp = 0 solves with this
 ITERATION_PARAMS = ("pos_eps", "rot_eps", "max_iterations", "dt", "damp", "num_samples", "is_only_position_constraint")
-
-
-def _on_device(method):
-    """Run ``method`` with the solver's device as JAX's default (arrays it creates live there)."""
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        with jax.default_device(self.device):
-            return method(self, *args, **kwargs)
-    return wrapper
 
 
 def _refused(what: str, err: InputError) -> bool:
@@ -129,7 +119,7 @@ class SO101Solver(BaseSolver):
         if not isinstance(model, mujoco.MjModel):
             raise InputError(f"model must be a mujoco.MjModel or None, got {type(model).__name__} "
                              "(a config builds its solver with cfg.init_solver() or PytorchSolver(cfg))")
-        self.kin = Kinematics.from_model(model, joints, root)
+        self.kin = in_root_frame(Kinematics.from_model(model, joints, root))  # FK and targets in the root link's frame
         self.kin.site_id(site)
         if not isinstance(selection, str) or selection not in SELECTIONS:
             raise InputError(f"selection must be one of {SELECTIONS}, got {selection!r}")
@@ -364,15 +354,18 @@ class SO101Solver(BaseSolver):
 
         Returns:
             ``(success (...), qpos (..., n))``, or with ``return_all_solutions``
-            ``(valid (..., K), qpos (..., K, n))`` ordered best first (K = num_samples).
+            ``(valid (..., K), qpos (..., K, n))`` ordered best first (K = num_samples). One (4, 4)
+            pose is a batch of one (the interface's ``(num_envs,)``): ``(1,)`` and ``(1, n)``.
         """
         t = jnp.asarray(target)
         if not jnp.issubdtype(t.dtype, jnp.floating):
             t = t.astype(jnp.result_type(float))
+        t, rot = (t[None] if t.shape == (4, 4) else t), None  # one pose is one environment: (1,) and (1, n)
         if t.ndim >= 2 and t.shape[-2:] == (4, 4):
             pos = jnp.where(is_se3(t, pose_tolerance(t.dtype))[..., None], t[..., :3, 3], jnp.nan)  # not a pose: solved as non-finite
             axis = self._cfg.approach_axis
             direction = t[..., :3, axis] if axis is not None else jnp.zeros_like(pos)
+            rot = None if axis is None else t[..., :3, :3]
         elif t.ndim >= 1 and t.shape[-1] == 3:
             pos, direction = t, jnp.broadcast_to(jnp.asarray(self.approach_dir, t.dtype), t.shape)
         else:
@@ -395,6 +388,5 @@ class SO101Solver(BaseSolver):
             jnp.broadcast_to(seed, (*batch, self.dof)), jnp.asarray(self._lower, dt), jnp.asarray(self._upper, dt),
             jnp.asarray(self._tcp[:3, 3], dt), jnp.asarray(self._tcp[:3, :3], dt), jnp.asarray(self._weight, dt),
             starts, jnp.asarray(db_q, dt) if self.seed_selection else None,
-            jnp.asarray(db_key, dt) if self.seed_selection else None,
-        )
+            jnp.asarray(db_key, dt) if self.seed_selection else None, None if rot is None else jnp.broadcast_to(rot, (*batch, 3, 3)))
         return (valid, q) if return_all_solutions else (valid[..., 0], q[..., 0, :])

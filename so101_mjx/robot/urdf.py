@@ -4,14 +4,15 @@
 link per body (its mass, centre of mass and principal inertia), one revolute joint per hinge (its
 frame, axis, range, damping and friction; the effort limit from its actuator's force range) and
 one fixed child link per site. The repository's ``scenes/so101.urdf`` is this function's output for
-the ``so101`` scene (:func:`write_so101_urdf` regenerates it). :func:`load_robot` loads a URDF through
-MuJoCo's URDF import (fixed links kept as bodies) or an MJCF, and gives a named end link a site.
+the ``so101`` scene (:func:`write_so101_urdf` regenerates it). :func:`load_robot` loads any URDF through
+MuJoCo's URDF import (fixed links kept as bodies, :func:`urdf_xml`) or an MJCF, and gives a named end link a site.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
@@ -142,9 +143,36 @@ def write_so101_urdf(path: str | os.PathLike | None = None) -> Path:
     return path
 
 
+def urdf_xml(path: str | os.PathLike, field: str = "urdf_path") -> str:
+    """The text of URDF file ``path`` with MuJoCo's compiler options that keep every link a body.
+
+    MuJoCo's URDF import fuses links without a moving joint into their parents (``fusestatic``)
+    unless the URDF says otherwise, so a fixed root or tool link would lose its name. This sets
+    ``<mujoco><compiler fusestatic="false"/></mujoco>`` (adding the element where missing), plus
+    ``discardvisual="true"`` and ``meshdir`` (the file's folder; a relative one made absolute)
+    unless given. InputError naming ``field`` if the file is not XML with a ``<robot>`` root.
+    """
+    path = Path(path)
+    try:
+        robot = ET.parse(path).getroot()
+    except ET.ParseError as err:
+        raise InputError(f"{field} {path}: not a readable URDF (XML error: {err})") from None
+    if robot.tag != "robot":
+        raise InputError(f"{field} {path}: a URDF's root element must be <robot>, got <{robot.tag}>")
+    ext = robot.find("mujoco")
+    ext = ET.SubElement(robot, "mujoco") if ext is None else ext
+    compiler = ext.find("compiler")
+    compiler = ET.SubElement(ext, "compiler") if compiler is None else compiler
+    compiler.set("fusestatic", "false")
+    compiler.set("discardvisual", compiler.get("discardvisual", "true"))
+    compiler.set("meshdir", str((path.resolve().parent / compiler.get("meshdir", ".")).resolve()))
+    return ET.tostring(robot, encoding="unicode")
+
+
 def load_robot(path: str | os.PathLike, end_link: str | None = None) -> tuple[mujoco.MjModel, bool]:
-    """Compile a URDF (MuJoCo's URDF import) or MJCF file; ``end_link``, when the model has no site of
-    that name but a body, gets a site at the body's origin. Returns the model and whether a site was added.
+    """Compile a URDF (MuJoCo's URDF import, every link kept as a body: :func:`urdf_xml`) or MJCF file;
+    ``end_link``, when the model has no site of that name but a body, gets a site at the body's origin.
+    Returns the model and whether a site was added.
 
     Raises MissingFileError for a missing file, InputError naming the file when MuJoCo cannot load it
     or ``end_link`` names neither a site nor a body.
@@ -153,7 +181,8 @@ def load_robot(path: str | os.PathLike, end_link: str | None = None) -> tuple[mu
     if not path.is_file():
         raise MissingFileError(f"urdf_path: file not found: {path}")
     try:
-        spec = mujoco.MjSpec.from_file(str(path))
+        urdf = path.suffix.lower() == ".urdf"
+        spec = mujoco.MjSpec.from_string(urdf_xml(path)) if urdf else mujoco.MjSpec.from_file(str(path))
     except ValueError as err:
         raise InputError(f"urdf_path {path}: MuJoCo cannot load it: {' '.join(str(err).split())[:300]}") from None
     added = False

@@ -11,13 +11,12 @@ positions. Invalid containers raise ``ValueError`` naming the field, at construc
 in ``validate(spec)`` (arrays can be edited in place after construction; the station validates
 every container where it enters the simulation).
 
-NaN marks an unmeasured channel and is the only non-finite value accepted anywhere (``inf``
-is always rejected):
+NaN marks an unmeasured channel (the seed: "Unmeasured channels are NaN") and is the only
+non-finite value accepted anywhere (``inf`` is always rejected):
 
-- always finite: ``timestamp``, ``joint_angle_q``, ``joint_angle_vel_dq``, ``gripper_pos``
-  (also in [0, 1]) and every action / joint pose value;
-- may be NaN: ``joint_torque``, ``joint_temperature``, ``gripper_torque``,
-  ``gripper_temperature``;
+- always finite: ``timestamp`` and every action / joint pose value (targets reach the motors);
+- may be NaN: every observation channel, ``joint_angle_q``, ``joint_angle_vel_dq`` and
+  ``gripper_pos`` (otherwise in [0, 1]) included;
 - ``gripper_vel`` may be NaN at construction; ``validate`` rejects NaN there unless the spec's
   gripper is not actuated (the teaching handle reports an opening only).
 """
@@ -34,6 +33,7 @@ import numpy as np
 from jax import Array
 from jax.typing import ArrayLike
 
+from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.robot import gripper as gripper_mapping
 
@@ -197,7 +197,6 @@ def _check_shared(names: tuple[str, ...], arrays: tuple[np.ndarray, ...], axis: 
 
 _JOINT_FIELDS = ("joint_angle_q", "joint_angle_vel_dq", "joint_torque", "joint_temperature")
 _GRIPPER_FIELDS = ("gripper_pos", "gripper_vel", "gripper_torque", "gripper_temperature")
-_MUST_BE_FINITE = ("joint_angle_q", "joint_angle_vel_dq", "gripper_pos")
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -230,7 +229,7 @@ class MotorizedArm_Observation:
         object.__setattr__(self, "timestamp", float(ts))
         for fields in (_JOINT_FIELDS, _GRIPPER_FIELDS):
             arrays = tuple(
-                _check_array(name, getattr(self, name), rank=1, finite=name in _MUST_BE_FINITE) for name in fields
+                _check_array(name, getattr(self, name), rank=1, finite=False) for name in fields
             )
             _check_shared(fields, arrays, axis=0, what="dof")
         _check_fraction("gripper_pos", self.gripper_pos)
@@ -361,14 +360,17 @@ def interpolate_chunk(
     path share this one implementation.
 
     Args:
-        targets: (..., horizon, dof) absolute targets (e.g. joint angles [rad], open fractions).
-        chunk_rate_hz: rate of the chunk's rows, [Hz], > 0; broadcasts with ``t``.
-        control_rate_hz: rate at which targets are sent, [Hz], > 0; broadcasts with ``t``.
+        targets: (..., horizon, dof) absolute targets (e.g. joint angles [rad], open fractions); horizon >= 1.
+        chunk_rate_hz: rate of the chunk's rows, [Hz], finite > 0 (ValueError otherwise, when not traced); broadcasts with ``t``.
+        control_rate_hz: rate at which targets are sent, [Hz], finite > 0 (likewise); broadcasts with ``t``.
         t: (...) seconds since the chunk's reference timestamp; broadcasts with targets[..., 0, 0].
 
     Returns:
         (..., dof) interpolated targets, in the dtype of ``targets``.
     """
+    for name, rate in (("chunk_rate_hz", chunk_rate_hz), ("control_rate_hz", control_rate_hz)):
+        if not checks.is_traced(rate) and not np.all(np.isfinite(rate) & (np.asarray(rate) > 0)):
+            raise InputError(f"{name} must be a finite rate > 0 Hz, got {rate!r}")
     tick = jnp.floor(jnp.asarray(t) * control_rate_hz + _TICK_TOLERANCE)
     return sample_chunk(targets, tick * chunk_rate_hz / control_rate_hz)
 
@@ -386,7 +388,9 @@ def sample_chunk(targets: ArrayLike, row: ArrayLike) -> Array:
         (..., dof) targets, in the dtype of ``targets``.
     """
     targets = jnp.asarray(targets)
-    horizon = targets.shape[-2]
+    horizon = targets.shape[-2] if targets.ndim >= 2 else 0
+    if horizon < 1:
+        raise InputError(f"targets must have shape (..., horizon >= 1, dof): a chunk needs a row, got {targets.shape}")
     row = jnp.clip(jnp.asarray(row), 0.0, horizon - 1)
     weights = jnp.maximum(0.0, 1.0 - jnp.abs(row[..., None] - jnp.arange(horizon)))
     return jnp.sum(weights.astype(targets.dtype)[..., None] * targets, axis=-2)

@@ -43,10 +43,10 @@ def test_pinocchio_fk_equals_the_chain_fk(solver, problems):
 
 
 def test_pose_ik_and_shapes(solver, problems):
-    """seed 002, PinocchioSolver.get_ik: one (4, 4) target gives success (1,) and qpos (dof,); N targets (N,), (N, dof)."""
+    """seed 002, PinocchioSolver.get_ik: one (4, 4) target gives success (1,) and qpos (1, dof); N targets (N,), (N, dof)."""
     q, target = problems
     ok, sol = solver.get_ik(target[0], qpos_seed=q[0] + 0.1)
-    assert ok.shape == (1,) and sol.shape == (5,) and bool(ok[0])
+    assert ok.shape == (1,) and sol.shape == (1, 5) and bool(ok[0])
     ok, sol = solver.get_ik(target, qpos_seed=q + 0.1)
     assert ok.shape == (6,) and sol.shape == (6, 5) and bool(ok.all())
     err = np.asarray(solver.get_fk(sol)) - target

@@ -118,10 +118,12 @@ def test_observation_rejects_dtype_rank_dof(field, value, needle):
 
 
 @pytest.mark.parametrize("field", ["joint_angle_q", "joint_angle_vel_dq", "gripper_pos"])
-def test_observation_rejects_nan_in_measured_channels(field):
+def test_observation_accepts_nan_rejects_inf_in_position_channels(field):
+    """Seed 003: "Unmeasured channels are NaN" (positions too); inf is never a measurement."""
     n = 1 if field.startswith("gripper") else 5
-    with pytest.raises(ValueError, match=f"^{field} must be finite"):
-        observation(**{field: np.full(n, np.nan, np.float32)})
+    observation(**{field: np.full(n, np.nan, np.float32)})
+    with pytest.raises(ValueError, match=f"^{field} must be finite or NaN"):
+        observation(**{field: np.full(n, np.inf, np.float32)})
 
 
 @pytest.mark.parametrize("timestamp", [float("nan"), float("inf"), "1.0", True])
