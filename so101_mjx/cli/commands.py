@@ -75,7 +75,9 @@ def _train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0)
     parser.add_argument("--out", type=types.output_dir, default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
-    parser.add_argument("--num-timesteps", type=types.positive_int, default=None, help="override the preset's env steps")
+    parser.add_argument("--num-timesteps", type=types.positive_int, default=None,
+                        help="override the preset's env steps (SAC: also its replay buffer's size unless the preset sets "
+                             "max_replay_size; a --resume may raise it)")
     parser.add_argument("--num-evals", type=types.positive_int, default=None,
                         help="override the preset's number of evals (>= 2; one checkpoint each after the first)")
     parser.add_argument("--demo-start-prob", type=types.probability, default=None,

@@ -7,6 +7,7 @@
 - :mod:`so101_mjx.training.ppo_loop`: Brax's PPO loop, owned so that its whole state is checkpointed (exact resume).
 - :mod:`so101_mjx.training.sac_loop`: Brax's SAC in an owned loop, its replay buffer in the checkpoint (exact resume).
 - :mod:`so101_mjx.training.checkpoint`: checkpoints (Orbax params, params and training state as .npz, run metadata).
+- :mod:`so101_mjx.training.npz`: ``.npz`` reading with every array's header checked before its data is read.
 - :mod:`so101_mjx.training.progress`: console progress, CSV, TensorBoard and the learning-curve PNG.
 - :mod:`so101_mjx.training.ppo`: a training run: presets, logs, checkpoints, resume (``so101-mjx train``).
 - :mod:`so101_mjx.training.export`: ONNX and ``.npz`` export (``so101-mjx export``).

@@ -44,13 +44,14 @@ from brax.training.agents.sac import checkpoint as sac_checkpoint
 from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
 from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
-from so101_mjx.training import networks
+from so101_mjx.training import networks, npz
 from so101_mjx.training.policy import NETWORK, PolicyWeights, check_metadata
 
 RUN_FILE = "run.json"
 PARAMS_FILE = "params.npz"
 STATE_FILE = "training_state.npz"
 CHECKPOINTS = "checkpoints"
+BUFFER_DATA = ".buffer.data"  # a SAC training state's replay buffer, (rows, transition size) float32
 
 
 def write_run(path: Path, run: dict[str, Any]) -> None:
@@ -141,17 +142,13 @@ def load(path: str | Path) -> tuple[dict[str, Any], Any]:
 def load_state(path: str | Path, template: Any) -> Any:
     """The training state saved at the checkpoint ``path``, as a pytree like ``template``.
 
-    ValueError when the checkpoint holds none, its arrays do not fit ``template`` (another
-    num_envs, network, device count or float precision) or a float is not finite.
+    Every array's name, shape and dtype are checked against ``template`` in the file's headers,
+    before any data is read; then every float must be finite and a SAC replay buffer's positions
+    lie in it (:func:`_check_values`). A SAC buffer smaller than ``template``'s (a resume with a
+    larger ``--num-timesteps``) grows, its transitions kept. ValueError naming the file otherwise
+    (another num_envs, network, device count or float precision; a damaged or poisoned state).
     """
     return _load_tree(_state_file(path), template, exact=True)
-
-
-def check_state(path: str | Path) -> None:
-    """ValueError unless the checkpoint ``path`` holds a training state of real arrays with finite
-    floats (what :func:`load_state` checks, without a template: before a resume writes anything)."""
-    file = _state_file(path)
-    _check_values(file, _read_arrays(file))
 
 
 def _state_file(path: str | Path) -> Path:
@@ -189,37 +186,63 @@ def _save_tree(file: Path, tree: Any) -> None:
         np.savez(file, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})
 
 
-def _read_arrays(file: Path) -> dict[str, np.ndarray]:
-    try:
-        with np.load(file, allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
-    except Exception as err:  # zipfile, zlib, OSError, ValueError: a truncated or foreign file
-        raise InputError(f"{file}: unreadable checkpoint file ({type(err).__name__})") from None
-
-
 def _check_values(file: Path, arrays: dict[str, np.ndarray]) -> None:
     """Every array real (no complex, string or object arrays) with finite floats (a NaN in the state
-    would train on as NaN)."""
+    would train on as NaN); a SAC replay buffer's positions inside it (Brax's queue:
+    ``0 <= sample_position <= insert_position <= rows``)."""
     for name, value in arrays.items():
         schema.array(file, name, value, kinds="biuf")
+    if BUFFER_DATA in arrays:
+        rows = arrays[BUFFER_DATA].shape[0]
+        insert, sample = (int(arrays.get(f".buffer.{k}_position", 0)) for k in ("insert", "sample"))
+        if not 0 <= insert <= rows:
+            raise InputError(f"{file}: .buffer.insert_position must be in [0, {rows}] (the replay buffer's size), got {insert}")
+        if not 0 <= sample <= insert:
+            raise InputError(f"{file}: .buffer.sample_position must be in [0, insert_position = {insert}], got {sample}")
+
+
+def _header_problems(file: Path, found: dict[str, npz.Header], wanted: dict[str, np.ndarray], exact: bool) -> list[str]:
+    """What keeps the arrays of ``file`` (their headers ``found``) from being ``wanted``'s leaves: missing or
+    unexpected names, other shapes or dtypes (with ``exact``; else dtype kinds). A SAC replay buffer may
+    have fewer rows than ``wanted``'s (it grows); more rows is an InputError of its own."""
+    for name, (shape, dtype) in found.items():
+        if dtype.kind not in "biuf":
+            raise InputError(f"{file}: {name} must be a real (not complex) numeric array, got {dtype} array of shape {shape}")
+    problems = [f"{n} missing" for n in wanted if n not in found]
+    problems += [f"unexpected {n}" for n in found.keys() - wanted.keys()]
+    for name, want in wanted.items():
+        if name not in found:
+            continue
+        shape, dtype = found[name]
+        if name == BUFFER_DATA and shape[1:] == want.shape[1:] and dtype == want.dtype and shape[0] != want.shape[0]:
+            if shape[0] < want.shape[0]:
+                continue
+            raise InputError(f"{file}: the replay buffer holds {shape[0]:,} transitions, this run's {want.shape[0]:,}: SAC's replay "
+                             f"buffer holds max_replay_size transitions (default: --num-timesteps), and a resume can grow it, not shrink "
+                             f"it: resume with --num-timesteps (or max_replay_size) of at least {shape[0]:,}")
+        if shape != want.shape or (dtype != want.dtype if exact else dtype.kind != want.dtype.kind):
+            problems.append(f"{name} {dtype}{list(shape)} vs {want.dtype}{list(want.shape)} here")
+    return problems
 
 
 def _load_tree(file: Path, template: Any, exact: bool) -> Any:
     """``template`` with its leaves read from ``file`` (written by :func:`_save_tree`): the same
-    names and shapes, and each leaf's dtype kind (float, int, ...); with ``exact`` (a training
-    state) its dtype and finite values."""
-    arrays = _read_arrays(file)
+    names and shapes, and each leaf's dtype kind (float, int, ...), checked in the file's headers
+    before any data is read; with ``exact`` (a training state) its dtype and :func:`_check_values`."""
     leaves, treedef = jax.tree_util.tree_flatten_with_path(template)
-    names = [jax.tree_util.keystr(p) for p, _ in leaves]
-    problems = [f"{n} missing" for n in names if n not in arrays]
-    problems += [f"unexpected {n}" for n in arrays.keys() - set(names)]
-    for name, (_, leaf) in zip(names, leaves):
-        want, got = np.asarray(leaf), arrays.get(name)
-        if got is not None and (got.shape != want.shape or (got.dtype != want.dtype if exact else got.dtype.kind != want.dtype.kind)):
-            problems.append(f"{name} {got.dtype}{list(got.shape)} vs {want.dtype}{list(want.shape)} here")
-    if problems:
-        raise InputError(f"{file} does not fit this run (another num_envs, network, device count or float precision?): "
-                         f"{'; '.join(problems[:3])}")
+    wanted = {jax.tree_util.keystr(p): np.asarray(leaf) for p, leaf in leaves}
+
+    def check(found: dict[str, npz.Header]) -> None:
+        problems = _header_problems(file, found, wanted, exact)
+        if problems:
+            raise InputError(f"{file} does not fit this run (another num_envs, network, device count or float precision?): "
+                             f"{'; '.join(problems[:3])}")
+
+    arrays = npz.read(file, check, "checkpoint file")
     if exact:
         _check_values(file, arrays)
-    return jax.tree_util.tree_unflatten(treedef, [arrays[n] for n in names])
+    if BUFFER_DATA in arrays and arrays[BUFFER_DATA].shape != wanted[BUFFER_DATA].shape:  # a larger buffer: the rest empty
+        grown = np.zeros_like(wanted[BUFFER_DATA])
+        grown[: len(arrays[BUFFER_DATA])] = arrays[BUFFER_DATA]
+        arrays[BUFFER_DATA] = grown
+    return jax.tree_util.tree_unflatten(treedef, [arrays[n] for n in wanted])

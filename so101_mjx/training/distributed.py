@@ -3,16 +3,19 @@
 JAX's multi-controller runtime (``jax.distributed``) joins N processes, each running the same
 training; the loop's ``pmap`` then spans the devices of every process, and only process 0 writes
 the run directory. A run on P processes of D devices each equals one process with P * D devices
-(:mod:`so101_mjx.training.ppo_loop`). On CPUs the processes all-reduce through gloo.
+(:mod:`so101_mjx.training.ppo_loop`). On CPUs the processes all-reduce through gloo. The
+launcher starts them as ``python -P -m so101_mjx``: nothing is imported from the working directory.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from so101_mjx.errors import InputError
 
@@ -53,8 +56,12 @@ def launch(argv: list[str], num_processes: int) -> int:
     coordinator on a free localhost port. Returns 0 when all succeed; else the first failure's
     exit status, after stopping the others (a process left alone would wait for its peers)."""
     coordinator = f"127.0.0.1:{free_port()}"
-    procs = [subprocess.Popen([sys.executable, "-m", "so101_mjx", *argv, "--process-id", str(i), "--coordinator", coordinator])
-             for i in range(num_processes)]
+    package_root = str(Path(__file__).resolve().parents[2])  # the processes import so101_mjx from here too
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+    # -P: the working directory is not put on the processes' sys.path, so a numpy.py (or any module)
+    # lying where the user runs so101-mjx is never imported: they see the package and site-packages only.
+    procs = [subprocess.Popen([sys.executable, "-P", "-m", "so101_mjx", *argv, "--process-id", str(i), "--coordinator", coordinator],
+                              env=env) for i in range(num_processes)]
     previous = signal.signal(signal.SIGTERM, _terminated)  # a SIGTERM to the launcher stops its processes too
     try:
         while True:

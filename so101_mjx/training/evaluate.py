@@ -32,7 +32,7 @@ from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.errors import InputError
 from so101_mjx.training.export import load_checkpoint, load_exported
 from so101_mjx.training.policy import forward
-from so101_mjx.training.replay import policy_env
+from so101_mjx.training.replay import IMAGE_OPTIONS, policy_env
 
 EXPORTED = (".onnx", ".npz")
 
@@ -76,6 +76,8 @@ def evaluate(
     try:
         policy, meta = load(path)
         name, env_config = policy_env(meta, env, force, path)
+        # A state policy reads the flat observation: its env renders no frames (as replay's gym env)
+        env_config = {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS}
         if servo_model == "off":
             env_config = {**env_config, "servo_model": None}
         elif servo_model is not None:  # as a dict: the results are JSON

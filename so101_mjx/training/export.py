@@ -172,14 +172,22 @@ def load_exported(path: str | Path) -> NumpyPolicy:
     return read_onnx(path)
 
 
+def check_out(*paths: Path) -> None:
+    """InputError naming the first of ``paths`` (files export writes) that is a directory."""
+    for path in paths:
+        if path.is_dir():
+            raise InputError(f"--out: {path} is a directory, expected a file path (export writes a file there)")
+
+
 def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, Path]:
     """Write ``out`` (.onnx) and the ``.npz`` beside it. Returns their paths (ONNX None without onnx)."""
     out = Path(out)
     if out.suffix != ".onnx":
         raise InputError(f"--out must end in .onnx, got {out}")
+    npz = out.with_suffix(".npz")
+    check_out(out, npz)
     policy, _ = load_checkpoint(checkpoint_path)
     meta, weights, scale, offset = metadata(policy.metadata), policy.weights, policy.scale, policy.offset
-    npz = out.with_suffix(".npz")
     NumpyPolicy(weights, meta, scale, offset).save(npz)
     try:
         import onnx

@@ -29,14 +29,16 @@ from jax import Array
 from so101_mjx._files import atomic_path
 from so101_mjx import _schema as schema
 from so101_mjx.envs.arm import AGENT_POS_SIZE
+from so101_mjx.envs.config import MAX_IMAGE_SIZE
 from so101_mjx.errors import InputError
-from so101_mjx.training import onnx_graph
+from so101_mjx.training import npz, onnx_graph
 from so101_mjx.training.onnx_graph import graph_model
 
 KIND = "pixel"
 STUDENT_FILE, META_FILE, ONNX_FILE = "student.npz", "distill.json", "student.onnx"
 PixelPolicy = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (pixels (B, H, W, 3) uint8, agent_pos (B, 14)) -> (B, 4)
 CONV_KERNELS, CONV_STRIDES = (8, 4, 3), (4, 2, 1)  # PixelStudent's convolutions (also its ONNX graph's)
+MAX_WIDTH_FACTOR = 4  # a student.npz array may be as large as a PixelStudent this many times as wide (a header check)
 
 
 def conv_sides(size: int) -> list[int]:
@@ -97,12 +99,19 @@ def _check_meta(meta: Any, source: str | Path) -> tuple[str, dict[str, Any]]:
 
 
 def read_params(path: str | Path, image_size: int | None = None) -> dict[str, np.ndarray]:
-    """The student params of a ``student.npz`` (flattened by '/'-joined path), checked by :func:`check_params`."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            params = {k: z[k] for k in z.files}
-    except Exception as err:  # zip, zlib or OSError: not an npz
-        raise InputError(f"{path}: unreadable student params ({type(err).__name__})") from None
+    """The student params of a ``student.npz`` (flattened by '/'-joined path), checked by :func:`check_params`;
+    first, in the headers, each array no larger than a student :data:`MAX_WIDTH_FACTOR` times as wide on
+    ``image_size`` frames (default :data:`MAX_IMAGE_SIZE`) holds in float64."""
+    size = image_size or MAX_IMAGE_SIZE
+    channels, hidden = MAX_WIDTH_FACTOR * max(PixelStudent.channels), MAX_WIDTH_FACTOR * PixelStudent.hidden
+    conv = 8 * max(CONV_KERNELS) ** 2 * channels * max(channels, hidden)  # bytes of a conv kernel (or the head), float64
+    dense = 8 * (max(conv_sides(size)[-1], 1) ** 2 * channels + AGENT_POS_SIZE) * hidden  # the hidden Dense kernel's
+
+    def check(found: dict[str, npz.Header]) -> None:
+        npz.limit(path, found, {n: dense if n == "params/Dense_1/kernel" else conv for n in found},
+                  f"a student {MAX_WIDTH_FACTOR}x as wide as PixelStudent's on {size}px frames")
+
+    params = npz.read(path, check, "student params")
     return check_params(params, path, image_size)
 
 
@@ -214,6 +223,8 @@ def export(run_dir: str | Path, out: str | Path | None = None) -> Path:
     out = Path(out) if out is not None else Path(run_dir) / ONNX_FILE
     if out.suffix != ".onnx":
         raise InputError(f"--out must end in .onnx, got {out}")
+    if out.is_dir():
+        raise InputError(f"--out: {out} is a directory, expected a file path (export writes a file there)")
     with atomic_path(out) as tmp:
         onnx.save(onnx_model(params, meta), tmp)
     print(f"exported the pixel student of {meta['env']} ({run_dir}) -> {out}")

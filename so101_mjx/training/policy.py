@@ -19,6 +19,7 @@ import numpy as np
 from so101_mjx._files import atomic_path
 from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError
+from so101_mjx.training import npz
 
 # Activations over an array module ``xp`` (numpy or jax.numpy); names as brax.training.networks.ACTIVATION.
 ACTIVATIONS = {
@@ -28,6 +29,9 @@ ACTIVATIONS = {
     "silu": lambda xp, x: x / (1.0 + xp.exp(-x)),
 }
 # ``network`` of the run metadata: what rebuilds the MLPs (the activation by Brax's name)
+TEXT_ARRAYS = ("metadata", "activation")  # the policy .npz's strings (0-d unicode arrays)
+MAX_TEXT_BYTES = 2**22  # bytes of either string: metadata is a few kB of JSON
+MAX_UNLISTED_WIDTH, MAX_UNLISTED_LAYERS = 4096, 16  # bounds of a network whose metadata lists no hidden layer sizes
 NETWORK = {"activation": schema.STRING, "policy_hidden_layer_sizes": schema.list_of(schema.integer(1)),
            "value_hidden_layer_sizes": schema.list_of(schema.integer(1))}
 
@@ -118,6 +122,23 @@ def check_metadata(meta: Any, source: str | Path) -> dict[str, Any]:
     return meta
 
 
+def check_headers(found: dict[str, npz.Header], meta: dict[str, Any], source: str | Path) -> None:
+    """InputError naming ``source`` unless the weights of a policy ``.npz`` (their headers ``found``) are
+    float32 and no larger than ``meta``'s network (checked metadata) allows: vectors of at most its widest
+    layer, kernels of at most its square (layer widths not listed: :data:`MAX_UNLISTED_WIDTH`)."""
+    hidden = meta.get("network", {}).get("policy_hidden_layer_sizes")
+    widest = max(meta["obs_size"], 2 * meta["action_size"], *(hidden if hidden is not None else [MAX_UNLISTED_WIDTH]))
+    layers = len(hidden) + 1 if hidden is not None else MAX_UNLISTED_LAYERS
+    weights = {name: header for name, header in found.items() if name not in TEXT_ARRAYS}
+    for name, (shape, dtype) in weights.items():
+        if dtype != np.float32:
+            raise InputError(f"{source}: {name} must be a float32 array, got {dtype} array of shape {shape}")
+    npz.limit(source, weights, {n: 4 * widest ** (2 if n.startswith("kernel_") else 1) for n in weights},
+              f"a policy of its metadata's sizes (widest layer {widest})")
+    if len(weights) > 2 * layers + 2:
+        raise InputError(f"{source}: {len(weights)} weight arrays, more than a network of {layers} layers holds")
+
+
 def forward(weights: PolicyWeights, obs, scale, offset, xp=np):
     """Env actions ``(..., action_size)`` for observations ``(..., obs_size)``, in array module ``xp``
     (numpy, or jax.numpy inside jit), computed in ``obs``'s float dtype or wider."""
@@ -148,20 +169,32 @@ class NumpyPolicy:
     @classmethod
     def load(cls, path: str | Path) -> NumpyPolicy:
         """From an ``.npz`` written by :meth:`save`; ValueError naming ``path`` when it is not a
-        complete, finite policy (see :meth:`checked`)."""
+        complete, finite policy (see :meth:`checked`). The arrays' headers are checked first
+        (:func:`check_headers`): a small file whose arrays would expand to gigabytes is never read."""
         try:
-            with np.load(path, allow_pickle=False) as f:
-                meta = json.loads(str(f["metadata"]))
-                indices = sorted(int(k.removeprefix("kernel_")) for k in f.files if k.startswith("kernel_"))
-                if indices != list(range(len(indices))):
-                    raise InputError(f"layers {indices}, expected 0..{len(indices) - 1}")
-                weights = PolicyWeights(
-                    mean=f["mean"], std=f["std"], kernels=tuple(f[f"kernel_{i}"] for i in indices),
-                    biases=tuple(f[f"bias_{i}"] for i in indices), activation=str(f["activation"]),
-                )
+            found = npz.headers(path)
+            npz.limit(path, found, dict.fromkeys(TEXT_ARRAYS, MAX_TEXT_BYTES), "a policy's metadata")
+            text = npz.read(path, names=TEXT_ARRAYS)
+            meta = json.loads(str(text["metadata"]))
         except FileNotFoundError:
             raise
-        except Exception as err:  # zip, key or JSON errors: not a policy file
+        except npz.Unreadable as err:
+            raise InputError(f"{path} is not an exported so101_mjx policy (.npz): {err.reason}") from None
+        except Exception as err:  # key or JSON errors: not a policy file
+            raise InputError(f"{path} is not an exported so101_mjx policy (.npz): {err}") from None
+        check_headers(found, check_metadata(meta, path), path)
+        try:
+            f = npz.read(path)
+            indices = sorted(int(k.removeprefix("kernel_")) for k in f if k.startswith("kernel_"))
+            if indices != list(range(len(indices))):
+                raise InputError(f"layers {indices}, expected 0..{len(indices) - 1}")
+            weights = PolicyWeights(
+                mean=f["mean"], std=f["std"], kernels=tuple(f[f"kernel_{i}"] for i in indices),
+                biases=tuple(f[f"bias_{i}"] for i in indices), activation=str(text["activation"]),
+            )
+        except npz.Unreadable as err:
+            raise InputError(f"{path} is not an exported so101_mjx policy (.npz): {err.reason}") from None
+        except Exception as err:  # key errors: not a policy file
             raise InputError(f"{path} is not an exported so101_mjx policy (.npz): {err}") from None
         return cls.checked(weights, meta, path)
 

@@ -13,7 +13,8 @@ moments, normalizer, env steps, the rollout's env states and RNG keys), re-runs 
 eval, rewrites ``metrics.csv`` to the rows before it, and ends with the params and metrics of the
 uninterrupted run (bitwise on backend ``c``; tests/training/test_resume.py kills runs with SIGKILL at
 several moments). Killed before its first checkpoint, a run restarts at step 0 on ``--resume``.
-The algorithm is the preset's (:class:`~so101_mjx.training.preset.Preset` for PPO,
+An epoch that makes the training state non-finite stops the run (one line, exit status 1) before
+that step is written. The algorithm is the preset's (:class:`~so101_mjx.training.preset.Preset` for PPO,
 :class:`~so101_mjx.training.preset.SacPreset` for :mod:`so101_mjx.training.sac_loop`, whose
 checkpoints add the replay buffer); everything around the loop is the same for both.
 """
@@ -24,6 +25,7 @@ import argparse
 import contextlib
 import dataclasses
 import functools
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -82,8 +84,7 @@ def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
     diff = [f"{k} {saved[k]!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if saved[k] != run[k]]
     if diff:
         raise InputError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")
-    checkpoint.check_state(existing[-1])  # a damaged or poisoned state is refused before anything is written
-    return existing[-1]
+    return existing[-1]  # its state is read and checked before anything is written: _Writer.restore
 
 
 def demo_starts(env, preset: presets.TrainingPreset, seed: int) -> dict[str, Any]:
@@ -102,7 +103,8 @@ def demo_starts(env, preset: presets.TrainingPreset, seed: int) -> dict[str, Any
 
 
 def _loop(preset: presets.TrainingPreset, run: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """``(loop module, its algorithm-specific arguments)`` for ``preset``, after checking its sizes."""
+    """``(loop module, its algorithm-specific arguments)`` for ``preset``, after checking its sizes
+    (SAC: its replay buffer fits the device's memory and the host's)."""
     import jax
 
     from so101_mjx.training import networks
@@ -112,6 +114,7 @@ def _loop(preset: presets.TrainingPreset, run: dict[str, Any]) -> tuple[Any, dic
 
         if jax.process_count() > 1:
             raise InputError("SAC trains in one process (--num-processes 1)")
+        sac_loop.check_memory(preset.max_replay_size or preset.num_timesteps, run["obs_size"], run["action_size"])
         return sac_loop, {"network_factory": networks.sac_network_factory(**run["network"])}
     from so101_mjx.training import ppo_loop
 
@@ -119,12 +122,39 @@ def _loop(preset: presets.TrainingPreset, run: dict[str, Any]) -> tuple[Any, dic
     return ppo_loop, {"network_factory": networks.network_factory(**run["network"]), "use_pmap_on_reset": False}
 
 
+class _Writer:
+    """What a run writes into ``out`` (process 0 only): ``run.json``, then ``metrics.csv`` and TensorBoard
+    through a :class:`~so101_mjx.training.progress.Recorder`; :meth:`begin` starts them, after a resumed
+    state was read and checked, so that a refused state leaves ``out`` as it was."""
+
+    def __init__(self, out: Path, run: dict[str, Any], total_steps: int, step: int, primary: bool):
+        self.out, self.run, self.total_steps, self.step, self.primary = out, run, total_steps, step, primary
+        self.recorder = None
+
+    def begin(self) -> None:
+        if self.primary and self.recorder is None:
+            checkpoint.write_run(self.out, self.run)
+            self.recorder = Recorder(self.out, self.total_steps, self.step)
+
+    def restore(self, step_dir: Path, template: Any) -> Any:
+        """The checked state of ``step_dir`` (:func:`~so101_mjx.training.checkpoint.load_state`), then :meth:`begin`."""
+        state = checkpoint.load_state(step_dir, template)
+        self.begin()
+        return state
+
+    def __call__(self, step: int, metrics: dict[str, Any]) -> None:
+        if self.recorder is not None:
+            self.recorder(step, metrics)
+
+
 def train(
     env_name: str, preset_name: str, preset: presets.TrainingPreset, out: Path, *,
     backend: str | None = None, seed: int = 0, resume: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
     """Train (or resume) into ``out``, holding its writer lock. Returns the last checkpoint and the last eval's metrics.
-    Every size is checked before ``out`` is created."""
+    Every size is checked before ``out`` is created; a resumed state before anything is written.
+    :class:`~so101_mjx.training.ppo_loop.NonFiniteError` when an epoch makes the training state
+    non-finite (that step is not written)."""
     import jax
 
     env_name = canonical(env_name)
@@ -139,9 +169,9 @@ def train(
         if step >= preset.total_steps and rows and rows[-1]["step"] == step:
             print(f"{out}: already trained {step:,} of {preset.total_steps:,} steps")
             return restore, {}
-        if primary:
-            checkpoint.write_run(out, run)
-        recorder = Recorder(out, preset.total_steps, step) if primary else lambda step, metrics: None
+        writer = _Writer(out, run, preset.total_steps, step, primary)
+        if restore is None:
+            writer.begin()
 
         def save(step: int, params, state) -> None:
             checkpoint.kill_point("train", step)
@@ -158,21 +188,30 @@ def train(
             episode_length=env.episode_length,
             seed=seed,
             deterministic_eval=True,
-            progress_fn=recorder,
+            progress_fn=writer,
             checkpoint_fn=save,
-            restore=None if restore is None else functools.partial(checkpoint.load_state, restore),
+            restore=None if restore is None else functools.partial(writer.restore, restore),
             **loop_args,
             **preset.loop_kwargs(),
         )
         if not primary:
             return out, metrics
-        png = recorder.close(f"{env_name} ({preset_name}, seed {seed})")
+        png = writer.recorder.close(f"{env_name} ({preset_name}, seed {seed})")
         print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
         return checkpoint.resolve(out), metrics
 
 
+def _check_export_paths(out: Path) -> None:
+    """InputError when ``--export`` could not write ``out/policy.onnx`` or ``out/policy.npz`` (a directory there):
+    refused before training."""
+    for name in ("policy.onnx", "policy.npz"):
+        if (out / name).is_dir():
+            raise InputError(f"--export: {out / name} is a directory, expected a file path (remove it or choose another --out)")
+
+
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import distributed, export, replay
+    from so101_mjx.training.ppo_loop import NonFiniteError
 
     distributed.check(args.num_processes, args.process_id, args.coordinator)
     env_name = canonical(args.env)
@@ -187,8 +226,14 @@ def run(args: argparse.Namespace) -> int:
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
     out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))
+    if args.export or args.replay_episodes:
+        _check_export_paths(out)
     start = time.perf_counter()
-    last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume)
+    try:
+        last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume)
+    except NonFiniteError as err:  # a diverged run: one line, exit 1 (not a traceback, not a published NaN checkpoint)
+        print(f"so101-mjx train: error: {err}", file=sys.stderr)
+        return 1
     if args.process_id:  # a multi-process run's other processes: process 0 reports, exports and replays
         return 0
     print(f"checkpoint: {last}  ({time.perf_counter() - start:.0f} s)  final JAX eval: success "

@@ -70,6 +70,19 @@ def strip_weak_type(tree: Any) -> Any:
     return jax.tree_util.tree_map(strong, tree)
 
 
+class NonFiniteError(RuntimeError):
+    """An epoch made the training state non-finite (NaN or inf): the run stops before that step is written."""
+
+
+def check_finite(step: int, tree: Any) -> None:
+    """:class:`NonFiniteError` naming ``step`` and the first leaf of ``tree`` (host arrays) holding a NaN or inf."""
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        leaf = np.asarray(leaf)
+        if leaf.dtype.kind == "f" and not np.isfinite(leaf).all():
+            raise NonFiniteError(f"step {step:,}: the training state went non-finite (NaN or inf) in {jax.tree_util.keystr(path)}; "
+                                 "stopped before writing this step (try a lower learning rate, or resume from an earlier checkpoint)")
+
+
 def device_sharding(devices: list[jax.Device]) -> jax.sharding.NamedSharding:
     """Axis 0 split over ``devices`` (the pmap axis :data:`AXIS`): how the epoch holds its states."""
     return jax.sharding.NamedSharding(jax.sharding.Mesh(np.asarray(devices), (AXIS,)), jax.sharding.PartitionSpec(AXIS))
@@ -283,6 +296,7 @@ def _epochs(epoch: Callable, evaluator: acting.Evaluator, training_state: Traini
         # Brax's Evaluator has no public accessor for the key its next run_evaluation splits
         # (brax 0.14.2, pinned): ``_key`` is read here only, to checkpoint it.
         state = LoopState(unpmap(training_state), all_processes(env_state), key, evaluator._key)
+        check_finite(current_step, jax.device_get(state.replace(env=())))  # every process: each holds the same training state
         if jax.process_index() != 0:
             continue
         checkpoint_fn(current_step, params, jax.device_get(state))

@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 from so101_mjx.errors import InputError
 
 MAX_EPOCH_UPDATES = 2**31 - 1  # training steps per epoch: the length of a lax.scan, an int32
+MAX_INT32 = 2**31 - 1  # a SAC replay buffer's positions are int32: rows + one insert of every world stay below
 
 
 def _int(value: Any, low: int) -> bool:
@@ -164,6 +165,10 @@ def check_sac_sizes(num_timesteps: int, num_envs: int, min_replay_size: int, max
     if max_replay_size is not None and max_replay_size < max(min_replay_size, num_envs):
         raise InputError(f"max_replay_size ({max_replay_size}) must hold min_replay_size ({min_replay_size}) "
                          f"and one env step of every world ({num_envs})")
+    rows = max_replay_size or num_timesteps
+    if rows > MAX_INT32 - num_envs:
+        raise InputError(f"max_replay_size (default: num_timesteps) must be at most {MAX_INT32 - num_envs:,} (the replay buffer's "
+                         f"positions are int32), got {rows:,}: lower --num-timesteps or set max_replay_size")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -188,6 +193,10 @@ class SacPreset(TrainingPreset):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_sac_sizes(self.num_timesteps, self.num_envs, self.min_replay_size, self.max_replay_size)
+        per_epoch = sac_schedule(self.num_timesteps, self.num_envs, self.min_replay_size, self.num_evals)[1]
+        if per_epoch > MAX_EPOCH_UPDATES:
+            raise InputError(f"num_timesteps {self.num_timesteps:,} over {self.num_evals - 1} epochs makes {per_epoch:,} training steps per "
+                             f"epoch, more than a jitted loop counts ({MAX_EPOCH_UPDATES:,}): lower num_timesteps or raise num_evals")
 
     @property
     def total_steps(self) -> int:

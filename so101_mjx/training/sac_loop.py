@@ -36,7 +36,8 @@ from brax.training.agents.sac import networks as sac_networks
 from brax.training.agents.sac.train import TrainingState
 from jax import Array
 
-from so101_mjx.training.ppo_loop import strip_weak_type
+from so101_mjx import _checks as checks
+from so101_mjx.training.ppo_loop import check_finite, strip_weak_type
 from so101_mjx.training.preset import check_sac_sizes, sac_schedule
 
 ALPHA_LEARNING_RATE = 3e-4  # Brax's
@@ -57,6 +58,20 @@ class LoopState:
     buffer: Any
     key: np.ndarray
     eval_key: np.ndarray
+
+
+def buffer_bytes(rows: int, obs_size: int, action_size: int) -> int:
+    """Bytes of a replay buffer of ``rows`` transitions: obs, next obs, action, reward, discount, truncation, float32."""
+    return rows * (2 * obs_size + action_size + 3) * 4
+
+
+def check_memory(rows: int, obs_size: int, action_size: int) -> None:
+    """InputError naming the memory a replay buffer of ``rows`` transitions needs unless it fits the
+    device's memory and the host's (every checkpoint copies it to the host)."""
+    what = f"a replay buffer of {rows:,} transitions x {2 * obs_size + action_size + 3} float32"
+    setting = f"max_replay_size (default: --num-timesteps) = {rows:,}"
+    checks.fits_memory(setting, buffer_bytes(rows, obs_size, action_size), what, device=True)
+    checks.fits_memory(setting, buffer_bytes(rows, obs_size, action_size), what + ", copied to the host at every checkpoint")
 
 
 def _initial_training_state(sac_network: Any, optimizers: dict[str, Any], key: Array, obs_size: int) -> TrainingState:
@@ -165,7 +180,9 @@ def _epochs(epoch: Callable, evaluator: acting.Evaluator, state: LoopState, env_
         step = int(ts.env_steps)
         training = {"sps": env_steps_per_epoch / (time.time() - start), "walltime": walltime, **training}
         state = LoopState(ts, env_state, buffer_state, key, evaluator._key)  # brax 0.14.2: no public accessor
-        checkpoint_fn(step, _params(ts), jax.device_get(state))
+        host = jax.device_get(state)
+        check_finite(step, host.replace(env=()))  # training state and replay buffer
+        checkpoint_fn(step, _params(ts), host)
         metrics = evaluator.run_evaluation(_params(ts), {f"training/{k}": v for k, v in training.items()})
         progress_fn(step, metrics)
     return state, metrics
@@ -204,6 +221,7 @@ def train(
 
     env = wrap_env_fn(environment, episode_length=episode_length, action_repeat=1, randomization_fn=None)
     obs_size, action_size = env.observation_size, env.action_size
+    check_memory(max_replay_size or num_timesteps, obs_size, action_size)
     normalize = running_statistics.normalize if normalize_observations else (lambda x, _: x)
     sac_network = network_factory(obs_size, action_size, preprocess_observations_fn=normalize)
     acting_policy = sac_networks.make_inference_fn(sac_network)  # of (normalizer, policy)

@@ -16,6 +16,8 @@ from so101_mjx.errors import InputError
 from so101_mjx.training import checkpoint, presets
 from so101_mjx.training.preset import SacPreset
 from so101_mjx.training.progress import WALL_CLOCK_COLUMNS, read_csv
+from conftest import one_error_line
+from tests.training.test_poisoned_weights import digest
 from tests.training.test_resume import saved_arrays
 
 ENV = "SO101PickCube-v0"
@@ -134,3 +136,81 @@ def test_resuming_a_sac_run_with_ppo_is_refused(sac_run, tmp_path, capsys):
     argv = ["train", "--env", ENV, "--preset", "tiny", "--seed", "2", "--num-evals", str(EVALS), "--out", str(copy), "--resume"]
     assert cli.main(argv) == 2
     assert "algo 'sac' vs 'ppo'" in capsys.readouterr().err
+
+
+# -- resumes of edited or poisoned SAC states --------------------------------------------------------
+def resumable_copy(sac_run: Path, tmp_path: Path, keep: int) -> Path:
+    """A copy of the run with only its first ``keep`` checkpoints (the resume continues from the last kept)."""
+    copy = shutil.copytree(sac_run, tmp_path / "run", ignore=shutil.ignore_patterns("tb"))
+    for step_dir in checkpoint.steps(copy)[keep:]:
+        shutil.rmtree(step_dir)
+    return copy
+
+
+def edit_state(step_dir: Path, changes: dict) -> None:
+    """Rewrite ``training_state.npz`` of ``step_dir``: array ``name`` becomes ``changes[name](arrays)`` (same dtype)."""
+    file = step_dir / checkpoint.STATE_FILE
+    with np.load(file) as z:
+        arrays = dict(z)
+    np.savez(file, **{**arrays, **{name: np.asarray(change(arrays), arrays[name].dtype) for name, change in changes.items()}})
+
+
+def test_a_sac_run_gone_non_finite_stops_before_writing_that_step(sac_run, tmp_path, capsys):
+    """A replay buffer of 3e38 (finite: it loads) makes the update non-finite: exit 1, one line, nothing published."""
+    copy = resumable_copy(sac_run, tmp_path, keep=1)
+    first = checkpoint.steps(copy)[0]
+    edit_state(first, {".buffer.data": lambda a: np.full_like(a[".buffer.data"], 3e38)})
+    assert cli.main(train_args(copy, "--resume")) == 1
+    one_error_line(capsys, "the training state went non-finite (NaN or inf)", "stopped before writing this step")
+    assert checkpoint.steps(copy) == [first] and not any((copy / "checkpoints" / ".staging").glob("*/params.npz"))
+    assert [r["step"] for r in read_csv(copy / "metrics.csv")][-1] == int(first.name)  # the re-run eval of the resumed step only
+
+
+@pytest.mark.parametrize("change, message", [
+    ({".buffer.insert_position": lambda a: -5}, ".buffer.insert_position must be in [0, 192] (the replay buffer's size), got -5"),
+    ({".buffer.insert_position": lambda a: 2**31 - 1}, ".buffer.insert_position must be in [0, 192]"),
+    ({".buffer.sample_position": lambda a: a[".buffer.insert_position"] + 1},
+     ".buffer.sample_position must be in [0, insert_position = 160], got 161"),
+])
+def test_replay_buffer_positions_outside_it_are_refused_on_resume(sac_run, tmp_path, change, message, capsys):
+    copy = resumable_copy(sac_run, tmp_path, keep=2)
+    edit_state(checkpoint.steps(copy)[-1], change)
+    before = digest(copy)
+    assert cli.main(train_args(copy, "--resume")) == 2
+    one_error_line(capsys, checkpoint.STATE_FILE, message)
+    assert digest(copy) == before  # refused before anything is written
+
+
+def test_sac_resume_with_more_timesteps_grows_the_replay_buffer(sac_run, tmp_path, capsys):
+    """As PPO's, a SAC run resumes with a larger --num-timesteps: its replay buffer (num_timesteps
+    transitions) grows, the transitions so far kept; a smaller one is refused naming the buffer."""
+    copy = resumable_copy(sac_run, tmp_path, keep=3)
+    last = checkpoint.steps(copy)[-1]
+    with np.load(last / checkpoint.STATE_FILE) as z:
+        before = z[".buffer.data"]
+    assert cli.main(train_args(copy, "--resume", "--num-timesteps", "384")) == 0
+    state = saved_arrays(checkpoint.resolve(copy))
+    buffer = state["training_state.npz .buffer.data"]
+    assert checkpoint.steps(copy)[-1] != last and buffer.shape == (384, before.shape[1])
+    assert int(state["training_state.npz .buffer.insert_position"]) == 384 and np.all(np.any(buffer != 0, axis=1))
+    capsys.readouterr()
+    shutil.rmtree(checkpoint.steps(copy)[-1])
+    assert cli.main(train_args(copy, "--resume", "--num-timesteps", "128")) == 2
+    one_error_line(capsys, "the replay buffer holds 384 transitions, this run's 128", "max_replay_size transitions (default: --num-timesteps)",
+                   "of at least 384")
+
+
+@pytest.mark.parametrize("steps, message", [
+    ("3000000000", "max_replay_size (default: num_timesteps) must be at most 2,147,483,639 (the replay buffer's positions are int32), "
+                   "got 3,000,000,000"),
+    ("1000000000000", "must be at most 2,147,483,639"),
+    ("100000000", "max_replay_size (default: --num-timesteps) = 100,000,000 needs about 15.3 GiB (a replay buffer of 100,000,000 "
+                  "transitions x 41 float32); this machine has 1.0 GiB of RAM"),
+])
+def test_a_sac_replay_buffer_too_large_is_refused_before_it_is_allocated(steps, message, tmp_path, monkeypatch, capsys):
+    from so101_mjx import _checks
+
+    monkeypatch.setattr(_checks, "machine_memory", lambda device=False: (2**30, "RAM"))  # never allocate for real
+    assert cli.main(train_args(tmp_path / "run", "--num-timesteps", steps)) == 2
+    one_error_line(capsys, message)
+    assert not (tmp_path / "run").exists()
