@@ -40,6 +40,7 @@ from so101_mjx.errors import InputError
 from so101_mjx.training import checkpoint, presets
 from so101_mjx.training import brax_env as envs
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
+from so101_mjx.training.jax_caches import released_pmap_traces
 
 COMPATIBLE_KEYS = ("algo", "env", "obs_size", "action_size", "network", "normalize_observations")
 
@@ -181,19 +182,20 @@ def train(
         print(f"{env_name} preset={preset_name} ({preset.algo}) backend={env.backend} seed={seed} obs={run['obs_size']} "
               f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
         wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus)
-        _, _, metrics = loop.train(
-            env,
-            wrap_env_fn=functools.partial(wrap, **demo_starts(env, preset, seed)),
-            wrap_eval_env_fn=wrap,
-            episode_length=env.episode_length,
-            seed=seed,
-            deterministic_eval=True,
-            progress_fn=writer,
-            checkpoint_fn=save,
-            restore=None if restore is None else functools.partial(writer.restore, restore),
-            **loop_args,
-            **preset.loop_kwargs(),
-        )
+        with released_pmap_traces():
+            _, _, metrics = loop.train(
+                env,
+                wrap_env_fn=functools.partial(wrap, **demo_starts(env, preset, seed)),
+                wrap_eval_env_fn=wrap,
+                episode_length=env.episode_length,
+                seed=seed,
+                deterministic_eval=True,
+                progress_fn=writer,
+                checkpoint_fn=save,
+                restore=None if restore is None else functools.partial(writer.restore, restore),
+                **loop_args,
+                **preset.loop_kwargs(),
+            )
         if not primary:
             return out, metrics
         png = writer.recorder.close(f"{env_name} ({preset_name}, seed {seed})")

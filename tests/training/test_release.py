@@ -1,0 +1,38 @@
+"""A finished ``train`` leaves nothing of its run alive in the process: its env (and that env's
+physics threads) is freed, so notebooks, sweeps and the test suite do not grow with every run."""
+
+import collections
+import gc
+import os
+import threading
+import time
+import weakref
+
+from so101_mjx.envs.base import SO101Env
+from tests.conftest import train_tiny
+
+
+def _envs() -> weakref.WeakSet:
+    gc.collect()
+    return weakref.WeakSet(o for o in gc.get_objects() if isinstance(o, SO101Env))
+
+
+def _threads() -> collections.Counter:
+    """OS threads of this process by name (MuJoCo's batch threads included), or Python's where /proc is missing."""
+    if not os.path.isdir("/proc/self/task"):
+        return collections.Counter(t.name for t in threading.enumerate())
+    return collections.Counter(open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task"))
+
+
+def test_a_finished_run_frees_its_env_and_threads(tmp_path):
+    train_tiny(tmp_path / "warm-up")  # first-use threads (JAX's, the compile pool) start here
+    before, threads = _envs(), _threads()
+    for i in range(2):
+        train_tiny(tmp_path / f"run{i}")
+    kept = [env for env in _envs() if env not in before]
+    assert kept == [], f"{len(kept)} env(s) of finished runs are still alive"
+    for _ in range(20):  # a thread that is ending (a writer's flush) may take a moment
+        if not _threads() - threads:
+            break
+        time.sleep(0.25)
+    assert not _threads() - threads, f"threads left by finished runs: {_threads() - threads}"
