@@ -112,7 +112,7 @@ def test_deploy_excitation_then_sysid_writes_what_the_env_takes(tmp_path):
     (["--motors", "elbow"], "--motors must name motors of"),
     (["--elites", "80"], "elites must be at least 2 and fewer than population (64)"),
     (["--population", str(10**9)], "--population = 1000000000 needs about"),
-    (["--seed", "0"], "--out {tmp}/fit.json: the report beside it, '{tmp}/fit.report.json' is a directory"),
+    (["--seed", "0"], "the report beside it, '"),  # its path may be shortened in the message
 ])
 def test_bad_options_are_refused(tmp_path, capsys, args, message):
     log = tmp_path / "log"
@@ -124,6 +124,8 @@ def test_bad_options_are_refused(tmp_path, capsys, args, message):
     assert cli.main(["sysid", str(log), "--out", str(tmp_path / "fit.json"), *args]) == 2
     err = capsys.readouterr().err
     assert message.format(tmp=tmp_path) in err and len(err.strip().splitlines()) == 1 and not (tmp_path / "fit.json").exists()
+    if "report" in message:
+        assert "fit.report.json' is a directory" in err
 
 
 def test_a_dataset_without_the_followers_features_is_refused(tmp_path):
