@@ -28,8 +28,7 @@ def _threads() -> int:
 def test_a_finished_run_frees_its_env_and_threads(tmp_path):
     train_tiny(tmp_path / "warm-up")  # first-use threads (JAX's, the compile pool) start here
     before, threads = _envs(), _threads()
-    for i in range(2):
-        train_tiny(tmp_path / f"run{i}")
+    train_tiny(tmp_path / "run")
     kept = [env for env in _envs() if env not in before]
     assert kept == [], f"{len(kept)} env(s) of finished runs are still alive"
     for _ in range(20):  # a thread that is ending (a writer's flush) may take a moment
