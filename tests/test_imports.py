@@ -9,6 +9,9 @@ import sys
 
 import pytest
 
+from so101_mjx.cli.benches import BENCHES
+from so101_mjx.cli.commands import COMMANDS
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "so101_mjx"
 # Modules whose importlib calls load every module of a package (the preset discovery).
 DISCOVERS = {"so101_mjx.training.presets": "so101_mjx.training.presets."}
@@ -34,6 +37,7 @@ FLOOR = {unit: level for level, units in enumerate(FLOORS) for unit in units}
 MAX_TOP_LEVEL_MODULES = 12
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
+MAX_IK_MODULES = 6  # ik/ outside ik/solvers/: the envs' IK
 
 
 def _module_name(path: pathlib.Path) -> str:
@@ -120,6 +124,15 @@ def test_the_top_level_stays_small():
     assert len(files) <= MAX_TOP_LEVEL_MODULES, sorted(files)
 
 
+def test_the_envs_ik_stays_apart_from_the_solver_suite():
+    """ik/ outside solvers/ is the envs' IK; importing an env's arm loads no module of the suite."""
+    envs_ik = [m for m in _modules() if m.startswith("so101_mjx.ik") and not m.startswith("so101_mjx.ik.solvers")]
+    assert len(envs_ik) <= MAX_IK_MODULES, sorted(envs_ik)
+    code = "import sys, so101_mjx.envs.arm; print(sorted(m for m in sys.modules if m.startswith('so101_mjx.ik.solvers')))"
+    result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT.parent)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
 def test_modules_and_functions_stay_short():
     long_modules, long_functions = [], []
     for name, path in _modules().items():
@@ -132,9 +145,7 @@ def test_modules_and_functions_stay_short():
     assert not long_modules and not long_functions, (long_modules, long_functions)
 
 
-@pytest.mark.parametrize("argv", [["--help"], *[[cmd, "--help"] for cmd in (
-    "info", "rollout", "parity", "train", "export", "replay", "eval", "distill", "record")],
-    *[["bench", target, "--help"] for target in ("fk", "ik", "env", "dynamics", "render", "train", "device")]])
+@pytest.mark.parametrize("argv", [["--help"], *[[cmd, "--help"] for cmd in COMMANDS], *[["bench", target, "--help"] for target in BENCHES]])
 def test_help_imports_neither_jax_nor_mujoco(argv):
     code = ("import sys; from so101_mjx.cli import main; code = main(sys.argv[1:]); "
             "heavy = sorted(m for m in ('jax', 'mujoco', 'brax', 'numpy') if m in sys.modules); "

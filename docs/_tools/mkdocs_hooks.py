@@ -3,7 +3,7 @@
 - ``on_files``: generates the API reference, one page per unit of the package (``api/<unit>.md``),
   each listing every public module of the unit for mkdocstrings, so a new module is documented
   without editing the site; ``api/index.md`` lists the names ``so101_mjx`` exports.
-- ``on_page_content``: the docstrings' Sphinx roles (``:func:`~so101_mjx.ik.solver.SO101Solver```)
+- ``on_page_content``: the docstrings' Sphinx roles (``:func:`~so101_mjx.ik.solvers.solver.SO101Solver```)
   become code spans linked to the API reference where the target is documented there.
 """
 

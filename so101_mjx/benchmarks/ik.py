@@ -6,10 +6,10 @@ Solvers, each timed end to end (its ``get_ik`` or jitted call), the median of ``
 
 - ``lm``: jitted Levenberg–Marquardt, position only, the reference defaults (damping 0.1, 20
   iterations, tolerance 1e-4) — the reference's own problem;
-- ``analytic``: :class:`~so101_mjx.ik.analytic_solver.SO101AnalyticSolver`, closed form, every
+- ``analytic``: :class:`~so101_mjx.ik.solvers.analytic_solver.SO101AnalyticSolver`, closed form, every
   branch, given each target's approach pitch too (that of its sampled configuration) and the
   wrist roll of HOME: position + pitch + roll pin the solution, where LM has two free DoF;
-- ``learned``: :class:`~so101_mjx.ik.learned.SO101LearnedSolver`, the seed network's candidates
+- ``learned``: :class:`~so101_mjx.ik.solvers.learned_seeds.SO101LearnedSolver`, the seed network's candidates
   and 2 LM steps each, the same (position, pitch) targets. The net is trained in-run
   (``--learned-steps``, its time printed; ``--save-learned PATH`` keeps it) or loaded
   (``--learned PATH``): ``so101-mjx bench ik --batch 1 --save-learned seed.npz`` trains one.
@@ -32,8 +32,8 @@ import numpy as np
 
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik import learned as neural_ik
-from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
+from so101_mjx.ik.solvers import learned_seeds as neural_ik
+from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model

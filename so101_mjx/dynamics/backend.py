@@ -102,7 +102,7 @@ class BodyInertia:
 
 
 class DynamicsBackend(ABC):
-    """FIGAROH's dynamics-backend interface (seed 004); see the module docstring for the conventions.
+    """FIGAROH's dynamics-backend interface (``DynamicsBackend``); see the module docstring for the conventions.
 
     Args:
         model_path: where the model came from (a path or scene name; None for an in-memory model).

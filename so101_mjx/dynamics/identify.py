@@ -121,7 +121,7 @@ def _rms(x: np.ndarray) -> float:
 
 def nonzero_inertia_columns(backend: DynamicsBackend) -> np.ndarray:
     """Regressor columns of the bodies whose inertia has nonzero mass, FIGAROH's filter over
-    ``backend.get_inertias()`` (seed 004: "used for nonzero-inertia filtering in regressor
+    ``backend.get_inertias()`` (FIGAROH's ``DynamicsBackend``: \"used for nonzero-inertia filtering in regressor
     computation"). Body ``i`` of the regressor is ``get_inertias()[regressor_inertia_start + i]``
     (Pinocchio lists the universe first)."""
     inertias = backend.get_inertias()[backend.regressor_inertia_start :]

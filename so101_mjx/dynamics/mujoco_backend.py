@@ -153,4 +153,4 @@ def _cinert(theta: np.ndarray, offset: np.ndarray, rot: np.ndarray) -> np.ndarra
     return np.array([*inertia[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]], *(h + m * offset), m])
 
 
-MuJoCoBackend = MujocoBackend  # FIGAROH's spelling of the name (seed 004)
+MuJoCoBackend = MujocoBackend  # FIGAROH's spelling of the name

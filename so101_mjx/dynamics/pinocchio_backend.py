@@ -1,4 +1,4 @@
-"""Pinocchio backend of :class:`~so101_mjx.dynamics.backend.DynamicsBackend` (FIGAROH's default, seed 004).
+"""Pinocchio backend of :class:`~so101_mjx.dynamics.backend.DynamicsBackend` (FIGAROH's default).
 
 Pinocchio's algorithms on a ``pin.Model``: CRBA, the Coriolis matrix, generalized gravity, RNEA,
 ABA, the joint-torque regressor, frame kinematics and LOCAL frame Jacobians, Lie-group difference
@@ -88,7 +88,7 @@ def _build(pin, model_path: str | Path, root_joint, package_dirs) -> Any:
 
 
 class PinocchioBackend(DynamicsBackend):
-    """Pinocchio dynamics (seed 004); see the module docstring.
+    """Pinocchio dynamics (FIGAROH's ``DynamicsBackend``); see the module docstring.
 
     Args:
         model_path: ``"so101"`` (default), a scene name, an MJCF (``.xml``) or URDF (``.urdf``) path.
@@ -209,7 +209,7 @@ class PinocchioBackend(DynamicsBackend):
         return out
 
     def compute_jacobian(self, q, frame: str) -> np.ndarray:
-        """Frame Jacobian in the LOCAL frame (seed 004), (6, nv), [linear; angular]."""
+        """Frame Jacobian in the LOCAL frame (as FIGAROH's ``DynamicsBackend``), (6, nv), [linear; angular]."""
         pin = import_pinocchio()
         jac = pin.computeFrameJacobian(self.model, self.data, self._q(q), self.get_frame_id(frame), pin.LOCAL)
         return np.asarray(jac).reshape(6, self.nv).copy()

@@ -1,44 +1,76 @@
-"""Inverse kinematics: iterative (LM, pseudoinverse), analytic, the solver interface, learned, paths.
+"""Inverse kinematics of the SO-101: the envs' jitted IK, and the solver suite.
 
-This package's own names are those of :mod:`so101_mjx.ik.iterative` (the jitted LM / pseudoinverse
-IK and the top-down grasp helpers), so ``from so101_mjx.ik import levenberg_marquardt`` keeps working.
+- :mod:`so101_mjx.ik.iterative`: the jitted Levenberg-Marquardt / pseudoinverse IK on the
+  kinematic chain and the top-down grasp helpers (the envs' and the gym envs' IK);
+- :mod:`so101_mjx.ik.analytic`: the closed form of the SO-101's TCP position, approach pitch and
+  wrist roll (``ik_solver="analytic"``);
+- :mod:`so101_mjx.ik.solvers`: the EmbodiChain solver interface and its solvers.
+
+Names load on first use, so an env importing ``so101_mjx.ik.iterative`` loads no solver module:
+``from so101_mjx.ik import levenberg_marquardt`` and ``from so101_mjx.ik import SO101Solver`` both
+work. A module path of the suite from before ``solvers/`` existed (such as ``ik.solver``) fails
+with an error naming its new place.
 """
 
-from so101_mjx.ik.analytic_solver import AnalyticSolverCfg, SO101AnalyticSolver
-from so101_mjx.ik.base import compute_batch_ik
-from so101_mjx.ik.config import RobotCfg, SolverCfg
-from so101_mjx.ik.iterative import (
-    APPROACH_AXIS,
-    DOWN,
-    GRASP_JAW_ANGLE,
-    JAW_AXIS,
-    ORIENTATION_WEIGHT,
-    ROLL_JOINT,
-    TOP_DOWN_JAW_DIRECTION,
-    grasp_point_offset,
-    ik_step,
-    joint_limits,
-    levenberg_marquardt,
-    pseudoinverse,
-    task_error,
-    top_down_seed,
-)
-from so101_mjx.ik.pytorch_solver import PytorchSolver, PytorchSolverCfg, SO101SolverCfg
-from so101_mjx.ik.seed_sampler import QposSeedSampler, QposSeedSelSampler
-from so101_mjx.ik.solver import SO101Solver
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import sys
+from typing import TYPE_CHECKING, Any
+
+ITERATIVE = ("APPROACH_AXIS", "DOWN", "GRASP_JAW_ANGLE", "JAW_AXIS", "ORIENTATION_WEIGHT", "ROLL_JOINT", "TOP_DOWN_JAW_DIRECTION",
+             "grasp_point_offset", "ik_step", "joint_limits", "levenberg_marquardt", "pseudoinverse", "task_error", "top_down_seed")
+SOLVERS = ("AnalyticSolverCfg", "BaseSolver", "ChainCfg", "DifferentialSolver", "DifferentialSolverCfg", "JaxSolver", "JaxSolverCfg",
+           "NeuralIKSolver", "NeuralIKSolverCfg", "PinkSolver", "PinkSolverCfg", "PinocchioSolver", "PinocchioSolverCfg",
+           "PytorchSolver", "PytorchSolverCfg", "QposSeedSampler", "QposSeedSelSampler", "RobotCfg", "SO101AnalyticSolver",
+           "SO101LearnedSolver", "SO101Solver", "SO101SolverCfg", "SolverCfg", "compute_batch_ik")
+_LAZY = {**dict.fromkeys(ITERATIVE, "so101_mjx.ik.iterative"), **dict.fromkeys(SOLVERS, "so101_mjx.ik.solvers")}
+# old module -> its place in the suite
+MOVED = {"base": "solvers.base", "config": "solvers.config", "solver": "solvers.solver", "multistart": "solvers.multistart",
+         "seed_sampler": "solvers.seed_sampler", "chain_solver": "solvers.chain_solver", "analytic_solver": "solvers.analytic_solver",
+         "pinocchio_solver": "solvers.pinocchio_solver", "pink_solver": "solvers.pink_solver", "pink_tasks": "solvers.pink_tasks",
+         "differential": "solvers.differential", "path": "solvers.path", "pytorch_solver": "solvers.jax_solver",
+         "neural": "solvers.neural_policy", "learned": "solvers.learned_seeds"}
 
 __all__ = [
-    "APPROACH_AXIS", "DOWN", "GRASP_JAW_ANGLE", "JAW_AXIS", "ORIENTATION_WEIGHT", "ROLL_JOINT", "TOP_DOWN_JAW_DIRECTION",
-    "grasp_point_offset", "ik_step", "joint_limits", "levenberg_marquardt", "pseudoinverse", "task_error", "top_down_seed",
-    "SolverCfg", "RobotCfg", "PytorchSolver", "PytorchSolverCfg", "SO101SolverCfg", "SO101Solver", "AnalyticSolverCfg",
-    "SO101AnalyticSolver", "QposSeedSampler", "QposSeedSelSampler", "compute_batch_ik",
+    "APPROACH_AXIS", "AnalyticSolverCfg", "BaseSolver", "ChainCfg", "DOWN", "DifferentialSolver",
+    "DifferentialSolverCfg", "GRASP_JAW_ANGLE", "JAW_AXIS", "JaxSolver", "JaxSolverCfg", "NeuralIKSolver",
+    "NeuralIKSolverCfg", "ORIENTATION_WEIGHT", "PinkSolver", "PinkSolverCfg", "PinocchioSolver", "PinocchioSolverCfg",
+    "PytorchSolver", "PytorchSolverCfg", "QposSeedSampler", "QposSeedSelSampler", "ROLL_JOINT", "RobotCfg",
+    "SO101AnalyticSolver", "SO101LearnedSolver", "SO101Solver", "SO101SolverCfg", "SolverCfg",
+    "TOP_DOWN_JAW_DIRECTION", "compute_batch_ik", "grasp_point_offset", "ik_step", "joint_limits",
+    "levenberg_marquardt", "pseudoinverse", "task_error", "top_down_seed",
 ]
 
-# The differential, Pinocchio, Pink and neural solvers (Pinocchio and Pink are imported when a solver is built).
-from so101_mjx.ik.differential import DifferentialSolver, DifferentialSolverCfg
-from so101_mjx.ik.neural import NeuralIKSolver, NeuralIKSolverCfg
-from so101_mjx.ik.pink_solver import PinkSolver, PinkSolverCfg
-from so101_mjx.ik.pinocchio_solver import PinocchioSolver, PinocchioSolverCfg
+if TYPE_CHECKING:
+    from so101_mjx.ik.iterative import (APPROACH_AXIS, DOWN, GRASP_JAW_ANGLE, JAW_AXIS, ORIENTATION_WEIGHT, ROLL_JOINT,
+                                        TOP_DOWN_JAW_DIRECTION, grasp_point_offset, ik_step, joint_limits, levenberg_marquardt,
+                                        pseudoinverse, task_error, top_down_seed)
+    from so101_mjx.ik.solvers import (AnalyticSolverCfg, BaseSolver, ChainCfg, DifferentialSolver, DifferentialSolverCfg, JaxSolver,
+                                      JaxSolverCfg, NeuralIKSolver, NeuralIKSolverCfg, PinkSolver, PinkSolverCfg, PinocchioSolver,
+                                      PinocchioSolverCfg, PytorchSolver, PytorchSolverCfg, QposSeedSampler, QposSeedSelSampler,
+                                      RobotCfg, SO101AnalyticSolver, SO101LearnedSolver, SO101Solver, SO101SolverCfg, SolverCfg,
+                                      compute_batch_ik)
 
-__all__ += ["DifferentialSolver", "DifferentialSolverCfg", "NeuralIKSolver", "NeuralIKSolverCfg", "PinkSolver",
-            "PinkSolverCfg", "PinocchioSolver", "PinocchioSolverCfg"]
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _MovedModules(importlib.abc.MetaPathFinder):
+    """Turns an import of a moved module into one line naming its new place."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        package, _, leaf = fullname.rpartition(".")
+        if package == __name__ and leaf in MOVED:
+            raise ModuleNotFoundError(f"{fullname} moved to {__name__}.{MOVED[leaf]}", name=fullname)
+        return None
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())

@@ -22,7 +22,7 @@ and raise ``ValueError`` naming the argument: ``damping``, ``step_size``, ``tole
 the tilt is scale-invariant). Traced values cannot raise: a traced zero ``approach_dir`` has
 no tilt to correct (finite joints; its orientation rows only slow the position solve), and a
 traced NaN or inf target, direction or target rotation leaves that problem at its seed (finite
-joints in, finite joints out); :class:`so101_mjx.ik.solver.SO101Solver` flags such problems as
+joints in, finite joints out); :class:`so101_mjx.ik.solvers.solver.SO101Solver` flags such problems as
 failures (``success=False``) and returns the seed.
 """
 

@@ -1,7 +1,7 @@
 """The station's action chunk: every arm's chunk, with the reference timestamp and row rate they share.
 
 The arm containers (:mod:`so101_mjx.station.interface`) leave the time base to the enclosing
-station chunk (seed 003: row i of an arm's chunk is its target i / rate seconds after the chunk's
+station chunk (the arm evaluation interface: row i of an arm's chunk is its target i / rate seconds after the chunk's
 reference timestamp, both carried by ``station.Station_ActionChunk``). This is that container.
 """
 

@@ -1,6 +1,6 @@
 """Arm evaluation interface: arm spec, observation / joint pose / action chunk containers.
 
-Reproduces ``se3labs.interface.eval.arm`` (seed 003) so code written against it runs on
+Reproduces ``se3labs.interface.eval.arm`` (the arm evaluation interface) so code written against it runs on
 the SO-101 unchanged, and adds the SO-101 members, the SO-101 gripper mapping and the chunk
 interpolation the station applies.
 
@@ -86,7 +86,7 @@ _ARM_DOF = {MotorizedArm_ArmType.YAM_6DoF: 6, MotorizedArm_ArmType.SO101_5DoF: 5
 class MotorizedArmSpec:
     """Hardware spec of one arm.
 
-    ``MotorizedArmSpec(refresh_rate, control_rate)`` is the interface's form (seed 003) and
+    ``MotorizedArmSpec(refresh_rate, control_rate)`` is the interface's form and
     describes the SO-101 (``arm="so101_5dof"``, ``gripper="so101_jaw_1dof"``, keywords to change
     them). ``MotorizedArmSpec(arm, gripper, refresh_rate, control_rate)``, arm and gripper first,
     is also accepted: a first positional argument that is an arm type or its string value selects

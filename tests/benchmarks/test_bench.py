@@ -121,7 +121,7 @@ def ik_table(out: str) -> dict[tuple[str, int], dict[str, str]]:
 
 @pytest.mark.slow  # every solver compiled
 def test_ik_bench_reports_every_solver_and_saves_the_learned_net(tmp_path, capsys):
-    from so101_mjx.ik import learned as neural_ik
+    from so101_mjx.ik.solvers import learned_seeds as neural_ik
 
     path = tmp_path / "seed.npz"
     argv = ["bench", "ik", "--batch", "16", "--repeats", "1", "--reference-targets", "2",

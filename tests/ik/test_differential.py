@@ -8,7 +8,7 @@ import pytest
 from so101_mjx.errors import InputError
 from so101_mjx.ik import SolverCfg
 from so101_mjx.ik import pose as P
-from so101_mjx.ik.differential import DEFAULT_IK_PARAMS, DifferentialSolver, DifferentialSolverCfg, delta_joint_pos
+from so101_mjx.ik.solvers.differential import DEFAULT_IK_PARAMS, DifferentialSolver, DifferentialSolverCfg, delta_joint_pos
 
 pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
 

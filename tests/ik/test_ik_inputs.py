@@ -10,7 +10,7 @@ import pytest
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik import learned
+from so101_mjx.ik.solvers import learned_seeds as learned
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, load_model
 
@@ -48,7 +48,7 @@ def test_a_saved_seednet_loads(seednet):
 @pytest.fixture(scope="module")
 def reachable() -> np.ndarray:
     """TCP targets (8, 3) the analytic solver reaches top-down."""
-    from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
+    from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 
     xs, ys, zs = np.meshgrid(np.linspace(0.15, 0.3, 4), np.linspace(-0.1, 0.1, 3), np.linspace(0.05, 0.15, 3))
     targets = np.stack([xs.ravel(), ys.ravel(), zs.ravel()], -1)
@@ -58,7 +58,7 @@ def reachable() -> np.ndarray:
 
 
 def test_the_analytic_ik_falls_back_to_the_default_seed_for_a_nan_seed(reachable):
-    from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
+    from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 
     solver = SO101AnalyticSolver()
     seeds = np.tile(solver.get_default_qpos_seed(), (len(reachable), 1))
@@ -83,7 +83,7 @@ def test_the_learned_ik_gives_finite_joints_for_a_nan_seed(seednet, reachable):
 
 
 def test_continuous_path_never_reports_nan_joints_as_valid():
-    from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
+    from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 
     solver = SO101AnalyticSolver()
     candidates = np.zeros((2, 3, 2, 5))

@@ -1,4 +1,4 @@
-"""Learned IK seed (so101_mjx.ik.learned): training lowers the FK error, LM steps from trained seeds solve
+"""Learned IK seed (so101_mjx.ik.solvers.learned_seeds): training lowers the FK error, LM steps from trained seeds solve
 (position, pitch) targets, save/load round-trips, and the solver surface matches the other solvers'."""
 
 import jax
@@ -8,8 +8,8 @@ import pytest
 
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik import learned as neural_ik
-from so101_mjx.ik.analytic_solver import SO101AnalyticSolver
+from so101_mjx.ik.solvers import learned_seeds as neural_ik
+from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE
 

@@ -8,7 +8,7 @@ import pytest
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import SolverCfg
-from so101_mjx.ik.pink_solver import PinkSolver, PinkSolverCfg
+from so101_mjx.ik.solvers.pink_solver import PinkSolver, PinkSolverCfg
 
 pink = pytest.importorskip("pink")
 
@@ -92,7 +92,7 @@ def test_adaptive_damping_and_backtracking(problems, monkeypatch):
 def test_null_space_posture_targets(problems):
     """seed 002, PinkSolver.update_null_space_joint_targets / NullSpacePostureTask: with a position-only
     frame task, the posture pulls the free joints towards its target without moving the TCP off target."""
-    from so101_mjx.ik.pink_tasks import NullSpacePostureTask
+    from so101_mjx.ik.solvers.pink_tasks import NullSpacePostureTask
 
     _, q, target = problems
     posture = NullSpacePostureTask(cost=1.0, controlled_frames=["gripperframe"], position_only=True)

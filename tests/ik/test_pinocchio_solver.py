@@ -8,7 +8,7 @@ import pytest
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import SolverCfg
-from so101_mjx.ik.pinocchio_solver import PinocchioSolver, PinocchioSolverCfg
+from so101_mjx.ik.solvers.pinocchio_solver import PinocchioSolver, PinocchioSolverCfg
 
 pytest.importorskip("pinocchio")
 

@@ -17,10 +17,10 @@ from so101_mjx.ik import (
     PinkSolverCfg, PinocchioSolverCfg, PytorchSolver, PytorchSolverCfg, RobotCfg, SO101AnalyticSolver, SolverCfg,
     compute_batch_ik, levenberg_marquardt, pseudoinverse,
 )
-from so101_mjx.ik import learned as neural_ik
+from so101_mjx.ik.solvers import learned_seeds as neural_ik
 from so101_mjx.ik import pose as P
-from so101_mjx.ik.multistart import manipulability
-from so101_mjx.ik.neural import NeuralIKSolverCfg, load_checkpoint, save_checkpoint
+from so101_mjx.ik.solvers.multistart import manipulability
+from so101_mjx.ik.solvers.neural_policy import NeuralIKSolverCfg, load_checkpoint, save_checkpoint
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, scenes_dir
 

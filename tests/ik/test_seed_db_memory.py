@@ -6,7 +6,7 @@ import pytest
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.ik.solver import SO101Solver
+from so101_mjx.ik.solvers.solver import SO101Solver
 
 
 def test_a_database_past_the_machines_memory_is_refused_at_construction():

@@ -7,7 +7,7 @@ import pytest
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import PytorchSolver, QposSeedSampler, QposSeedSelSampler
-from so101_mjx.ik.seed_sampler import correction
+from so101_mjx.ik.solvers.seed_sampler import correction
 
 pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
 

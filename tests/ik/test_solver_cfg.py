@@ -9,7 +9,7 @@ import pytest
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import AnalyticSolverCfg, PytorchSolver, PytorchSolverCfg, SO101AnalyticSolver, SO101SolverCfg, SolverCfg
-from so101_mjx.ik.config import resolve_device
+from so101_mjx.ik.solvers.config import resolve_device
 from so101_mjx.robot.scenes import ARM_JOINTS
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import PytorchSolver, PytorchSolverCfg, SO101AnalyticSolver, compute_batch_ik
-from so101_mjx.ik.analytic_solver import _pitch_of as pitch_of
-from so101_mjx.ik.solver import DAMP_FLOOR
+from so101_mjx.ik.solvers.analytic_solver import _pitch_of as pitch_of
+from so101_mjx.ik.solvers.solver import DAMP_FLOOR
 
 pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
 

@@ -30,7 +30,7 @@ from so101_mjx.station.interface import (
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.sim.randomization import Randomization
 from so101_mjx.robot.scenes import ARM_JOINTS
-from so101_mjx.ik.solver import SO101Solver
+from so101_mjx.ik.solvers.solver import SO101Solver
 from so101_mjx.station.sim_station import SimStation, _tick_period, run_chunks
 
 INF, NAN = float("inf"), float("nan")

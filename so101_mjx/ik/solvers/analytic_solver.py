@@ -39,10 +39,10 @@ from jax import Array
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.ik import path as ik_path
-from so101_mjx.ik.multistart import SELECTIONS, manipulability
-from so101_mjx.ik.pytorch_solver import ChainCfg, solver_arguments
-from so101_mjx.ik.solver import SO101Solver, is_se3, pose_tolerance
+from so101_mjx.ik.solvers import path as ik_path
+from so101_mjx.ik.solvers.multistart import SELECTIONS, manipulability
+from so101_mjx.ik.solvers.chain_config import ChainCfg, solver_arguments
+from so101_mjx.ik.solvers.solver import SO101Solver, is_se3, pose_tolerance
 
 _INVALID = 1e9  # selection cost step: above any weighted squared joint distance
 ROLL_ITERATIONS = 10  # Newton steps on a pose's wrist roll, after one fixed-point step from the seed's
@@ -57,7 +57,7 @@ def _pitch_of(axis: Array) -> Array:
 
 class PitchedSolver(SO101Solver):
     """Base of the solvers of (TCP position, approach pitch) targets, closed-form and learned
-    (:class:`so101_mjx.ik.learned.SO101LearnedSolver`): the pitch, the arm geometry of the TCP
+    (:class:`so101_mjx.ik.solvers.learned_seeds.SO101LearnedSolver`): the pitch, the arm geometry of the TCP
     (:class:`~so101_mjx.ik.analytic.ArmGeometry`) and continuous path selection.
 
     Args:
@@ -118,7 +118,7 @@ class PitchedSolver(SO101Solver):
 
     def select_continuous_ik_path(self, valid, candidates, qpos_seed, threshold: float = 0.5):
         """(B, N) validity and (B, N, 5) joints moving continuously from ``qpos_seed`` (B, 5) through
-        (B, N, K) ``valid`` / (B, N, K, 5) ``candidates``; also (B, N) jump flags. See :mod:`so101_mjx.ik.path`."""
+        (B, N, K) ``valid`` / (B, N, K, 5) ``candidates``; also (B, N) jump flags. See :mod:`so101_mjx.ik.solvers.path`."""
         return ik_path.select_continuous_path(jnp.asarray(valid), jnp.asarray(candidates), jnp.asarray(qpos_seed),
                                               jnp.asarray(self._weight), threshold)
 

@@ -1,4 +1,4 @@
-"""The solver interface's shared surface (seed 002, ``BaseSolver``) over a solver's own ``get_fk`` and
+"""The solver interface's shared surface (the EmbodiChain solver interface's ``BaseSolver``) over a solver's own ``get_fk`` and
 ``get_ik``: batch adapters, buffer reservation, the continuous-path capability and the batched IK
 entry that checks it (the seed's ``compute_batch_ik(..., continuous=True)``), and a context manager.
 """

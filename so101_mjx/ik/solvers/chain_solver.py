@@ -1,7 +1,7 @@
-"""``CfgSolver``: an :class:`~so101_mjx.ik.solver.SO101Solver` built from a config, the base of the
-differential, Pinocchio, Pink and neural solvers (seed 002: ``Solver(cfg, device)``).
+"""``CfgSolver``: an :class:`~so101_mjx.ik.solvers.solver.SO101Solver` built from a config, the base of the
+differential, Pinocchio, Pink and neural solvers (the EmbodiChain solver interface: ``Solver(cfg, device)``).
 
-The config's model, chain, TCP, weights and limits (:class:`~so101_mjx.ik.pytorch_solver.ChainCfg`)
+The config's model, chain, TCP, weights and limits (:class:`~so101_mjx.ik.solvers.chain_config.ChainCfg`)
 become the FK / Jacobian / TCP / limits / iteration-parameter surface of :class:`SO101Solver`,
 which these solvers share; each solves IK its own way.
 """
@@ -13,8 +13,8 @@ import dataclasses
 import jax.numpy as jnp
 
 from so101_mjx.errors import InputError
-from so101_mjx.ik.pytorch_solver import solver_arguments
-from so101_mjx.ik.solver import SO101Solver
+from so101_mjx.ik.solvers.chain_config import solver_arguments
+from so101_mjx.ik.solvers.solver import SO101Solver
 
 
 class CfgSolver(SO101Solver):
@@ -22,7 +22,7 @@ class CfgSolver(SO101Solver):
 
     Args:
         cfg: the solver's config (None = its defaults); a validated copy is kept as ``self.cfg``.
-        device: JAX device or platform string (:func:`~so101_mjx.ik.config.resolve_device`).
+        device: JAX device or platform string (:func:`~so101_mjx.ik.solvers.config.resolve_device`).
         **kwargs: further :class:`SO101Solver` arguments, overriding the config's.
 
     ``self.model`` is the MuJoCo model the chain comes from.

@@ -1,4 +1,4 @@
-"""``SolverCfg``: the solver interface's configuration objects (seed 002, ``SolverCfg``).
+"""``SolverCfg``: the solver interface's configuration objects (the EmbodiChain solver interface's ``SolverCfg``).
 
 A concrete config subclasses :class:`SolverCfg` as a dataclass, sets ``class_type`` to its solver's
 class name and ``solver_class`` (a ``ClassVar``) to the runtime class; :meth:`SolverCfg.init_solver`
@@ -102,7 +102,7 @@ def _limits(value) -> list[list[float]] | None:
 
 @dataclass
 class SolverCfg:
-    """Common configuration of the IK solvers (seed 002, ``SolverCfg``).
+    """Common configuration of the IK solvers (the EmbodiChain solver interface's ``SolverCfg``).
 
     Attributes:
         class_type: name of the solver class the config builds (a subclass sets it).
@@ -203,7 +203,7 @@ def _is_plain_attribute(cls: type, key: str) -> bool:
 
 @dataclass
 class RobotCfg:
-    """A robot's solver configs, one per control part (seed 002: the solvers ``init_solver`` builds
+    """A robot's solver configs, one per control part (the EmbodiChain solver interface: the solvers ``init_solver`` builds
     "inside RobotCfg"; "a robot may carry one solver per control part").
 
     Attributes:

@@ -1,4 +1,4 @@
-"""``DifferentialSolver``: batched differential IK of the TCP (seed 002, ``DifferentialSolver``).
+"""``DifferentialSolver``: batched differential IK of the TCP (the EmbodiChain solver interface's ``DifferentialSolver``).
 
 Each iteration maps the TCP's task-space error through an inverse of the geometric Jacobian
 (``ik_method``): ``"pinv"`` (pseudoinverse, gain ``k_val``), ``"svd"`` (pseudoinverse dropping
@@ -29,8 +29,8 @@ from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import pose as P
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik.chain_solver import CfgSolver
-from so101_mjx.ik.pytorch_solver import ChainCfg
+from so101_mjx.ik.solvers.chain_solver import CfgSolver
+from so101_mjx.ik.solvers.chain_config import ChainCfg
 
 IK_METHODS = ("pinv", "svd", "trans", "dls")
 COMMAND_TYPES = ("position", "pose")
@@ -61,9 +61,9 @@ def delta_joint_pos(jacobian: Array, delta_pose: Array, method: str, params: dic
 
 @dataclass
 class DifferentialSolverCfg(ChainCfg):
-    """Configuration of :class:`DifferentialSolver` (seed 002, ``DifferentialSolverCfg``).
+    """Configuration of :class:`DifferentialSolver` (the EmbodiChain solver interface's ``DifferentialSolverCfg``).
 
-    Attributes (beyond :class:`~so101_mjx.ik.config.SolverCfg`'s):
+    Attributes (beyond :class:`~so101_mjx.ik.solvers.config.SolverCfg`'s):
         pos_eps: metres, rot_eps: Frobenius norm of the rotation-matrix difference: convergence.
         max_iterations: differential steps per :meth:`DifferentialSolver.get_ik` at most.
         is_only_position_constraint: converge on position alone.
@@ -185,7 +185,7 @@ def _solve(kin, st: _Static, pos, rot, finite, seed, jac0, lower, upper, tcp):
 
 
 class DifferentialSolver(CfgSolver):
-    """Differential IK of the TCP for ``num_envs`` environments (seed 002, ``DifferentialSolver``).
+    """Differential IK of the TCP for ``num_envs`` environments (the EmbodiChain solver interface's ``DifferentialSolver``).
 
     Args:
         cfg: :class:`DifferentialSolverCfg` (None = its defaults).

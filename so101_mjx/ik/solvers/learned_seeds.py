@@ -52,8 +52,8 @@ from so101_mjx import _checks as checks
 from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik.analytic_solver import PitchedSolver
-from so101_mjx.ik.multistart import manipulability
+from so101_mjx.ik.solvers.analytic_solver import PitchedSolver
+from so101_mjx.ik.solvers.multistart import manipulability
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import EE_SITE
 
@@ -232,7 +232,7 @@ class SO101LearnedSolver(PitchedSolver):
         pos_eps: metres, rot_eps: radians of pitch: a candidate beyond either is invalid.
         damping: LM damping. selection: ``"nearest"`` (weighted joint distance to the seed, the default)
             or ``"manipulability"`` (the valid candidate with the largest Yoshikawa √det(Jv Jvᵀ); a
-            choice only with ``refine`` > 1). Other arguments as :class:`~so101_mjx.ik.analytic_solver.PitchedSolver`.
+            choice only with ``refine`` > 1). Other arguments as :class:`~so101_mjx.ik.solvers.analytic_solver.PitchedSolver`.
     """
 
     def __init__(self, net: SeedNet, model: mujoco.MjModel | None = None, *, refine: int = 1, iterations: int = 2,

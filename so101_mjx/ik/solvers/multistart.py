@@ -1,4 +1,4 @@
-"""The jitted kernels of :class:`~so101_mjx.ik.solver.SO101Solver`: TCP FK and Jacobian, and the
+"""The jitted kernels of :class:`~so101_mjx.ik.solvers.solver.SO101Solver`: TCP FK and Jacobian, and the
 multi-start damped least-squares solve with database seeds and candidate selection.
 
 A solve step is ``q ← q + dt · (clip(q + dq) − q)`` with ``dq`` the damped least-squares step of
@@ -6,7 +6,7 @@ A solve step is ``q ← q + dt · (clip(q + dq) − q)`` with ``dq`` the damped 
 the step stays within the limits (a convex combination of two points inside them) and a converged
 problem stays frozen. Database seeds: the entries nearest each target; with ``k_max``, the ``k_max``
 nearest re-ranked by the predicted correction of one least-squares step
-(:func:`so101_mjx.ik.seed_sampler.correction`).
+(:func:`so101_mjx.ik.solvers.seed_sampler.correction`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from jax import Array
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik import pose as P
-from so101_mjx.ik.seed_sampler import correction, nearest
+from so101_mjx.ik.solvers.seed_sampler import correction, nearest
 from so101_mjx.robot.kinematics import Kinematics
 
 SELECTIONS = ("nearest", "manipulability")

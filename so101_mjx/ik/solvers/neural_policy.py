@@ -1,4 +1,4 @@
-"""``NeuralIKSolver``: IK by iterating a trained policy (seed 002, ``NeuralIKSolver``).
+"""``NeuralIKSolver``: IK by iterating a trained policy (the EmbodiChain solver interface's ``NeuralIKSolver``).
 
 The policy is an MLP (``hidden_dims`` with tanh between layers, ``num_arm_joints`` outputs) over the
 normalized observation ``[arm joints (N), TCP position (3), TCP quaternion (4), target position (3),
@@ -13,7 +13,7 @@ Checkpoints hold the interface's keys: ``agent/actor_mean.<i>.weight`` (out, in)
 They are ``.npz`` files (:func:`save_checkpoint` writes one) or the interface's torch ``.pt`` files
 (``torch.save`` of nested dicts such as ``{"agent": actor.state_dict(), "obs_normalizer": {"mean":
 ..., "var": ...}}``, nested keys joined by ``/``), read when PyTorch is installed (imported only
-then). This solver keeps :class:`~so101_mjx.ik.learned.SO101LearnedSolver` (learned seeds, then LM) as it is.
+then). This solver keeps :class:`~so101_mjx.ik.solvers.learned_seeds.SO101LearnedSolver` (learned seeds, then LM) as it is.
 """
 
 from __future__ import annotations
@@ -36,17 +36,17 @@ from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik import pose as P
-from so101_mjx.ik.chain_solver import CfgSolver
-from so101_mjx.ik.pytorch_solver import ChainCfg
+from so101_mjx.ik.solvers.chain_solver import CfgSolver
+from so101_mjx.ik.solvers.chain_config import ChainCfg
 
 _LAYER = re.compile(r"agent/actor_mean\.(\d+)\.(weight|bias)")
 
 
 @dataclass
 class NeuralIKSolverCfg(ChainCfg):
-    """Configuration of :class:`NeuralIKSolver` (seed 002, ``NeuralIKSolverCfg``).
+    """Configuration of :class:`NeuralIKSolver` (the EmbodiChain solver interface's ``NeuralIKSolverCfg``).
 
-    Attributes (beyond :class:`~so101_mjx.ik.config.SolverCfg`'s): checkpoint_path (``.npz`` or ``.pt``, see
+    Attributes (beyond :class:`~so101_mjx.ik.solvers.config.SolverCfg`'s): checkpoint_path (``.npz`` or ``.pt``, see
     the module docstring), max_steps (policy steps per solve), action_scale (radians per unit action),
     obs_dim (None = ``2 * num_arm_joints + 14``), num_arm_joints (the joints the policy moves, the first
     of the chain: the SO-101's 5 by default; the interface's default, 7, is the Franka's),
@@ -201,7 +201,7 @@ def _run_policy(kin, st: _Static, layers, mean, var, q, target, lower, upper, tc
 
 class NeuralIKSolver(CfgSolver):
     """IK by iterative inference of a trained policy; FK, Jacobian, TCP and limits as
-    :class:`~so101_mjx.ik.solver.SO101Solver`'s. See the module docstring.
+    :class:`~so101_mjx.ik.solvers.solver.SO101Solver`'s. See the module docstring.
 
     Attributes: ``obs_dim``, ``layers`` ((weight, bias) pairs), ``obs_mean`` / ``obs_var``.
     """

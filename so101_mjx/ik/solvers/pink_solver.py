@@ -1,13 +1,13 @@
-"""``PinkSolver``: task-space IK with Pink's QP (seed 002, ``PinkSolver``).
+"""``PinkSolver``: task-space IK with Pink's QP (the EmbodiChain solver interface's ``PinkSolver``).
 
 Needs the ``pink`` extra (``pip install "so101-mjx[pink]"``: pin, pin-pink and the daqp QP solver),
 imported when a solver is built. The Pinocchio model is the one of
-:class:`~so101_mjx.ik.pinocchio_solver.PinocchioSolver`.
+:class:`~so101_mjx.ik.solvers.pinocchio_solver.PinocchioSolver`.
 
 Each target is solved from its seed by repeated ``pink.solve_ik`` steps over the tasks: by default
 one ``FrameTask`` on the end link (orientation cost 0 with ``is_only_position_constraint``), or the
 config's ``variable_input_tasks`` (exactly one FrameTask, whose target each call sets) and
-``fixed_input_tasks`` (e.g. :class:`~so101_mjx.ik.pink_tasks.NullSpacePostureTask`, whose target
+``fixed_input_tasks`` (e.g. :class:`~so101_mjx.ik.solvers.pink_tasks.NullSpacePostureTask`, whose target
 :meth:`PinkSolver.update_null_space_joint_targets` sets). Adaptive damping: a step that lowers the
 frame tasks' objective (or ties it and lowers the posture's) is accepted and the damping shrinks
 by ``damping_decay``; otherwise the step is halved (backtracking, at most ``max_backtracks``
@@ -28,15 +28,15 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.ik.chain_solver import CfgSolver
-from so101_mjx.ik.pinocchio_solver import PinocchioChain, PinocchioIterationCfg, import_optional
+from so101_mjx.ik.solvers.chain_solver import CfgSolver
+from so101_mjx.ik.solvers.pinocchio_solver import PinocchioChain, PinocchioIterationCfg, import_optional
 
 LOGGER = logging.getLogger(__name__)
 
 
 @dataclass
 class PinkSolverCfg(PinocchioIterationCfg):
-    """Configuration of :class:`PinkSolver` (seed 002, ``PinkSolverCfg``); see the module docstring.
+    """Configuration of :class:`PinkSolver` (the EmbodiChain solver interface's ``PinkSolverCfg``); see the module docstring.
 
     ``solver_type`` defaults to ``"daqp"`` (the ``pink`` extra's QP solver; the interface's default,
     ``"osqp"``, works where osqp is installed).
@@ -77,7 +77,7 @@ class PinkSolverCfg(PinocchioIterationCfg):
 
 class PinkSolver(PinocchioChain, CfgSolver):
     """Pink IK of the TCP, one target at a time; FK, Jacobian, TCP and limits as
-    :class:`~so101_mjx.ik.solver.SO101Solver`'s. See the module docstring.
+    :class:`~so101_mjx.ik.solvers.solver.SO101Solver`'s. See the module docstring.
 
     Attributes: ``pink_cfg`` (the ``pink.Configuration``), ``tasks`` (variable then fixed),
     ``variable_input_tasks``, ``fixed_input_tasks``, ``init_qpos`` (default seed: zeros within the limits).
@@ -89,7 +89,7 @@ class PinkSolver(PinocchioChain, CfgSolver):
         super().__init__(cfg, device, **kwargs)
         self._init_pinocchio("PinkSolver", "pink")
         self.pink = import_optional("pink", "pink", "PinkSolver")
-        from so101_mjx.ik.pink_tasks import NullSpacePostureTask
+        from so101_mjx.ik.solvers.pink_tasks import NullSpacePostureTask
 
         qpsolvers = import_optional("qpsolvers", "pink", "PinkSolver")
         if self.cfg.solver_type not in qpsolvers.available_solvers:

@@ -1,5 +1,5 @@
 """``NullSpacePostureTask``: a Pink task holding a joint posture in the null space of frame tasks
-(seed 002, the Pink solver's null-space posture targets).
+(the EmbodiChain solver interface's Pink solver: null-space posture targets).
 
 Error ``e = M (q ⊖ q*)`` (``M`` selects ``controlled_joints``, all by default); Jacobian
 ``M N M`` with ``N = I − J⁺J``, ``J`` the stacked Jacobians of ``controlled_frames`` (none: ``N = I``),
@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from so101_mjx.errors import InputError
-from so101_mjx.ik.pinocchio_solver import import_optional
+from so101_mjx.ik.solvers.pinocchio_solver import import_optional
 
 pin = import_optional("pinocchio", "pink", "NullSpacePostureTask")
 _tasks = import_optional("pink.tasks", "pink", "NullSpacePostureTask")

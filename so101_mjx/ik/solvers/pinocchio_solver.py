@@ -1,4 +1,4 @@
-"""``PinocchioSolver``: damped-least-squares IK on Pinocchio (seed 002, ``PinocchioSolver``).
+"""``PinocchioSolver``: damped-least-squares IK on Pinocchio (the EmbodiChain solver interface's ``PinocchioSolver``).
 
 Needs the ``pinocchio`` extra (``pip install "so101-mjx[pinocchio]"``), imported when a solver is
 built, so ``import so101_mjx.ik`` works without it.
@@ -10,7 +10,7 @@ Its FK equals :class:`~so101_mjx.robot.kinematics.Kinematics`' to round-off.
 
 Each target is solved from the seed, then from up to ``num_samples - 1`` further starts drawn
 uniformly within the limits, until one converges: ``q ← clip(q ⊕ dt·v)`` (iterates are kept within
-the limits, as :class:`~so101_mjx.ik.pink_solver.PinkSolver` keeps them; the interface's solver lets
+the limits, as :class:`~so101_mjx.ik.solvers.pink_solver.PinkSolver` keeps them; the interface's solver lets
 them leave and then finds no whole-turn equivalent within the limits) with
 ``v = -Jᵀ(JJᵀ + damp·I)⁻¹e``, ``e`` the SE(3) log error of the end frame (``log6``, local frame),
 or with ``is_only_position_constraint`` the world position error and the Jacobian's linear rows
@@ -32,8 +32,8 @@ import numpy as np
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik.chain_solver import CfgSolver
-from so101_mjx.ik.pytorch_solver import ChainCfg
+from so101_mjx.ik.solvers.chain_solver import CfgSolver
+from so101_mjx.ik.solvers.chain_config import ChainCfg
 
 def import_optional(module: str, extra: str, who: str):
     """``importlib.import_module(module)``, or ImportError naming the extra that provides it."""
@@ -108,9 +108,9 @@ def _add_body(pin, pm, model: mujoco.MjModel, b: int, jid: int, frame) -> None:
 
 @dataclass
 class PinocchioIterationCfg(ChainCfg):
-    """The fields :class:`PinocchioSolverCfg` and ``PinkSolverCfg`` share (seed 002), checked at construction.
+    """The fields :class:`PinocchioSolverCfg` and ``PinkSolverCfg`` share (the EmbodiChain solver interface), checked at construction.
 
-    Attributes (beyond :class:`~so101_mjx.ik.config.SolverCfg`'s):
+    Attributes (beyond :class:`~so101_mjx.ik.solvers.config.SolverCfg`'s):
         mesh_path: the URDF's mesh directory (kept for the interface; the kinematics need no meshes).
         pos_eps: metres, rot_eps: radians (norms of the log error's parts): convergence.
         max_iterations: steps per start; dt: step scale; damp: DLS damping (0 = the 1e-9 floor).
@@ -141,7 +141,7 @@ class PinocchioIterationCfg(ChainCfg):
 
 @dataclass
 class PinocchioSolverCfg(PinocchioIterationCfg):
-    """Configuration of :class:`PinocchioSolver` (seed 002, ``PinocchioSolverCfg``): the
+    """Configuration of :class:`PinocchioSolver` (the EmbodiChain solver interface's ``PinocchioSolverCfg``): the
     :class:`PinocchioIterationCfg` fields and ``num_samples``, starts per target (the seed, then
     uniform samples within the limits)."""
 
@@ -161,7 +161,7 @@ class PinocchioSolverCfg(PinocchioIterationCfg):
 
 
 class PinocchioChain:
-    """The Pinocchio model of a :class:`~so101_mjx.ik.chain_solver.CfgSolver`'s chain (mixin)."""
+    """The Pinocchio model of a :class:`~so101_mjx.ik.solvers.chain_solver.CfgSolver`'s chain (mixin)."""
 
     def _init_pinocchio(self, who: str, extra: str) -> None:
         """Set ``pin``, ``pin_model``, ``pin_data``, ``end_frame_id`` and the joint order map."""
@@ -181,7 +181,7 @@ class PinocchioChain:
 
 class PinocchioSolver(PinocchioChain, CfgSolver):
     """IK by damped least squares on a Pinocchio model of the chain; FK, Jacobian, TCP and limits
-    as :class:`~so101_mjx.ik.solver.SO101Solver`'s. See the module docstring.
+    as :class:`~so101_mjx.ik.solvers.solver.SO101Solver`'s. See the module docstring.
 
     Attributes: ``pin`` (the module), ``pin_model`` / ``pin_data``, ``end_frame_id``. The iteration
     parameters are :class:`SO101Solver`'s (``get_iteration_params`` / ``set_iteration_params``).

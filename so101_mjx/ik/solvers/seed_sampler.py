@@ -1,12 +1,12 @@
 """Multi-start IK seeds: uniform (:class:`QposSeedSampler`) and SELIK-style retrieval from an FK
-database (:class:`QposSeedSelSampler`), as the solver interface's samplers (seed 002, Seed Selection).
+database (:class:`QposSeedSelSampler`), as the solver interface's samplers (the EmbodiChain solver interface's Seed Selection).
 
 The database holds scrambled-Sobol joint samples within the limits and their FK poses. A target's
 ``k_max`` nearest entries under the pose metric ``|Δp|² + (rot_scale·θ)²`` (θ approximated by the
 chordal distance of the rotations, ``‖ΔR‖_F / √2``) are fetched, then, given a Jacobian, re-ranked
 by the length of the predicted joint-space correction ``‖pinv(J) e‖`` (position rows and
 ``rot_scale``-weighted rotation rows) and the best kept. :func:`nearest` and :func:`correction`
-are the jitted pieces :class:`~so101_mjx.ik.solver.SO101Solver` shares.
+are the jitted pieces :class:`~so101_mjx.ik.solvers.solver.SO101Solver` shares.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from scipy.stats import qmc
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.ik.config import resolve_device
+from so101_mjx.ik.solvers.config import resolve_device
 
 
 def nearest(db_key: Array, key: Array, k: int) -> Array:
@@ -59,7 +59,7 @@ class QposSeedSampler:
         num_samples: seeds per target (including the caller's seed).
         dof: degrees of freedom.
         device: JAX device of the returned seeds (None = JAX's default; see
-            :func:`~so101_mjx.ik.config.resolve_device`).
+            :func:`~so101_mjx.ik.solvers.config.resolve_device`).
         use_caller_seed: slot 0 of each target's seeds is the caller's seed.
         sobol_seed: seed of the random draws (and of the database's scramble in the subclass).
     """

@@ -1,6 +1,6 @@
-"""Batched multi-start IK for the SO-101: the solver interface's ``PytorchSolver`` role (seed 002).
+"""Batched multi-start IK for the SO-101: the solver interface's ``PytorchSolver`` role (the EmbodiChain solver interface).
 
-:class:`SO101Solver` runs damped least squares (:mod:`so101_mjx.ik.multistart`) with a tool centre
+:class:`SO101Solver` runs damped least squares (:mod:`so101_mjx.ik.solvers.multistart`) with a tool centre
 point (TCP), joint limits, multi-start seeding and solution selection:
 
 - targets: (..., 3) TCP positions, or (..., 4, 4) TCP poses in the chain root's frame. With
@@ -42,9 +42,9 @@ from scipy.stats import qmc
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik.base import BaseSolver, in_root_frame, on_device as _on_device
-from so101_mjx.ik.config import check_tcp, resolve_device
-from so101_mjx.ik.multistart import (
+from so101_mjx.ik.solvers.base import BaseSolver, in_root_frame, on_device as _on_device
+from so101_mjx.ik.solvers.config import check_tcp, resolve_device
+from so101_mjx.ik.solvers.multistart import (
     DB_ENTRY_BYTES, JAC_TYPES, RETRIEVAL_BYTES, SELECTIONS, SolveConfig, as_vector, is_se3, pose_tolerance, solve,
     tcp_fk, tcp_jacobian,
 )
