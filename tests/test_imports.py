@@ -153,3 +153,14 @@ def test_help_imports_neither_jax_nor_mujoco(argv):
     result = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert "HEAVY []" in result.stdout and "usage: so101-mjx" in result.stdout
+
+
+@pytest.mark.parametrize("old, new", [("pytorch_solver", "solvers.jax_solver"), ("solver", "solvers.solver"), ("neural", "solvers.neural_policy")])
+def test_a_moved_ik_module_names_its_new_place(old, new):
+    import importlib
+
+    import so101_mjx.ik
+
+    with pytest.raises(ModuleNotFoundError, match=f"so101_mjx.ik.{old} moved to so101_mjx.ik.{new}$"):
+        importlib.import_module(f"so101_mjx.ik.{old}")
+    assert so101_mjx.ik.SO101Solver is importlib.import_module("so101_mjx.ik.solvers").SO101Solver
