@@ -265,6 +265,18 @@ def shielded(what: str) -> Iterator[None]:
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
+def as_interrupt(err: BaseException) -> KeyboardInterrupt | None:
+    """``err`` as the stop it stands for, or None. A Ctrl-C or SIGTERM that lands while a jitted step
+    runs a host callback (backend ``c``'s physics) reaches the caller wrapped in JAX's runtime error,
+    which quotes the ``KeyboardInterrupt``; it is a stop all the same."""
+    if isinstance(err, KeyboardInterrupt):
+        return err
+    text = str(err)
+    if "KeyboardInterrupt" in text:
+        return KeyboardInterrupt(SIGTERM_TEXT) if f"KeyboardInterrupt: {SIGTERM_TEXT}" in text else KeyboardInterrupt()
+    return None
+
+
 def stop_name(err: KeyboardInterrupt) -> str:
     """``"SIGTERM"`` for the interrupt :func:`sigterm_interrupts` raises, else ``"Ctrl-C"``."""
     return "SIGTERM" if err.args == (SIGTERM_TEXT,) else "Ctrl-C"
@@ -286,6 +298,11 @@ def interruptible(command: str, kept: Callable[[Any], str]) -> Callable:
             try:
                 with sigterm_interrupts():
                     return run(args)
+            except Exception as err:  # a stop wrapped by JAX (see as_interrupt), or a real error
+                stop = as_interrupt(err)
+                if stop is None:
+                    raise
+                return interrupted(command, stop, kept(args))
             except KeyboardInterrupt as err:
                 return interrupted(command, err, kept(args))
 

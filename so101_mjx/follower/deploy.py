@@ -45,7 +45,7 @@ from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
 from so101_mjx.errors import ExistingFileError, InputError
 from so101_mjx.follower.actions import FEATURE_KEYS, as_dict, check_max_relative
-from so101_mjx._argtypes import INTERRUPTED, interruptible, shielded, sigterm_interrupts, stop_name
+from so101_mjx._argtypes import INTERRUPTED, as_interrupt, interruptible, shielded, sigterm_interrupts, stop_name
 from so101_mjx.follower.cartesian import CartesianAdapter
 from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
 from so101_mjx.robot import motors
@@ -336,8 +336,11 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
             print(f"deploy: {Path(path).name} on {robot_type}, {episodes} episodes of up to {steps} actions; Ctrl-C stops it",
                   file=sys.stderr, flush=True)
             stopped = run_episodes(robot, p, episodes, steps, dry_run, deadline, log, seed, start, start_tolerance)
-        except KeyboardInterrupt as err:
-            stopped = stop_name(err)
+        except BaseException as err:  # Ctrl-C or SIGTERM, also when JAX wrapped it (as_interrupt)
+            stop = as_interrupt(err)
+            if stop is None:
+                raise
+            stopped = stop_name(stop)
         finally:
             with shielded("disconnecting the robot and writing the log"):
                 if robot.is_connected:

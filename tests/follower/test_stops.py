@@ -119,3 +119,22 @@ def test_record_stopped_by_sigterm_says_what_it_kept_in_one_line(tmp_path):
 def test_stop_names():
     assert _argtypes.stop_name(KeyboardInterrupt()) == "Ctrl-C"
     assert _argtypes.stop_name(KeyboardInterrupt(f"signal {int(signal.SIGTERM)}")) == "SIGTERM"
+
+
+def test_a_stop_inside_a_host_callback_is_still_a_stop():
+    """Ctrl-C or SIGTERM landing while backend c's physics runs in a JAX host callback reaches the
+    caller wrapped in JAX's runtime error; it is recognised as the stop it is."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def host(x):
+        raise KeyboardInterrupt(_argtypes.SIGTERM_TEXT)
+
+    step = jax.jit(lambda x: jax.pure_callback(host, jax.ShapeDtypeStruct((), jnp.float32), x))
+    try:
+        step(np.float32(1.0)).block_until_ready()
+    except BaseException as err:  # the wrapped form is what is under test
+        stop = _argtypes.as_interrupt(err)
+    assert stop is not None and _argtypes.stop_name(stop) == "SIGTERM"
+    assert _argtypes.as_interrupt(ValueError("INTERNAL: something else")) is None
