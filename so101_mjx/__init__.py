@@ -17,6 +17,7 @@ Subsystems: :mod:`~so101_mjx.robot`, :mod:`~so101_mjx.ik`, :mod:`~so101_mjx.dyna
 
 import os as _os
 import sys as _sys
+from typing import TYPE_CHECKING
 
 if _sys.platform.startswith("linux") and not _os.environ.get("DISPLAY"):
     # Headless Linux: EGL (GPU drivers, or Mesa's software EGL). Must be set before mujoco's GL
@@ -57,7 +58,34 @@ _LAZY = {
     "InputError": "so101_mjx.errors",
 }
 
-__all__ = sorted([*_LAZY, "__version__"])
+__all__ = [
+    "ARM_JOINTS", "ArmConfig", "DifferentialSolver", "Info", "InputError", "JaxBackend", "Kinematics", "MujocoBackend",
+    "NeuralIKSolver", "PinkSolver", "PinocchioBackend", "PinocchioSolver", "PytorchSolver", "PytorchSolverCfg",
+    "ROBOT_JOINTS", "SO101AnalyticSolver", "SO101Env", "SO101LearnedSolver", "SO101Solver", "SolverCfg", "State",
+    "__version__", "default_config", "load_model", "make", "names", "register", "run_episodes", "scene_path",
+]
+
+if TYPE_CHECKING:  # the static face of the lazy names, for type checkers and IDEs
+    from so101_mjx.envs.registry import make, names, register, default_config
+    from so101_mjx.envs.base import SO101Env
+    from so101_mjx.envs.config import ArmConfig
+    from so101_mjx.sim.state import State, Info
+    from so101_mjx.envs.rollout import run_episodes
+    from so101_mjx.robot.kinematics import Kinematics
+    from so101_mjx.robot.scenes import load_model, scene_path, ARM_JOINTS, ROBOT_JOINTS
+    from so101_mjx.ik.solvers.solver import SO101Solver
+    from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
+    from so101_mjx.ik.solvers.learned_seeds import SO101LearnedSolver
+    from so101_mjx.dynamics.backend import JaxBackend
+    from so101_mjx.dynamics.mujoco_backend import MujocoBackend
+    from so101_mjx.dynamics.pinocchio_backend import PinocchioBackend
+    from so101_mjx.ik.solvers.config import SolverCfg
+    from so101_mjx.ik.solvers.jax_solver import PytorchSolver, PytorchSolverCfg
+    from so101_mjx.ik.solvers.differential import DifferentialSolver
+    from so101_mjx.ik.solvers.pinocchio_solver import PinocchioSolver
+    from so101_mjx.ik.solvers.pink_solver import PinkSolver
+    from so101_mjx.ik.solvers.neural_policy import NeuralIKSolver
+    from so101_mjx.errors import InputError
 
 
 def __getattr__(name: str):

@@ -164,3 +164,23 @@ def test_a_moved_ik_module_names_its_new_place(old, new):
     with pytest.raises(ModuleNotFoundError, match=f"so101_mjx.ik.{old} moved to so101_mjx.ik.{new}$"):
         importlib.import_module(f"so101_mjx.ik.{old}")
     assert so101_mjx.ik.SO101Solver is importlib.import_module("so101_mjx.ik.solvers").SO101Solver
+
+
+@pytest.mark.parametrize("package", ["so101_mjx", "so101_mjx.ik"])
+def test_the_static_face_mirrors_the_lazy_table(package):
+    """The ``TYPE_CHECKING`` imports (what type checkers and IDEs resolve) name exactly the lazy table's
+    names from its modules, ``__all__`` is a literal list of them, and the package is marked typed."""
+    import importlib
+
+    module = importlib.import_module(package)
+    tree = ast.parse(pathlib.Path(module.__file__).read_text())
+    static = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                static.update({alias.name: imp.module for alias in imp.names})
+    lazy = {name: target for name, target in module._LAZY.items()}
+    assert static == lazy
+    literal = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
+    assert isinstance(literal, ast.List) and sorted(ast.literal_eval(literal)) == sorted({*lazy} | ({"__version__"} & set(module.__all__)))
+    assert (ROOT / "py.typed").is_file()
