@@ -11,9 +11,10 @@
   :func:`quat_integrate`, MuJoCo C's ``mju_quatIntegrate`` (zero rotation only below
   ``mjMINVAL`` = 1e-15) written gradient-safe.
 - mujoco-mjx 3.17.0 prints ``Failed to import warp: ...`` and ``Failed to import mujoco_warp: ...``
-  on stdout whenever ``mujoco.mjx`` is imported without Warp. This module is the first to import
-  ``mujoco.mjx`` (``so101_mjx/__init__`` imports it before anything else) and captures exactly
-  those lines (any other output of the import passes through) into :data:`WARP_IMPORT_ERRORS`;
+  on stdout whenever ``mujoco.mjx`` is imported without Warp. The library imports this module
+  before ``mujoco.mjx`` (:mod:`so101_mjx.sim.physics` and ``so101-mjx info`` do; ``import
+  so101_mjx`` imports neither), and it captures exactly those lines (any other output of the
+  import passes through) into :data:`WARP_IMPORT_ERRORS`;
   :func:`install_mjx` makes MJX's check before ``impl="warp"`` raise a RuntimeError quoting them, so
   they are shown when the Warp implementation is asked for.
 - MuJoCo C writes its warnings (``Nan, Inf or huge value in QACC ...``) to stdout and to

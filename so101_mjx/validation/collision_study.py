@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+from so101_mjx import _compat  # noqa: F401  (before mujoco.mjx: it captures its Warp import failures)
 from mujoco import mjx
 
 from so101_mjx import _argtypes as cliargs
