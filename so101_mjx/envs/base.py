@@ -151,6 +151,11 @@ class SO101Env(abc.ABC):
         controller (single world), or None when it has none."""
         return None
 
+    def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
+        """``(description, bool (...,))``: what the scripted controller achieves, judged from final
+        observations ``obs`` (..., obs_size), when that is not the task's success; None when it is."""
+        return None
+
     def demonstrator(self) -> tuple[Callable, Callable] | None:
         """``(init, act)`` like :meth:`scripted_controller`, of a controller that aims at the task's
         own success (demonstration-seeded starts draw from its episodes): the scripted controller,

@@ -21,7 +21,6 @@ from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.envs import scripted
-from so101_mjx.envs.tasks.pick_cube import PickCube
 from so101_mjx.envs import SO101Env, State, default_config, make
 from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, render_trajectory
@@ -169,17 +168,6 @@ def default_policy(env: SO101Env) -> str:
     return "scripted" if env.scripted_controller() is not None else "zero"
 
 
-def scripted_criterion(env: SO101Env, obs: Array) -> tuple[str, Array] | None:
-    """``(description, bool (...,))`` of what the scripted controller achieves from final observations
-    ``obs`` (..., obs_size) when that is not the task's success: PickCube's controller is the reference's
-    reach-and-close, which closes on the block and does not lift it. None for every other task, and in joint mode."""
-    at = env.observation_slices()
-    if env.name != PickCube.name or "ee_pos" not in at:  # joint mode's agent_pos has no ee_pos
-        return None
-    closed = scripted.is_reach_close_success(obs[..., at["ee_pos"]], obs[..., at["block_pos"]], obs[..., at["gripper_pose"]])
-    return "scripted reach-and-close success (gripper closed within 5 cm of the block)", closed
-
-
 def run(args: argparse.Namespace) -> int:
     if args.video:
         check_video_path(args.video)
@@ -200,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     success = np.asarray(out["success"])
     print(f"{args.env} backend={env.backend} policy={policy} worlds={args.num_envs} steps={steps}")
     print(f"  success rate {success.mean():.3f} ({success.sum()}/{success.size}), mean return {float(np.mean(out['returns'])):.3f}")
-    criterion = scripted_criterion(env, out["final_obs"]) if policy == "scripted" else None
+    criterion = env.scripted_criterion(out["final_obs"]) if policy == "scripted" else None
     if criterion is not None:
         print(f"  {criterion[0]}: {float(np.mean(criterion[1])):.3f}")
     print(f"  compile {first:.1f} s; run {elapsed:.2f} s: "

@@ -110,3 +110,21 @@ def test_scripted_controllers_keep_their_timing_at_30_hz():
                action_scale=0.025, episode_length=260)
     out = run_episodes(env, "scripted", jax.random.PRNGKey(0), 4, stop_when_done=True)
     assert bool(np.all(out["success"])), out["length"]
+
+
+def test_only_pick_cube_judges_its_scripted_controller_by_its_own_criterion():
+    """PickCube's reach-and-close does not lift: the task reports what it does achieve (a task hook,
+    not a name check in the rollout); other tasks and joint mode report nothing extra."""
+    import numpy as np
+
+    from so101_mjx.envs import make, names
+
+    cube = make("SO101PickCube-v0", "c")
+    obs = np.zeros((3, cube.obs_size()))
+    description, closed = cube.scripted_criterion(obs)
+    assert "reach-and-close" in description and closed.shape == (3,)
+    assert make("SO101PickCube-v0", "c", control_mode="joint").scripted_criterion(np.zeros((1, 40))) is None
+    for name in names():
+        if name != "SO101PickCube-v0":
+            env = make(name, "c")
+            assert env.scripted_criterion(np.zeros((1, env.obs_size()))) is None

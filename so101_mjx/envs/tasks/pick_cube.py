@@ -109,6 +109,15 @@ class PickCube(BlockTask):
         act = lambda cs, s: (cs, scripted.reach_close(self.arm.ee_pos(s.physics), s.obs[at["block_pos"]], scale))  # noqa: E731
         return (lambda s: jnp.zeros(()), act)
 
+    def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
+        """The reach-and-close closes on the block and does not lift it: its own success, judged from
+        ``obs`` (..., obs_size). None in joint mode, whose agent_pos has no ee_pos."""
+        at = self.observation_slices()
+        if "ee_pos" not in at:
+            return None
+        closed = scripted.is_reach_close_success(obs[..., at["ee_pos"]], obs[..., at["block_pos"]], obs[..., at["gripper_pose"]])
+        return "scripted reach-and-close success (gripper closed within 5 cm of the block)", closed
+
     def demonstrator(self):
         """Pick and lift: the pick-and-place controller with its goal at the block, lifting
         ``DEMO_LIFT_HEIGHT`` above the grasp height (past the 10 cm success height). It needs
