@@ -29,8 +29,7 @@ from brax.training.agents.ppo import networks as ppo_networks
 from so101_mjx.benchmarks import median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
 from so101_mjx.training import presets, networks
-from so101_mjx.training import brax_env as envs
-from so101_mjx.training import ppo_loop as loop
+from so101_mjx.training import brax_env, ppo_loop
 from so101_mjx.training.ppo import demo_starts
 
 
@@ -44,7 +43,7 @@ def collection_rate(train_env, preset: presets.Preset, repeats: int) -> float:
               net.policy_network.init(jax.random.PRNGKey(0)), net.value_network.init(jax.random.PRNGKey(1)))
     policy = ppo_networks.make_inference_fn(net)(params)
     unroll = jax.jit(lambda s, key: acting.generate_unroll(train_env, s, policy, key, preset.unroll_length,
-                                                           extra_fields=loop.EXTRA_FIELDS)[0].obs)
+                                                           extra_fields=ppo_loop.EXTRA_FIELDS)[0].obs)
     return preset.num_envs * preset.unroll_length / median_time(lambda: unroll(state, jax.random.PRNGKey(2)), repeats, 0.0)
 
 
@@ -59,15 +58,15 @@ def ppo_rates(env, preset: presets.Preset, epochs: int, updates: int, wrap) -> t
             rates.append(float(metrics["training/sps"]))
             marks.append(time.perf_counter())
 
-    loop.train(env, wrap_env_fn=wrap, episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()),
+    ppo_loop.train(env, wrap_env_fn=wrap, episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()),
                progress_fn=progress, use_pmap_on_reset=False, **timed.loop_kwargs())
     return rates[1:], marks[1] - marks[0]
 
 
 def run(args: argparse.Namespace) -> int:
     preset = presets.preset(args.env, args.preset, "ppo")  # the PPO loop's rates
-    env = envs.make_env(args.env, preset.env_overrides(), args.backend)
-    wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
+    env = brax_env.make_env(args.env, preset.env_overrides(), args.backend)
+    wrap = functools.partial(brax_env.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
     raw, _ = env_rate(env, preset.num_envs, preset.unroll_length, args.repeats)
     collect = collection_rate(wrap(env, episode_length=env.episode_length), preset, args.repeats)
     rates, first_s = ppo_rates(env, preset, args.epochs, args.updates_per_epoch, wrap)

@@ -38,7 +38,7 @@ from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError
 from so101_mjx.training import checkpoint, presets
-from so101_mjx.training import brax_env as envs
+from so101_mjx.training import brax_env
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
 from so101_mjx.training.jax_caches import released_pmap_traces
 
@@ -59,7 +59,7 @@ def run_metadata(env_name: str, preset_name: str, preset: presets.TrainingPreset
         "action_size": env.action_size,
         "network": preset.network(),
         "normalize_observations": preset.normalize_observations,
-        "action_map": dict(zip(("scale", "offset"), (x.tolist() for x in envs.action_map(env)))),
+        "action_map": dict(zip(("scale", "offset"), (x.tolist() for x in brax_env.action_map(env)))),
         "version": so101_mjx.__version__,
     }
 
@@ -159,7 +159,7 @@ def train(
     import jax
 
     env_name = canonical(env_name)
-    env = envs.make_env(env_name, preset.env_overrides(), backend)
+    env = brax_env.make_env(env_name, preset.env_overrides(), backend)
     run = run_metadata(env_name, preset_name, preset, env, seed)
     loop, loop_args = _loop(preset, run)
     primary = jax.process_index() == 0  # the one process that writes the run directory
@@ -181,7 +181,7 @@ def train(
 
         print(f"{env_name} preset={preset_name} ({preset.algo}) backend={env.backend} seed={seed} obs={run['obs_size']} "
               f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
-        wrap = functools.partial(envs.wrap_env_fn, success_bonus=preset.success_bonus)
+        wrap = functools.partial(brax_env.wrap_env_fn, success_bonus=preset.success_bonus)
         with released_pmap_traces():
             _, _, metrics = loop.train(
                 env,
