@@ -16,19 +16,8 @@ from so101_mjx.station.interface import (
     MotorizedArmSpec,
     sample_chunk,
 )
-from so101_mjx.station.sim_station import SimStation
+from tests.station.conftest import CONTROL_RATE, random_chunk
 
-CONTROL_RATE = 50
-
-
-@pytest.fixture(scope="module")
-def station():
-    return SimStation("SO101PickCube-v0", MotorizedArmSpec(25, CONTROL_RATE))  # seed 003: the two-argument form
-
-
-def _arm_chunk(rng, horizon=5):
-    q = rng.uniform(-0.4, 0.4, (horizon, 5)).astype(np.float32)
-    return MotorizedArm_ActionChunk(q, rng.uniform(0, 1, (horizon, 1)).astype(np.float32))
 
 
 def _rows(chunk: MotorizedArm_ActionChunk) -> np.ndarray:
@@ -73,7 +62,7 @@ def test_spec_two_argument_form_rejects(args, kwargs, error, needle):
 
 def test_station_chunk_times(rng):
     """Seed 003, MotorizedArm_ActionChunk: row i is the target i / rate s after the reference timestamp."""
-    arm = _arm_chunk(rng, horizon=4)
+    arm = random_chunk(rng, horizon=4)
     chunk = Station_ActionChunk(timestamp=2.5, rate=20.0, arms=arm)
     assert chunk.arms == (arm,) and chunk.horizon == len(chunk) == 4
     np.testing.assert_allclose(chunk.times, [2.5, 2.55, 2.6, 2.65], rtol=0, atol=1e-15)
@@ -94,7 +83,7 @@ def test_station_chunk_times(rng):
 )
 def test_station_chunk_rejects(rng, kwargs, needle):
     """Seed 003: invalid containers raise ValueError naming the field."""
-    args = {"timestamp": 0.0, "rate": 10.0, "arms": [_arm_chunk(rng)]} | kwargs
+    args = {"timestamp": 0.0, "rate": 10.0, "arms": [random_chunk(rng, 5)]} | kwargs
     with pytest.raises(ValueError, match=needle):
         Station_ActionChunk(**args)
 
@@ -102,8 +91,8 @@ def test_station_chunk_rejects(rng, kwargs, needle):
 def test_station_chunk_validate_binds_specs(rng):
     """Seed 003, validate: the dims are bound to concrete specs, one per arm, and the shared horizon."""
     with pytest.raises(ValueError, match=r"^arms\[1\] must have the horizon of arms\[0\] \(5 rows\)"):
-        Station_ActionChunk(0.0, 10.0, [_arm_chunk(rng), _arm_chunk(rng, horizon=3)])
-    two = Station_ActionChunk(0.0, 10.0, [_arm_chunk(rng), _arm_chunk(rng)])
+        Station_ActionChunk(0.0, 10.0, [random_chunk(rng, 5), random_chunk(rng, horizon=3)])
+    two = Station_ActionChunk(0.0, 10.0, [random_chunk(rng, 5), random_chunk(rng, 5)])
     with pytest.raises(ValueError, match=r"^specs must be one MotorizedArmSpec per arm \(2\)"):
         two.validate(SO101_SPEC)
     with pytest.raises(ValueError, match="^joint_angle_q .*n_arm_dof = 6"):
@@ -122,7 +111,7 @@ def test_sample_chunk_rows_and_between():
 
 def test_chunk_stamped_now_plays_like_an_unstamped_one(station, rng):
     """Seed 003: a chunk stamped with the current observation's time starts now."""
-    arm = _arm_chunk(rng)
+    arm = random_chunk(rng, 5)
     station.reset(seed=0)
     station.execute(arm, 10.0)
     unstamped = np.stack(station.targets)
@@ -137,7 +126,7 @@ def test_chunk_stamped_now_plays_like_an_unstamped_one(station, rng):
 def test_stale_chunk_skips_the_rows_already_past(station, rng):
     """Seed 003: row i is the target i / rate after the reference timestamp, so a chunk stamped
     0.25 s ago starts at row 2.5 (rate 10 Hz) and ends at its last row's time."""
-    arm = _arm_chunk(rng)
+    arm = random_chunk(rng, 5)
     now = station.reset(seed=0).timestamp
     station.execute(Station_ActionChunk(now - 0.25, 10.0, arm))
     played = np.stack(station.targets)
@@ -149,7 +138,7 @@ def test_stale_chunk_skips_the_rows_already_past(station, rng):
 
 def test_future_chunk_holds_row_0_until_its_timestamp(station, rng):
     """Seed 003: nothing of the chunk is due before its reference timestamp; row 0 is held until then."""
-    arm = _arm_chunk(rng, horizon=2)
+    arm = random_chunk(rng, horizon=2)
     now = station.reset(seed=0).timestamp
     station.execute(Station_ActionChunk(now + 0.1, 10.0, [arm]))
     played, rows = np.stack(station.targets), _rows(arm)
@@ -160,7 +149,7 @@ def test_future_chunk_holds_row_0_until_its_timestamp(station, rng):
 
 def test_ended_chunk_holds_its_last_row_one_tick(station, rng):
     """Seed 003: after its last row the chunk's target is that row."""
-    arm = _arm_chunk(rng, horizon=3)
+    arm = random_chunk(rng, horizon=3)
     now = station.reset(seed=0).timestamp
     station.execute(Station_ActionChunk(now - 5.0, 10.0, [arm]))
     np.testing.assert_allclose(np.stack(station.targets), _rows(arm)[-1:], rtol=0, atol=1e-6)
@@ -169,11 +158,11 @@ def test_ended_chunk_holds_its_last_row_one_tick(station, rng):
 def test_stamped_chunk_errors(station, rng):
     """Seed 003 containers enter the simulation validated; the rate is the chunk's own."""
     station.reset(seed=0)
-    chunk = Station_ActionChunk(0.0, 10.0, [_arm_chunk(rng)])
+    chunk = Station_ActionChunk(0.0, 10.0, [random_chunk(rng, 5)])
     with pytest.raises(ValueError, match="^chunk_rate_hz must be None"):
         station.execute(chunk, 10.0)
     with pytest.raises(ValueError, match="at most 600.0 s allowed"):
-        station.execute(Station_ActionChunk(1e4, 10.0, [_arm_chunk(rng)]))
+        station.execute(Station_ActionChunk(1e4, 10.0, [random_chunk(rng, 5)]))
     yam = MotorizedArm_ActionChunk(np.zeros((2, 6), np.float32), np.zeros((2, 1), np.float32))
     with pytest.raises(ValueError, match="^joint_angle_q .*n_arm_dof = 5"):
         station.execute(Station_ActionChunk(0.0, 10.0, [yam]))

@@ -13,19 +13,9 @@ from so101_mjx.station.interface import (
     MotorizedArmSpec,
 )
 from so101_mjx.station.sim_station import SimStation, chunk_ticks, run_chunks
+from tests.station.conftest import random_chunk
 
 SPEC = MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF, MotorizedArm_GripperType.SO101_jaw_1DoF, refresh_rate=25, control_rate=50)
-
-
-@pytest.fixture(scope="module")
-def station():
-    return SimStation("SO101PickCube-v0", SPEC)
-
-
-def _chunk(rng, horizon=6):
-    q = rng.uniform(-0.4, 0.4, (horizon, 5)).astype(np.float32)
-    g = rng.uniform(0, 1, (horizon, 1)).astype(np.float32)
-    return MotorizedArm_ActionChunk(q, g)
 
 
 def test_observation_channels(station):
@@ -52,7 +42,7 @@ def test_walk_to_reaches_pose(station):
 
 def test_cpu_and_batched_chunk_replay_same_targets(station, rng):
     chunk_rate = 10.0
-    chunks = [_chunk(rng) for _ in range(3)]
+    chunks = [random_chunk(rng) for _ in range(3)]
     cpu_targets = []
     for c in chunks:
         station.reset(seed=0)
