@@ -18,15 +18,11 @@ used before continues its attempts instead of repeating them.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import importlib.util
 import json
-import signal
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +42,7 @@ from so101_mjx.render.batch import camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
-from so101_mjx._argtypes import dataset_kept, interruptible
+from so101_mjx._argtypes import dataset_kept, interruptible, sigterm_interrupts
 from so101_mjx.robot.motors import FEATURE_NAMES, motor_limits
 from so101_mjx.robot.scenes import ARM_JOINTS
 from so101_mjx.render.visual_randomization import VisualRandomization
@@ -309,7 +305,7 @@ def record(
 
         start = time.perf_counter()
         try:
-            with _sigterm_interrupts():
+            with sigterm_interrupts():  # SIGTERM as Ctrl-C: the pending episodes are committed
                 while counts["kept"] < episodes and counts["tried"] < max_tries:
                     _record_batch(jax_env, fns, renderer, writer, name, only_success, episodes, max_tries, counts, start,
                                   jnp.asarray(offset + counts["tried"] + np.arange(worlds), jnp.uint32), base)
@@ -344,23 +340,6 @@ def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: st
         counts["successes"] += success
         if keep:
             _progress(counts["kept"], episodes, counts["tried"], counts["frames"], time.perf_counter() - start)
-
-
-@contextlib.contextmanager
-def _sigterm_interrupts() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does, so the pending episodes are committed (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _repair(out: Path, shown: int = 20) -> None:
