@@ -16,7 +16,12 @@ from so101_mjx.station.interface import (
     MotorizedArmSpec,
     sample_chunk,
 )
-from tests.station.conftest import CONTROL_RATE, random_chunk
+from tests.station.shared import CONTROL_RATE, make_station, random_chunk
+
+
+@pytest.fixture(scope="module")
+def station():
+    return make_station()
 
 
 

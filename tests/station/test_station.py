@@ -13,7 +13,13 @@ from so101_mjx.station.interface import (
     MotorizedArmSpec,
 )
 from so101_mjx.station.sim_station import SimStation, chunk_ticks, run_chunks
-from tests.station.conftest import random_chunk
+from tests.station.shared import make_station, random_chunk
+
+
+@pytest.fixture(scope="module")
+def station():
+    return make_station()
+
 
 SPEC = MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF, MotorizedArm_GripperType.SO101_jaw_1DoF, refresh_rate=25, control_rate=50)
 

@@ -1,7 +1,7 @@
-"""The simulated station the station tests share, and random action chunks for it."""
+"""The simulated station the station tests build, and random action chunks for it (a module, not a
+conftest.py: one here would shadow the root conftest, which tests import as ``conftest``)."""
 
 import numpy as np
-import pytest
 
 from so101_mjx.station.interface import MotorizedArm_ActionChunk, MotorizedArmSpec
 from so101_mjx.station.sim_station import SimStation
@@ -9,8 +9,7 @@ from so101_mjx.station.sim_station import SimStation
 REFRESH_RATE, CONTROL_RATE = 25, 50  # Hz
 
 
-@pytest.fixture(scope="module")
-def station() -> SimStation:
+def make_station() -> SimStation:
     """PickCube's station at 25 Hz observations and 50 Hz control (the spec's two-argument form)."""
     return SimStation("SO101PickCube-v0", MotorizedArmSpec(REFRESH_RATE, CONTROL_RATE))
 
