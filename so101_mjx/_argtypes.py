@@ -298,13 +298,11 @@ def interruptible(command: str, kept: Callable[[Any], str]) -> Callable:
             try:
                 with sigterm_interrupts():
                     return run(args)
-            except Exception as err:  # a stop wrapped by JAX (see as_interrupt), or a real error
+            except BaseException as err:  # Ctrl-C or SIGTERM, also when JAX wrapped it (as_interrupt); else re-raised
                 stop = as_interrupt(err)
                 if stop is None:
                     raise
                 return interrupted(command, stop, kept(args))
-            except KeyboardInterrupt as err:
-                return interrupted(command, err, kept(args))
 
         return guarded
 

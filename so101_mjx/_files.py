@@ -68,6 +68,14 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+def check_out(*paths: Path | str, option: str = "--out") -> None:
+    """InputError naming the first of ``paths`` (files about to be written) that is a directory;
+    ``option`` is what chose them. Called before the work that would end in writing them."""
+    for path in paths:
+        if os.path.isdir(path):
+            raise InputError(f"{option}: {path} is a directory, expected a file path (export writes a file there)")
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside ``path`` (same suffix, for writers that pick a format by it) to write

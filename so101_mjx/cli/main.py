@@ -24,20 +24,20 @@ from so101_mjx._files import DISK_ERRNOS
 from so101_mjx.errors import InputError, SetupError
 
 
-# MUJOCO_GL values mujoco's GL context module accepts on Linux, and the library each one loads
-MUJOCO_GL_LIBRARIES = {"egl": ("EGL", "libegl1"), "osmesa": ("OSMesa", "libosmesa6"), "glx": ("GL", "libgl1"), "glfw": ("glfw", "libglfw3")}
-MUJOCO_GL_OTHERS = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0")
+# MUJOCO_GL values mujoco's GL context module accepts on Linux; for the offscreen ones, the library it loads
+MUJOCO_GL_VALUES = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0", "glfw", "glx", "egl", "osmesa")
+MUJOCO_GL_LIBRARIES = {"egl": ("EGL", "libegl1"), "osmesa": ("OSMesa", "libosmesa6")}
 
 
 def mujoco_gl_problem() -> str | None:
     """Why ``import mujoco`` would fail under this ``MUJOCO_GL`` (Linux), or None."""
     value = os.environ.get("MUJOCO_GL", "").lower().strip()
-    if not sys.platform.startswith("linux") or value in MUJOCO_GL_OTHERS:
+    if not sys.platform.startswith("linux"):
         return None
-    if value not in MUJOCO_GL_LIBRARIES:
-        return f"MUJOCO_GL must be one of {sorted(MUJOCO_GL_LIBRARIES)} (or unset), got {value!r}"
-    library, package = MUJOCO_GL_LIBRARIES[value]
-    if value in ("egl", "osmesa") and ctypes.util.find_library(library) is None:
+    if value not in MUJOCO_GL_VALUES:
+        return f"MUJOCO_GL must be one of ['egl', 'glfw', 'glx', 'osmesa'] (or unset), got {value!r}"
+    if value in MUJOCO_GL_LIBRARIES and ctypes.util.find_library(MUJOCO_GL_LIBRARIES[value][0]) is None:
+        library, package = MUJOCO_GL_LIBRARIES[value]
         return f"MUJOCO_GL={value!r} needs lib{library}, which is not installed (Debian: {package}); install it or choose another MUJOCO_GL"
     return None
 

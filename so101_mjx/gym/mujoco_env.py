@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 import sys
 import threading
 import warnings
@@ -23,7 +22,7 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.render.frames import FrameRenderer
+from so101_mjx.render.frames import FrameRenderer, display, mujoco_gl
 from so101_mjx.robot.scenes import load_model
 
 _logger = logging.getLogger(__name__)
@@ -75,7 +74,7 @@ def resolve_camera(model: mujoco.MjModel, camera: str | int | None, default: str
 def viewer_unavailable() -> str | None:
     """Why MuJoCo's viewer cannot open a window in this process, or None when it can: a display
     (``DISPLAY`` or ``WAYLAND_DISPLAY`` on Linux) and a GLFW that initializes on it."""
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    if sys.platform.startswith("linux") and not display():
         return "no display: DISPLAY and WAYLAND_DISPLAY are unset"
     try:
         import glfw
@@ -84,7 +83,7 @@ def viewer_unavailable() -> str | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # glfw reports its errors as warnings; the reason is given below
         if glfw._glfw is None or not glfw.init():
-            return f"GLFW cannot initialize on display {os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')!r}"
+            return f"GLFW cannot initialize on display {display()!r}"
     return None
 
 
@@ -97,7 +96,7 @@ def _warn_no_window(reason: str) -> None:
     if not _no_window_warned:
         _no_window_warned = True
         warnings.warn(f"render_mode='human': no window can open ({reason}); render() returns offscreen frames "
-                      f"(MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}) and no viewer is shown", RuntimeWarning, stacklevel=4)
+                      f"(MUJOCO_GL={mujoco_gl()!r}) and no viewer is shown", RuntimeWarning, stacklevel=4)
 
 
 class MujocoGymEnv(gymnasium.Env):

@@ -75,9 +75,14 @@ def mujoco_gl() -> str:
     return os.environ.get("MUJOCO_GL", "")
 
 
+def display() -> str:
+    """The window system's display (``DISPLAY``, else ``WAYLAND_DISPLAY``), or ``""`` when there is none."""
+    return os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY") or ""
+
+
 def gl_failure(err: Exception) -> str:
     """One line on why no offscreen GL context could be made, and what to do."""
-    if mujoco_gl().lower() in ("", "glfw", "glx") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+    if mujoco_gl().lower() in ("", "glfw", "glx") and not display():
         hint = "it renders through a window system and there is no display: use MUJOCO_GL=egl (or osmesa) here"
     else:
         hint = "on headless Linux use MUJOCO_GL=egl (Mesa's libegl1, or a GPU driver) or MUJOCO_GL=osmesa (libosmesa6)"

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from so101_mjx._files import atomic_path
+from so101_mjx._files import atomic_path, check_out
 from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import onnx_graph
@@ -170,13 +170,6 @@ def load_exported(path: str | Path) -> NumpyPolicy:
         print(f"onnx is not installed: using {path.with_suffix('.npz')}")
         return NumpyPolicy.load(path.with_suffix(".npz"))
     return read_onnx(path)
-
-
-def check_out(*paths: Path) -> None:
-    """InputError naming the first of ``paths`` (files export writes) that is a directory."""
-    for path in paths:
-        if path.is_dir():
-            raise InputError(f"--out: {path} is a directory, expected a file path (export writes a file there)")
 
 
 def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, Path]:

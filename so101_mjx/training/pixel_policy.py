@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx._files import atomic_path
+from so101_mjx._files import atomic_path, check_out
 from so101_mjx import _schema as schema
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs.config import MAX_IMAGE_SIZE
@@ -223,8 +223,7 @@ def export(run_dir: str | Path, out: str | Path | None = None) -> Path:
     out = Path(out) if out is not None else Path(run_dir) / ONNX_FILE
     if out.suffix != ".onnx":
         raise InputError(f"--out must end in .onnx, got {out}")
-    if out.is_dir():
-        raise InputError(f"--out: {out} is a directory, expected a file path (export writes a file there)")
+    check_out(out)
     with atomic_path(out) as tmp:
         onnx.save(onnx_model(params, meta), tmp)
     print(f"exported the pixel student of {meta['env']} ({run_dir}) -> {out}")

@@ -32,6 +32,7 @@ from typing import Any
 
 
 import so101_mjx
+from so101_mjx._files import check_out
 from so101_mjx import _argtypes as cliargs
 from so101_mjx._lock import exclusive
 from so101_mjx.envs.base import asdict
@@ -203,14 +204,6 @@ def train(
         return checkpoint.resolve(out), metrics
 
 
-def _check_export_paths(out: Path) -> None:
-    """InputError when ``--export`` could not write ``out/policy.onnx`` or ``out/policy.npz`` (a directory there):
-    refused before training."""
-    for name in ("policy.onnx", "policy.npz"):
-        if (out / name).is_dir():
-            raise InputError(f"--export: {out / name} is a directory, expected a file path (remove it or choose another --out)")
-
-
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import distributed, export, replay
     from so101_mjx.training.ppo_loop import NonFiniteError
@@ -228,8 +221,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
     out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))
-    if args.export or args.replay_episodes:
-        _check_export_paths(out)
+    if args.export or args.replay_episodes:  # refused before training, not after
+        check_out(out / "policy.onnx", out / "policy.npz", option="--export")
     start = time.perf_counter()
     try:
         last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume)
