@@ -23,6 +23,8 @@ import copy
 import importlib.util
 import os
 import threading
+import weakref
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
@@ -223,6 +225,22 @@ class BatchLoop:
 C_LOOPS = {"batch": BatchLoop, "pool": PoolLoop}
 
 
+def _weakly(physics: CPhysics, method: str, **kwargs: Any) -> Callable[..., Any]:
+    """``physics.<method>(*args, **kwargs)`` through a weak reference, as a host callback. JAX may
+    keep a traced program, and the callback in it, after the env that traced it is gone (JAX 0.12
+    caches dead-code-eliminated jaxprs that way); a strong reference would keep the physics, and
+    MuJoCo's batch threads with it, alive for the life of the process."""
+    ref = weakref.ref(physics)
+
+    def call(*args: Any) -> Any:
+        target = ref()
+        if target is None:
+            raise RuntimeError("this program was traced with a MuJoCo C physics that has since been freed")
+        return getattr(target, method)(*args, **kwargs)
+
+    return call
+
+
 class CPhysics(Physics):
     """MuJoCo C through ``jax.pure_callback``, ``nthread`` threads (default: all cores); ``loop``
     ``"batch"`` (``mujoco.batch``, the default) or ``"pool"`` (our own thread pool)."""
@@ -264,7 +282,7 @@ class CPhysics(Physics):
 
     def init(self, qpos, qvel, ctrl):
         out = jax.ShapeDtypeStruct((*qpos.shape[:-1], self.model.nsensordata), qpos.dtype)
-        sens = jax.pure_callback(self._host_forward, out, qpos, qvel, ctrl, vmap_method="broadcast_all")
+        sens = jax.pure_callback(_weakly(self, "_host_forward"), out, qpos, qvel, ctrl, vmap_method="broadcast_all")
         zero_v = jnp.zeros_like(qvel)
         return PhysicsState(qpos, qvel, ctrl, zero_v, jnp.zeros(qpos.shape[:-1], qpos.dtype), sens, qpos)
 
@@ -273,9 +291,8 @@ class CPhysics(Physics):
         shapes = (s.qpos, s.qvel, s.qacc_warmstart, s.time, s.sensordata, s.qpos)
         out = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in shapes)
         names = tuple(sorted(params)) if params else ()
-        host = lambda *a: self._host_step(*a, n_substeps=n_substeps, names=names)  # noqa: E731
         q, v, w, t, sens, kin_q = jax.pure_callback(
-            host, out, s.qpos, s.qvel, ctrl.astype(s.qpos.dtype), s.qacc_warmstart, s.time,
+            _weakly(self, "_host_step", n_substeps=n_substeps, names=names), out, s.qpos, s.qvel, ctrl.astype(s.qpos.dtype), s.qacc_warmstart, s.time,
             *(params[k] for k in names), vmap_method="broadcast_all",
         )
         return PhysicsState(q, v, ctrl, w, t, sens, kin_q)
