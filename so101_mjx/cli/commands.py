@@ -118,7 +118,7 @@ def _eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--x64", action="store_true", help="float64 (default float32)")
     parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
     parser.add_argument("--servo-model", type=types.servo_model, default=None, metavar="JSON",
-                        help="run under this servo model instead of the policy's (so101_mjx.envs.servo.ServoModel's fields "
+                        help="run under this servo model instead of the policy's (so101_mjx.sim.servo.ServoModel's fields "
                              "as a JSON object, {} for the defaults, or a .json file), or without one: off")
     parser.add_argument("--json", type=types.output_file, default=None, help="also write the results (per-episode outcomes too) to this file")
 

@@ -24,7 +24,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.envs import servo
+from so101_mjx.sim import servo
 from so101_mjx.errors import InputError
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik import iterative as ik
@@ -38,7 +38,7 @@ from so101_mjx.sim.state import Info
 HOME_POSITION = (0.0, 0.0, 0.0, 0.0, 0.0)
 CARTESIAN_BOUNDS = ((0.1, -0.3, 0.0), (0.5, 0.3, 0.4))
 ZERO_ACTION_TOLERANCE = 1e-6
-SERVO_DRAWS = 0x5E70  # folded into the reset key: the servo model's per-episode draws (envs.servo)
+SERVO_DRAWS = 0x5E70  # folded into the reset key: the servo model's per-episode draws (sim.servo)
 IK_DAMPING = 0.1
 IK_ITERATIONS = 20
 IK_TOLERANCE = 1e-4
@@ -105,7 +105,7 @@ class SO101Arm:
         n_substeps: physics steps per control step.
         home_position: (5,) arm joint angles [rad] at reset (joints and their position targets).
         cartesian_bounds: (2, 3) min / max of the IK target [m] (Cartesian mode).
-        servo_model: the servos between the targets and the physics (:mod:`so101_mjx.envs.servo`),
+        servo_model: the servos between the targets and the physics (:mod:`so101_mjx.sim.servo`),
             or None for ideal position servos.
         joint_mode: joint-mode control (actions are motor targets, ``agent_pos`` the motor
             positions), or None for the reference's Cartesian control.

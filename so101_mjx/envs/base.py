@@ -29,7 +29,7 @@ from so101_mjx.envs.config import ArmConfig, whole_substeps
 from so101_mjx.errors import InputError
 from so101_mjx.sim.physics import Physics, PhysicsState, make_physics
 from so101_mjx.sim.state import Info, State
-from so101_mjx.envs import servo
+from so101_mjx.sim import servo
 from so101_mjx.robot import motors
 from so101_mjx.robot.scenes import actuator_ids, load_model
 

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 
 from so101_mjx import _checks as checks
-from so101_mjx.envs import servo
+from so101_mjx.sim import servo
 from so101_mjx.envs.arm import CARTESIAN_BOUNDS, HOME_POSITION, IK_SOLVERS
 from so101_mjx.errors import InputError
 from so101_mjx.render import visual_randomization
@@ -58,7 +58,7 @@ class ArmConfig:
     joint_units: str = "degrees"  # joint mode: the arm motors' units, "degrees" or "range_m100_100" (robot.motors)
     relative_joint_targets: bool = False  # joint mode: actions are offsets from the measured motor positions
     max_relative_target: float | None = None  # joint mode: largest |target - measured| per motor, in motor units
-    servo_model: servo.ServoModel | None = None  # the STS3215 servos between targets and physics (envs.servo); None: ideal
+    servo_model: servo.ServoModel | None = None  # the STS3215 servos between targets and physics (sim.servo); None: ideal
 
     def __post_init__(self) -> None:
         self.validate()

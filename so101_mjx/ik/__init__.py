@@ -15,9 +15,9 @@ with an error naming its new place.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import sys
 from typing import TYPE_CHECKING, Any
+
+from so101_mjx._moved import moved
 
 ITERATIVE = ("APPROACH_AXIS", "DOWN", "GRASP_JAW_ANGLE", "JAW_AXIS", "ORIENTATION_WEIGHT", "ROLL_JOINT", "TOP_DOWN_JAW_DIRECTION",
              "grasp_point_offset", "ik_step", "joint_limits", "levenberg_marquardt", "pseudoinverse", "task_error", "top_down_seed")
@@ -62,15 +62,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class _MovedModules(importlib.abc.MetaPathFinder):
-    """Turns an import of a moved module into one line naming its new place."""
-
-    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
-        package, _, leaf = fullname.rpartition(".")
-        if package == __name__ and leaf in MOVED:
-            raise ModuleNotFoundError(f"{fullname} moved to {__name__}.{MOVED[leaf]}", name=fullname)
-        return None
-
-
-if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModules())
+moved(__name__, MOVED)

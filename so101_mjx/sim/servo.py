@@ -106,7 +106,7 @@ class VoltageSag:
 
 @dataclasses.dataclass(frozen=True)
 class ServoModel:
-    """The servo effects :mod:`so101_mjx.envs.servo` applies: fixed values (one for every motor or six, one
+    """The servo effects :mod:`so101_mjx.sim.servo` applies: fixed values (one for every motor or six, one
     per motor) or with ``ranges`` per-motor draws at every reset. ValueError naming the field for a bad
     value (``servo_model.<field>``)."""
 

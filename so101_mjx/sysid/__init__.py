@@ -1,4 +1,4 @@
-"""Identification of the servo model (:mod:`so101_mjx.envs.servo`) from recorded commands and measured positions.
+"""Identification of the servo model (:mod:`so101_mjx.sim.servo`) from recorded commands and measured positions.
 
 :mod:`~so101_mjx.sysid.excitation` makes the commands (each motor in turn), ``so101-mjx deploy excitation``
 sends them to a follower (real or simulated) and logs a LeRobotDataset, :mod:`~so101_mjx.sysid.dataset`

@@ -2,7 +2,7 @@
 
 The commands of a recording are replayed in ``population`` simulated worlds at once (one ``vmap`` over
 worlds, on either backend), each world with its own candidate parameters for every motor: the servo
-model's ``delay_ticks``, ``backlash``, ``max_velocity`` and ``deadband`` (:mod:`so101_mjx.envs.servo`)
+model's ``delay_ticks``, ``backlash``, ``max_velocity`` and ``deadband`` (:mod:`so101_mjx.sim.servo`)
 and the position loop's ``kp`` and the joints' ``damping``. A candidate's cost for one motor is the mean
 squared difference between its simulated and the recorded measured positions of that motor.
 
@@ -26,7 +26,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx import _checks as checks
-from so101_mjx.envs import make, servo
+from so101_mjx.envs import make
+from so101_mjx.sim import servo
 from so101_mjx.errors import InputError
 from so101_mjx.robot import motors
 from so101_mjx.sim.randomization import Randomization

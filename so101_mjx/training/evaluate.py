@@ -25,7 +25,8 @@ import numpy as np
 from jax import Array
 
 from so101_mjx._files import atomic_write
-from so101_mjx.envs import make, servo
+from so101_mjx.envs import make
+from so101_mjx.sim import servo
 from so101_mjx.envs.base import asdict
 from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.envs.rollout import run_episodes
@@ -63,7 +64,7 @@ def evaluate(
     seed: int = 0, x64: bool = False, force: bool = False, servo_model: Any = None,
 ) -> dict[str, Any]:
     """Run ``episodes`` episodes per backend (under ``servo_model``, a
-    :class:`~so101_mjx.envs.servo.ServoModel` or its dict, when given, instead of the policy's own, or
+    :class:`~so101_mjx.sim.servo.ServoModel` or its dict, when given, instead of the policy's own, or
     without one for ``"off"``); returns
     (and prints) per backend ``success_rate``,
     ``mean_return``, ``mean_length``, per-episode ``success`` / ``returns`` / ``length`` lists and

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from so101_mjx.envs import make
-from so101_mjx.envs.servo import ServoModel, VoltageSag
+from so101_mjx.sim.servo import ServoModel, VoltageSag
 from so101_mjx.sim.randomization import Randomization
 
 WORLDS, STEPS = 8, 12

@@ -1,4 +1,4 @@
-"""The servo model (:mod:`so101_mjx.envs.servo`, ``ArmConfig.servo_model``): each effect in isolation (the
+"""The servo model (:mod:`so101_mjx.sim.servo`, ``ArmConfig.servo_model``): each effect in isolation (the
 tick function, then in the env), neutral settings leaving trajectories bitwise unchanged, ``c`` and ``mjx``
 equal with every effect on, and bad values naming the field."""
 
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from so101_mjx import make
-from so101_mjx.envs import servo
+from so101_mjx.sim import servo
 from so101_mjx.envs.base import asdict
-from so101_mjx.envs.servo import RAD_PER_COUNT, ServoModel, ServoRanges, VoltageSag
+from so101_mjx.sim.servo import RAD_PER_COUNT, ServoModel, ServoRanges, VoltageSag
 
 DT = 1 / 30
 IDEAL = ServoModel(delay_ticks=0, backlash=0.0, max_velocity=None, deadband=0.0, quantize=False)

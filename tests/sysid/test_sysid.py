@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from so101_mjx import cli, make
-from so101_mjx.envs.servo import ServoModel
+from so101_mjx.sim.servo import ServoModel
 from so101_mjx.follower.deploy import deploy, excitation_plan
 from so101_mjx.robot import motors
 from so101_mjx.sysid import dataset, excitation, fit

@@ -66,7 +66,7 @@ PRESETS = {
     "joint-30hz-servo": dataclasses.replace(_JOINT_30HZ, num_timesteps=48 * 122_880, num_evals=25, env_config={
         **_JOINT_30HZ.env_config, "servo_model": {"ranges": {**SERVO_RANGES, "delay_ticks": (0, 3)}}}),
     "sac": _SAC,
-    # `sac` under the servo model (envs.servo), its parameters drawn per motor at every reset around the
+    # `sac` under the servo model (sim.servo), its parameters drawn per motor at every reset around the
     # defaults: delay 0-1 control ticks (0-100 ms), backlash 0.6-2°, velocity limit 3-6 rad/s, deadband
     # 0-0.2°. Measured (two seeds, and the plain policies under the same model): see docs/sim2real.md.
     "sac-servo": dataclasses.replace(_SAC, env_config={**PICK_TRAIN_CONFIG, "servo_model": {"ranges": SERVO_RANGES}}),
