@@ -172,6 +172,12 @@ def servo_model(text: str) -> dict | str:
     return text if text == "off" else json_object(text)
 
 
+def env_config(text: str) -> str | dict:
+    """A named env variant (letters, digits and dashes, e.g. ``joint-30hz``) or a JSON object of env config
+    fields, inline or as a file (:func:`json_object`; both checked by the command)."""
+    return text if re.fullmatch(r"[a-z0-9][a-z0-9-]*", text) and not Path(text).exists() else json_object(text)
+
+
 JSON_MAX_BYTES = 2**20  # an option's JSON file: at most 1 MiB
 JSON_MAX_DEPTH = 32  # objects and arrays nested at most this deep
 

@@ -69,11 +69,15 @@ def _train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
     parser.add_argument("--preset", default=None, help="a preset of the env (so101_mjx/training/presets/<task>.py; every "
                         "task has 'tiny' and 'tiny-sac'; default: the task's DEFAULT, or its 'sac' preset with --algo sac)")
+    parser.add_argument("--env-config", type=types.env_config, default=None, metavar="NAME|JSON",
+                        help="an env variant laid over the preset: one of the task's named variants (e.g. PickCube's "
+                        "'joint', 'joint-30hz', 'servo'; docs/training.md), or env config fields as JSON, inline or a file")
     parser.add_argument("--algo", choices=("ppo", "sac"), default=None,
                         help="the algorithm (default: the preset's); a preset of the other algorithm is refused")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
     parser.add_argument("--seed", type=types.seed, default=0)
-    parser.add_argument("--out", type=types.output_dir, default=None, help="run directory (default: runs/<env>-<preset>-s<seed>)")
+    parser.add_argument("--out", type=types.output_dir, default=None,
+                        help="run directory (default: runs/<env>-<preset>[-<variant>]-s<seed>)")
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     parser.add_argument("--num-timesteps", type=types.positive_int, default=None,
                         help="override the preset's env steps (SAC: also its replay buffer's size unless the preset sets "

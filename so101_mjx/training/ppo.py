@@ -27,6 +27,7 @@ import dataclasses
 import functools
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,16 @@ from so101_mjx.training.jax_caches import released_pmap_traces
 COMPATIBLE_KEYS = ("algo", "env", "obs_size", "action_size", "network", "normalize_observations")
 
 
-def run_metadata(env_name: str, preset_name: str, preset: presets.TrainingPreset, env, seed: int) -> dict[str, Any]:
-    """Everything export and replay need to rebuild the env and the policy."""
+def run_metadata(env_name: str, preset_name: str, preset: presets.TrainingPreset, env, seed: int,
+                 variant: str | dict[str, Any] | None = None) -> dict[str, Any]:
+    """Everything export and replay need to rebuild the env and the policy (``variant``: the env variant
+    laid over the preset, by name or as its fields, recorded as ``env_variant``)."""
     return {
         "algo": preset.algo,
         "env": env_name,
         "env_config": asdict(env.config),
         "preset": preset_name,
+        "env_variant": variant,
         "preset_config": preset.asdict(),
         "seed": seed,
         "backend": env.backend,
@@ -151,7 +155,7 @@ class _Writer:
 
 def train(
     env_name: str, preset_name: str, preset: presets.TrainingPreset, out: Path, *,
-    backend: str | None = None, seed: int = 0, resume: bool = False,
+    backend: str | None = None, seed: int = 0, resume: bool = False, variant: str | dict[str, Any] | None = None,
 ) -> tuple[Path, dict[str, Any]]:
     """Train (or resume) into ``out``, holding its writer lock. Returns the last checkpoint and the last eval's metrics.
     Every size is checked before ``out`` is created; a resumed state before anything is written.
@@ -161,7 +165,7 @@ def train(
 
     env_name = canonical(env_name)
     env = brax_env.make_env(env_name, preset.env_overrides(), backend)
-    run = run_metadata(env_name, preset_name, preset, env, seed)
+    run = run_metadata(env_name, preset_name, preset, env, seed, variant)
     loop, loop_args = _loop(preset, run)
     primary = jax.process_index() == 0  # the one process that writes the run directory
     with exclusive(out, "training run") if primary else contextlib.nullcontext():
@@ -180,7 +184,8 @@ def train(
             checkpoint.save(out, step, params, run, state)
             checkpoint.kill_point("checkpoint", step)
 
-        print(f"{env_name} preset={preset_name} ({preset.algo}) backend={env.backend} seed={seed} obs={run['obs_size']} "
+        shown = "" if variant is None else f" env-config={variant if isinstance(variant, str) else 'custom'}"
+        print(f"{env_name} preset={preset_name}{shown} ({preset.algo}) backend={env.backend} seed={seed} obs={run['obs_size']} "
               f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
         wrap = functools.partial(brax_env.wrap_env_fn, success_bonus=preset.success_bonus)
         with released_pmap_traces():
@@ -210,8 +215,13 @@ def run(args: argparse.Namespace) -> int:
 
     distributed.check(args.num_processes, args.process_id, args.coordinator)
     env_name = canonical(args.env)
-    preset_name = args.preset or presets.default_preset(env_name, args.algo)
-    preset = presets.preset(env_name, preset_name, args.algo)
+    renamed = presets.RENAMED.get(env_name, {}).get(args.preset or "")
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always", FutureWarning)
+        preset_name, preset = presets.resolve(env_name, args.preset, args.algo, args.env_config)
+    for warning in said:
+        print(f"so101-mjx train: note: {warning.message}", file=sys.stderr)
+    variant = renamed.variant if renamed else args.env_config
     if preset.algo == "sac" and args.num_processes > 1:
         raise InputError(f"--num-processes {args.num_processes}: SAC (preset {preset_name!r}) trains in one process")
     if args.num_processes > 1 and args.process_id is None:
@@ -220,12 +230,14 @@ def run(args: argparse.Namespace) -> int:
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
-    out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{preset_name}-s{args.seed}"))
+    label = preset_name + (f"-{variant}" if isinstance(variant, str) else "-custom" if variant else "")
+    out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{label}-s{args.seed}"))
     if args.export or args.replay_episodes:  # refused before training, not after
         check_out(out / "policy.onnx", out / "policy.npz", option="--export")
     start = time.perf_counter()
     try:
-        last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume)
+        last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume,
+                              variant=variant)
     except NonFiniteError as err:  # a diverged run: one line, exit 1 (not a traceback, not a published NaN checkpoint)
         print(f"so101-mjx train: error: {err}", file=sys.stderr)
         return 1

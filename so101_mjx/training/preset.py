@@ -1,4 +1,5 @@
-"""Training presets: PPO (:class:`Preset`) or SAC (:class:`SacPreset`) hyperparameters, network sizes and env overrides."""
+"""Training presets: PPO (:class:`Preset`) or SAC (:class:`SacPreset`) hyperparameters, network sizes and the
+task's training env config; env variants (:class:`Variant`: joint mode, 30 Hz, servo ranges) laid over them."""
 
 from __future__ import annotations
 
@@ -219,3 +220,42 @@ def tiny_sac(**env_config: Any) -> SacPreset:
         num_timesteps=3 * 64, num_envs=8, batch_size=16, grad_updates_per_step=2, min_replay_size=64, num_evals=3,
         num_eval_envs=4, episode_length=8, policy_hidden_layer_sizes=(8,), value_hidden_layer_sizes=(8,), env_config=env_config,
     )
+
+
+# Preset fields bound to the control period, which a variant may set: the discount per step, the unroll
+# and the success bonus (about reward / (1 - discounting)) follow the horizon in steps.
+HORIZON_FIELDS = ("discounting", "unroll_length", "success_bonus")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A named env variant (``so101-mjx train --env-config NAME``): env config entries laid over any preset's,
+    and the horizon-bound preset fields (:data:`HORIZON_FIELDS`) a change of control period needs."""
+
+    config: dict[str, Any]
+    horizon: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.horizon) - set(HORIZON_FIELDS))
+        if unknown:
+            raise InputError(f"a variant sets only the horizon fields {list(HORIZON_FIELDS)}, got {unknown}")
+
+    def apply(self, preset: TrainingPreset) -> TrainingPreset:
+        """``preset`` with this variant's env config over its own and its horizon fields (where ``preset`` has them)."""
+        horizon = {k: v for k, v in self.horizon.items() if hasattr(preset, k)}
+        return dataclasses.replace(preset, env_config={**preset.env_config, **self.config}, **horizon)
+
+
+@dataclasses.dataclass(frozen=True)
+class Renamed:
+    """A preset name from when presets named env variants too: now ``preset`` with ``variant`` and these
+    ``length`` fields (``num_timesteps``, ``num_evals``), the same run as before."""
+
+    preset: str
+    variant: str
+    length: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    def spelling(self) -> str:
+        """The command-line spelling of the same run."""
+        flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in self.length.items())
+        return f"--preset {self.preset} --env-config {self.variant}{flags}"

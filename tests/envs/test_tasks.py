@@ -100,7 +100,7 @@ def test_consumers_derive_from_the_declaration(env):
 
 
 def test_preset_lookup_names_what_exists():
-    with pytest.raises(ValueError, match=r"expected one of \['cpu', 'gpu', 'joint', 'tiny', 'tiny-joint', 'tiny-sac'\]"):
+    with pytest.raises(ValueError, match=r"expected one of \['cpu', 'gpu', 'tiny', 'tiny-sac'\]"):
         presets.preset("SO101Reach-v0", "huge")
     with pytest.raises(ValueError, match="unknown env"):
         presets.preset("SO101Nope-v0")

@@ -20,9 +20,9 @@ ENV = "SO101Reach-v0"
 
 @pytest.fixture(scope="module")
 def joint_policy(tmp_path_factory) -> Path:
-    """The tiny joint-mode Reach preset, trained and exported (relative targets, degrees, 30 Hz)."""
+    """The tiny Reach preset in joint mode (its joint variant), trained and exported (relative targets, degrees, 30 Hz)."""
     out = tmp_path_factory.mktemp("deploy") / "run"
-    train_tiny(out, "--env", ENV, "--preset", "tiny-joint")
+    train_tiny(out, "--env", ENV, "--env-config", "joint")
     return out / "policy.onnx"
 
 

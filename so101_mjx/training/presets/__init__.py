@@ -1,8 +1,12 @@
 """Training presets by env: one module per task in this package, collected here.
 
 Each module defines ``ENV`` (the task name), ``PRESETS`` (``{name: Preset or SacPreset}``, a
-``tiny`` one included) and ``DEFAULT`` (the preset ``so101-mjx train`` uses without ``--preset``: one
-that has been run); a task's default SAC preset, if it has one, is named ``sac``.
+``tiny`` one included: hyperparameters and the task's training env config) and ``DEFAULT`` (the preset
+``so101-mjx train`` uses without ``--preset``: one that has been run); a task's default SAC preset, if it
+has one, is named ``sac``. A module may define ``VARIANTS`` (``{name: Variant}``: env variants such as
+joint mode, 30 Hz or servo ranges, laid over any preset with ``--env-config NAME``) and ``RENAMED``
+(``{old preset name: Renamed}``: names from when presets named variants too; they still resolve to the
+same run, with a FutureWarning giving the new spelling).
 ``preset(env, name, algo)`` returns a frozen :class:`~so101_mjx.training.preset.Preset` or
 :class:`~so101_mjx.training.preset.SacPreset`; ``name=None`` picks the env's default for ``algo``. The ``cpu`` presets are sized for backend ``c`` on a 2-core
 CPU, the ``gpu`` ones for MJX on one accelerator. Every registered task, one registered from outside
@@ -11,18 +15,22 @@ the package included, has ``tiny`` and ``tiny-sac`` (seconds of training; the te
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import pkgutil
+import warnings
+from typing import Any
 
 from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError
-from so101_mjx.training.preset import Preset, SacPreset, TrainingPreset, tiny, tiny_sac
+from so101_mjx.training.preset import Preset, Renamed, SacPreset, TrainingPreset, Variant, tiny, tiny_sac
 
-__all__ = ["DEFAULT_PRESET", "PRESETS", "Preset", "SacPreset", "TrainingPreset", "default_preset", "preset", "tiny", "tiny_sac"]
+__all__ = ["DEFAULT_PRESET", "PRESETS", "RENAMED", "VARIANTS", "Preset", "Renamed", "SacPreset", "TrainingPreset", "Variant",
+           "default_preset", "preset", "resolve", "tiny", "tiny_sac", "variant"]
 
 
-def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str]]:
-    table, defaults = {}, {}
+def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, dict[str, Variant]], dict[str, dict[str, Renamed]]]:
+    table, defaults, variants, renamed = {}, {}, {}, {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
         env = canonical(module.ENV)
@@ -30,10 +38,14 @@ def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str]]:
             raise RuntimeError(f"{module.__name__}: DEFAULT {module.DEFAULT!r} is not one of {sorted(module.PRESETS)}")
         tiny_config = module.PRESETS["tiny"].env_config
         table[env], defaults[env] = {**module.PRESETS, "tiny-sac": tiny_sac(**tiny_config)}, module.DEFAULT
-    return dict(sorted(table.items())), defaults
+        variants[env], renamed[env] = getattr(module, "VARIANTS", {}), getattr(module, "RENAMED", {})
+        for old, new in renamed[env].items():
+            if old in table[env] or new.preset not in table[env] or new.variant not in variants[env]:
+                raise RuntimeError(f"{module.__name__}: RENAMED[{old!r}] must name a former preset as a preset and a variant")
+    return dict(sorted(table.items())), defaults, variants, renamed
 
 
-PRESETS, DEFAULT_PRESET = _collect()
+PRESETS, DEFAULT_PRESET, VARIANTS, RENAMED = _collect()
 
 
 def default_preset(env: str, algo: str | None = None) -> str:
@@ -50,9 +62,41 @@ def default_preset(env: str, algo: str | None = None) -> str:
     return DEFAULT_PRESET[env]
 
 
+def variant(env: str, spec: str | dict[str, Any]) -> Variant:
+    """The variant ``spec`` of ``env``: one of its named variants, or env config entries (a dict, e.g. a
+    parsed ``--env-config`` JSON); InputError naming the choices for an unknown name."""
+    if isinstance(spec, dict):
+        return Variant(dict(spec))
+    named = VARIANTS.get(canonical(env), {})
+    if spec not in named:
+        raise InputError(f"unknown env config {spec!r} for {canonical(env)}: a JSON object of env config fields, "
+                         f"or one of {sorted(named) or 'its named variants (it has none)'}")
+    return named[spec]
+
+
+def resolve(env: str, name: str | None = None, algo: str | None = None,
+            env_config: str | dict[str, Any] | None = None) -> tuple[str, TrainingPreset]:
+    """``(preset name, preset)``: the preset ``name`` (default: the env's default for ``algo``) of ``env``
+    with the variant ``env_config`` (:func:`variant`) laid over it. A former name (``RENAMED``) resolves
+    to its run, with a FutureWarning giving the new spelling. InputError naming the choices."""
+    renamed = RENAMED.get(canonical(env), {}).get(name or "")
+    if renamed is not None:
+        if env_config is not None:
+            raise InputError(f"preset {name!r} is now {renamed.spelling()}: give the preset and --env-config that way")
+        warnings.warn(f"preset {name!r} of {canonical(env)} is now {renamed.spelling()}", FutureWarning, stacklevel=2)
+        chosen = preset(env, renamed.preset, algo)
+        return renamed.preset, dataclasses.replace(variant(env, renamed.variant).apply(chosen), **renamed.length)
+    name = name or default_preset(env, algo)
+    chosen = preset(env, name, algo)
+    return name, chosen if env_config is None else variant(env, env_config).apply(chosen)
+
+
 def preset(env: str, name: str | None = None, algo: str | None = None) -> TrainingPreset:
     """The preset ``name`` (default: the env's default for ``algo``) for ``env``; InputError naming
-    the choices, or when the preset is of another algorithm than ``algo``."""
+    the choices, or when the preset is of another algorithm than ``algo``. A former name resolves as in
+    :func:`resolve`."""
+    if name in RENAMED.get(canonical(env), {}):
+        return resolve(env, name, algo)[1]
     name = name or default_preset(env, algo)
     env = canonical(env)
     choices = PRESETS.get(env, {"tiny": tiny(), "tiny-sac": tiny_sac()})

@@ -1,8 +1,6 @@
 """Presets of SO101PickCube-v0."""
 
-import dataclasses
-
-from so101_mjx.training.preset import Preset, SacPreset, tiny
+from so101_mjx.training.preset import Preset, Renamed, SacPreset, Variant, tiny
 from so101_mjx.training.presets.pick_place import PLACE_CONFIG
 
 ENV = "SO101PickCube-v0"
@@ -15,8 +13,34 @@ SERVO_RANGES = {"delay_ticks": (0, 1), "backlash": (0.01, 0.035), "max_velocity"
 # The follower's action space (joint mode: six motor targets in degrees, here offsets of at most 10° from
 # the measured positions) at the reference's 10 Hz and 2 ms physics, so that an episode is the Cartesian
 # one's 100 steps. Measured: see docs/tasks.md.
-JOINT_CONFIG = {**PICK_TRAIN_CONFIG, "control_mode": "joint", "control_dt": 0.1, "physics_dt": 0.002,
-                "relative_joint_targets": True, "max_relative_target": 10.0}
+JOINT = {"control_mode": "joint", "control_dt": 0.1, "physics_dt": 0.002, "relative_joint_targets": True,
+         "max_relative_target": 10.0}
+# joint mode at the follower's own 30 Hz (16 physics steps of 1/480 s), offsets of at most 6°, 300-step
+# episodes (10 s); unrolls of 30 steps, discounting 0.99 (a horizon of ~3 s, as 0.97 at 10 Hz) and a
+# success bonus of 100 (about reward / (1 - discounting))
+JOINT_30HZ = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 6.0, "episode_length": 300}
+# the servo model, its parameters drawn per motor at every reset around the defaults: delay 0-1 control
+# ticks, backlash 0.6-2°, velocity limit 3-6 rad/s, deadband 0-0.2° (sim.servo; docs/sim2real.md)
+SERVO = {"servo_model": {"ranges": SERVO_RANGES}}
+VARIANTS = {
+    "joint": Variant(JOINT),
+    "joint-servo": Variant({**JOINT, **SERVO}),
+    "joint-30hz": Variant(JOINT_30HZ, horizon={"unroll_length": 30, "discounting": 0.99, "success_bonus": 100.0}),
+    # delays of 0-3 ticks (0-100 ms at 30 Hz)
+    "joint-30hz-servo": Variant({**JOINT_30HZ, "servo_model": {"ranges": {**SERVO_RANGES, "delay_ticks": (0, 3)}}},
+                                horizon={"unroll_length": 30, "discounting": 0.99, "success_bonus": 100.0}),
+    "servo": Variant(SERVO),
+}
+# The runs the docs report under their former preset names (fast's recipe for 10 epochs of 102,400 env
+# steps in joint mode; twice as long under the servo model, where at 1.02M steps seed 0 was at 0.63
+# success; 24 and 48 epochs of 122,880 env steps at 30 Hz).
+RENAMED = {
+    "joint": Renamed("fast", "joint", {"num_timesteps": 10 * 102_400, "num_evals": 11}),
+    "joint-servo": Renamed("fast", "joint-servo", {"num_timesteps": 20 * 102_400, "num_evals": 21}),
+    "joint-30hz": Renamed("fast", "joint-30hz", {"num_timesteps": 24 * 122_880, "num_evals": 13}),
+    "joint-30hz-servo": Renamed("fast", "joint-30hz-servo", {"num_timesteps": 48 * 122_880, "num_evals": 25}),
+    "sac-servo": Renamed("sac", "servo"),
+}
 _NETWORKS = {"policy_hidden_layer_sizes": (128, 128, 128), "value_hidden_layer_sizes": (256, 256, 256)}
 # SAC (so101_mjx.training.sac_loop): 128 worlds, 32 gradient steps of 256 transitions per env step of all
 # of them (update-to-data 0.25), a prefill of 8,192 steps, then 6 epochs of 39,680 env steps with an eval
@@ -33,16 +57,6 @@ _FAST = Preset(
     num_updates_per_batch=8, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=6,
     success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG, **_NETWORKS,
 )
-# fast's recipe for 10 epochs of 102,400 env steps, in joint mode (JOINT_CONFIG)
-_JOINT = dataclasses.replace(_FAST, num_timesteps=10 * 102_400, num_evals=11, env_config=JOINT_CONFIG)
-# joint mode at the follower's own 30 Hz (16 physics steps of 1/480 s), offsets of at most 6°, 300-step
-# episodes (10 s): 24 epochs of 122,880 env steps, unrolls of 30 steps, discounting 0.99 (a horizon of
-# ~3 s, as 0.97 at 10 Hz) and a success bonus of 100 (about reward / (1 - discounting))
-_JOINT_30HZ = dataclasses.replace(
-    _FAST, num_timesteps=24 * 122_880, unroll_length=30, discounting=0.99, num_evals=13, success_bonus=100.0,
-    env_config={**PICK_TRAIN_CONFIG, "control_mode": "joint", "relative_joint_targets": True,
-                "max_relative_target": 6.0, "episode_length": 300},
-)
 PRESETS = {
     "tiny": tiny(**PICK_CONFIG),
     # 4 epochs of 532,480 env steps (a checkpoint and eval after each), half of the training
@@ -55,21 +69,7 @@ PRESETS = {
         success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG, **_NETWORKS,
     ),
     "fast": _FAST,
-    "joint": _JOINT,
-    # `joint` under the servo model, its parameters drawn per motor at every reset as in sac-servo, for
-    # twice the env steps (at 1.02M steps seed 0 was at 0.63 success)
-    "joint-servo": dataclasses.replace(_JOINT, num_timesteps=20 * 102_400, num_evals=21,
-                                       env_config={**JOINT_CONFIG, "servo_model": {"ranges": SERVO_RANGES}}),
-    "joint-30hz": _JOINT_30HZ,
-    # `joint-30hz` under the servo model, as joint-servo but with delays of 0-3 ticks (0-100 ms at 30 Hz),
-    # for twice the env steps
-    "joint-30hz-servo": dataclasses.replace(_JOINT_30HZ, num_timesteps=48 * 122_880, num_evals=25, env_config={
-        **_JOINT_30HZ.env_config, "servo_model": {"ranges": {**SERVO_RANGES, "delay_ticks": (0, 3)}}}),
     "sac": _SAC,
-    # `sac` under the servo model (sim.servo), its parameters drawn per motor at every reset around the
-    # defaults: delay 0-1 control ticks (0-100 ms), backlash 0.6-2°, velocity limit 3-6 rad/s, deadband
-    # 0-0.2°. Measured (two seeds, and the plain policies under the same model): see docs/sim2real.md.
-    "sac-servo": dataclasses.replace(_SAC, env_config={**PICK_TRAIN_CONFIG, "servo_model": {"ranges": SERVO_RANGES}}),
     "gpu": Preset(
         num_timesteps=100_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
         num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=20,
