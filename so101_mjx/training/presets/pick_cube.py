@@ -1,6 +1,8 @@
 """Presets of SO101PickCube-v0."""
 
-from so101_mjx.training.preset import Preset, Renamed, SacPreset, Variant, tiny
+import dataclasses
+
+from so101_mjx.training.preset import BLOCK_CPU, BLOCK_GPU, Renamed, SacPreset, Variant, tiny
 from so101_mjx.training.presets.pick_place import PLACE_CONFIG
 
 ENV = "SO101PickCube-v0"
@@ -41,7 +43,6 @@ RENAMED = {
     "joint-30hz-servo": Renamed("fast", "joint-30hz-servo", {"num_timesteps": 48 * 122_880, "num_evals": 25}),
     "sac-servo": Renamed("sac", "servo"),
 }
-_NETWORKS = {"policy_hidden_layer_sizes": (128, 128, 128), "value_hidden_layer_sizes": (256, 256, 256)}
 # SAC (so101_mjx.training.sac_loop): 128 worlds, 32 gradient steps of 256 transitions per env step of all
 # of them (update-to-data 0.25), a prefill of 8,192 steps, then 6 epochs of 39,680 env steps with an eval
 # after each. Measured: see docs/tasks.md.
@@ -52,27 +53,16 @@ _SAC = SacPreset(
 )
 # cpu's recipe with twice the gradient steps per env step (half the batch per update, 8 passes over
 # it): 5 epochs of 102,400 env steps, an eval after each. Measured: see docs/tasks.md.
-_FAST = Preset(
-    num_timesteps=5 * 102_400, num_envs=256, batch_size=256, num_minibatches=4, unroll_length=20,
-    num_updates_per_batch=8, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=6,
-    success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG, **_NETWORKS,
-)
+_FAST = dataclasses.replace(BLOCK_CPU, num_timesteps=5 * 102_400, num_minibatches=4, num_updates_per_batch=8, num_evals=6,
+                            env_config=PICK_TRAIN_CONFIG)
 PRESETS = {
     "tiny": tiny(**PICK_CONFIG),
     # 4 epochs of 532,480 env steps (a checkpoint and eval after each), half of the training
     # episodes starting along the pick-and-lift demonstrator's episodes (demo starts; evals reset
     # normally). Without demo starts the same recipe needed 9 epochs (4.79M steps) to first succeed.
     # Measured: see docs/tasks.md.
-    "cpu": Preset(
-        num_timesteps=4 * 532_480, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
-        num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=5,
-        success_bonus=50.0, demo_start_prob=0.5, env_config=PICK_TRAIN_CONFIG, **_NETWORKS,
-    ),
+    "cpu": dataclasses.replace(BLOCK_CPU, num_timesteps=4 * 532_480, num_evals=5, env_config=PICK_TRAIN_CONFIG),
     "fast": _FAST,
     "sac": _SAC,
-    "gpu": Preset(
-        num_timesteps=100_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
-        num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=20,
-        success_bonus=50.0, env_config=PICK_TRAIN_CONFIG, **_NETWORKS,
-    ),
+    "gpu": dataclasses.replace(BLOCK_GPU, num_timesteps=100_000_000, env_config=PICK_TRAIN_CONFIG),
 }

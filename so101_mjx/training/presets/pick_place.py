@@ -4,7 +4,9 @@ episodes along the scripted controller's successful episodes (``demo_start_prob`
 :mod:`so101_mjx.training.demo_starts`); success stays the reference's sparse criterion and the
 evals reset normally."""
 
-from so101_mjx.training.preset import Preset, tiny
+import dataclasses
+
+from so101_mjx.training.preset import BLOCK_CPU, BLOCK_GPU, tiny
 
 ENV = "SO101PickPlace-v0"
 DEFAULT = "cpu"
@@ -16,16 +18,8 @@ PRESETS = {
     # 6 epochs of 1,024,000 env steps; episodes of 150 control steps (the scripted controller
     # places in ~50 at this action scale). Measured, seed 0: eval success 0.36 after epoch 2,
     # 1.000 from epoch 3 (3.07M steps); see docs/tasks.md.
-    "cpu": Preset(
-        num_timesteps=6 * 1_024_000, num_envs=256, batch_size=256, num_minibatches=8, unroll_length=20,
-        num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.97, num_evals=7,
-        episode_length=150, policy_hidden_layer_sizes=(128, 128, 128), value_hidden_layer_sizes=(256, 256, 256),
-        success_bonus=50.0, demo_start_prob=0.5, env_config=PLACE_TRAIN_CONFIG,
-    ),
-    "gpu": Preset(
-        num_timesteps=200_000_000, num_envs=4096, batch_size=1024, num_minibatches=32, unroll_length=20,
-        num_updates_per_batch=4, learning_rate=5e-4, entropy_cost=1e-2, discounting=0.98, num_evals=20,
-        policy_hidden_layer_sizes=(256, 256, 256), value_hidden_layer_sizes=(256, 256, 256),
-        env_config=PLACE_CONFIG,
-    ),
+    "cpu": dataclasses.replace(BLOCK_CPU, num_timesteps=6 * 1_024_000, num_evals=7, episode_length=150,
+                               env_config=PLACE_TRAIN_CONFIG),
+    "gpu": dataclasses.replace(BLOCK_GPU, num_timesteps=200_000_000, discounting=0.98, success_bonus=0.0,
+                               policy_hidden_layer_sizes=(256, 256, 256), env_config=PLACE_CONFIG),
 }
