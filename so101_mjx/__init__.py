@@ -7,6 +7,7 @@ The public names below load their modules on first use, so ``import so101_mjx`` 
 JAX nor MuJoCo (and :mod:`so101_mjx.training.policy`'s numpy runner works without JAX)::
 
     env = so101_mjx.make("SO101PickCube-v0")          # an env: reset(rng) / step(state, action)
+    policy = so101_mjx.load_policy("runs/pick")       # a trained policy: .jax_fn, .numpy_fn, .make_env()
     kin = so101_mjx.Kinematics(so101_mjx.load_model("so101"))
 
 Subsystems: :mod:`~so101_mjx.robot`, :mod:`~so101_mjx.ik`, :mod:`~so101_mjx.dynamics`,
@@ -37,7 +38,10 @@ _LAZY = {
     "State": "so101_mjx.sim.state",
     "Info": "so101_mjx.sim.state",
     "run_episodes": "so101_mjx.envs.rollout",
+    "load_policy": "so101_mjx.training.policies",
     "Kinematics": "so101_mjx.robot.kinematics",
+    "Calibration": "so101_mjx.robot.calibration",
+    "load_calibration": "so101_mjx.robot.calibration",
     "load_model": "so101_mjx.robot.scenes",
     "scene_path": "so101_mjx.robot.scenes",
     "ARM_JOINTS": "so101_mjx.robot.scenes",
@@ -59,10 +63,11 @@ _LAZY = {
 }
 
 __all__ = [
-    "ARM_JOINTS", "ArmConfig", "DifferentialSolver", "Info", "InputError", "JaxBackend", "Kinematics", "MujocoBackend",
-    "NeuralIKSolver", "PinkSolver", "PinocchioBackend", "PinocchioSolver", "PytorchSolver", "PytorchSolverCfg",
-    "ROBOT_JOINTS", "SO101AnalyticSolver", "SO101Env", "SO101LearnedSolver", "SO101Solver", "SolverCfg", "State",
-    "__version__", "default_config", "load_model", "make", "names", "register", "run_episodes", "scene_path",
+    "ARM_JOINTS", "ArmConfig", "Calibration", "DifferentialSolver", "Info", "InputError", "JaxBackend",
+    "Kinematics", "MujocoBackend", "NeuralIKSolver", "PinkSolver", "PinocchioBackend", "PinocchioSolver",
+    "PytorchSolver", "PytorchSolverCfg", "ROBOT_JOINTS", "SO101AnalyticSolver", "SO101Env", "SO101LearnedSolver",
+    "SO101Solver", "SolverCfg", "State", "__version__", "default_config", "load_calibration", "load_model",
+    "load_policy", "make", "names", "register", "run_episodes", "scene_path",
 ]
 
 if TYPE_CHECKING:  # the static face of the lazy names, for type checkers and IDEs
@@ -71,7 +76,9 @@ if TYPE_CHECKING:  # the static face of the lazy names, for type checkers and ID
     from so101_mjx.envs.config import ArmConfig
     from so101_mjx.sim.state import State, Info
     from so101_mjx.envs.rollout import run_episodes
+    from so101_mjx.training.policies import load_policy
     from so101_mjx.robot.kinematics import Kinematics
+    from so101_mjx.robot.calibration import Calibration, load_calibration
     from so101_mjx.robot.scenes import load_model, scene_path, ARM_JOINTS, ROBOT_JOINTS
     from so101_mjx.ik.solvers.solver import SO101Solver
     from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver

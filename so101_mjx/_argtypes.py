@@ -167,6 +167,18 @@ def visual_randomization(text: str):
         raise ArgumentValueError(str(err)) from None
 
 
+def calibration(text: str):
+    """A real follower's lerobot calibration file (:func:`~so101_mjx.robot.calibration.load_calibration`), read
+    and checked while parsing."""
+    from so101_mjx.robot.calibration import load_calibration
+
+    _valid_length(Path(text), text)
+    try:
+        return load_calibration(text)
+    except InputError as err:
+        raise ArgumentValueError(str(err)) from None
+
+
 def servo_model(text: str) -> dict | str:
     """``off`` (no servo model), or a JSON object given inline or as a file (:func:`json_object`; checked by the command)."""
     return text if text == "off" else json_object(text)

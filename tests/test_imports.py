@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from so101_mjx.cli.benches import BENCHES
-from so101_mjx.cli.commands import COMMANDS
+from so101_mjx.cli.commands import CAMERA, COMMANDS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "so101_mjx"
 # Modules whose importlib calls load every module of a package (the preset discovery).
@@ -145,7 +145,8 @@ def test_modules_and_functions_stay_short():
     assert not long_modules and not long_functions, (long_modules, long_functions)
 
 
-@pytest.mark.parametrize("argv", [["--help"], *[[cmd, "--help"] for cmd in COMMANDS], *[["bench", target, "--help"] for target in BENCHES]])
+@pytest.mark.parametrize("argv", [["--help"], *[[cmd, "--help"] for cmd in COMMANDS], *[["bench", target, "--help"] for target in BENCHES],
+                                  *[["camera", target, "--help"] for target in CAMERA]])
 def test_help_imports_neither_jax_nor_mujoco(argv):
     code = ("import sys; from so101_mjx.cli import main; code = main(sys.argv[1:]); "
             "heavy = sorted(m for m in ('jax', 'mujoco', 'brax', 'numpy') if m in sys.modules); "

@@ -222,6 +222,10 @@ def _sysid(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--units", type=JOINT_UNITS, default="degrees",
                         help="the arm motors' units in the dataset, degrees or range_m100_100 (lerobot's "
                              "use_degrees=True or False)")
+    parser.add_argument("--calibration", type=types.calibration, default=None, metavar="FILE",
+                        help="the recording follower's lerobot calibration file (~/.cache/huggingface/lerobot/"
+                             "calibration/robots/so101_follower/<id>.json): read the dataset in that arm's units "
+                             "(default: the scene's joint ranges stand for its calibration)")
     parser.add_argument("--task", default="SO101Reach-v0", help="the scene the commands are replayed in")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
     parser.add_argument("--motors", nargs="+", default=None, metavar="MOTOR", help="fit these motors only (default: all six; the others keep the defaults)")
@@ -232,6 +236,61 @@ def _sysid(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--polish", type=types.non_negative_int, default=4, help="search iterations around the swept fit")
     parser.add_argument("--plot", type=types.output_file, default=None, help="also draw measured and fitted positions to this PNG")
     parser.add_argument("--seed", type=types.seed, default=0)
+
+
+def _fovy_or_file(text: str) -> float | str:
+    """``--intrinsics``: a vertical field of view in degrees, in (0, 180), or an existing camera file."""
+    try:
+        value = float(text)
+    except ValueError:
+        return types.input_file(text)
+    if not 0 < value < 180:
+        raise types.ArgumentValueError(f"a field of view must be in (0, 180) degrees, got {text!r}")
+    return value
+
+
+def _marker_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--marker-dictionary", default="DICT_4X4_50", help="the cv2.aruco predefined dictionary")
+    parser.add_argument("--marker-id", type=types.non_negative_int, default=0, help="the marker's id in the dictionary")
+    parser.add_argument("--marker-size", type=types.positive_float, default=0.03,
+                        help="side of the printed black square, m (its black border included)")
+
+
+def _camera_marker(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=types.output_file, default="marker.svg", help="the SVG to write")
+    _marker_options(parser)
+    parser.add_argument("--marker-margin", type=float, default=0.005, help="white border around it, m (0 or more)")
+
+
+def _camera_calibrate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dataset", help="a LeRobotDataset v3.0 recorded on the arm with the marker on its gripper: the "
+                                        "camera's video and observation.state with the six '<motor>.pos'")
+    parser.add_argument("--camera-key", default="observation.images.front", help="the camera's video feature")
+    parser.add_argument("--intrinsics", type=_fovy_or_file, required=True, metavar="FILE_OR_FOVY",
+                        help="a camera file with camera_matrix and dist_coeffs (OpenCV), or a vertical field of view "
+                             "in degrees (square pixels, centred, no distortion)")
+    parser.add_argument("--refine-intrinsics", action="store_true", help="also fit fx, fy, cx, cy (distortion stays)")
+    parser.add_argument("--out", type=types.output_file, default="camera.json",
+                        help="the camera file to write; the report goes beside it as <out>.report.json")
+    parser.add_argument("--units", type=JOINT_UNITS, default="degrees",
+                        help="the arm motors' units in the dataset, degrees or range_m100_100")
+    parser.add_argument("--calibration", type=types.calibration, default=None, metavar="FILE",
+                        help="the recording follower's lerobot calibration file (default: the scene's joint ranges "
+                             "stand for its calibration)")
+    parser.add_argument("--scene", default="so101", help="the scene whose kinematics and world frame are used")
+    parser.add_argument("--frames", type=types.int_in(4, 500, "frames"), default=40,
+                        help="still frames used at most, spread over the recording (4 to 500)")
+    parser.add_argument("--max-speed", type=types.positive_float, default=0.1,
+                        help="rad/s: a frame is used only where every arm joint moves slower")
+    _marker_options(parser)
+
+
+CAMERA: dict[str, Command] = {
+    "marker": Command("write the ArUco marker for the gripper as a printable SVG", "so101_mjx.sysid.camera_command",
+                      _camera_marker),
+    "calibrate": Command("estimate a fixed camera's pose (and intrinsics) from a recording with the marker on the "
+                         "gripper", "so101_mjx.sysid.camera_command", _camera_calibrate),
+}
 
 
 COMMANDS: dict[str, Command] = {

@@ -19,7 +19,7 @@ import os
 import sys
 
 from so101_mjx.cli.benches import BENCHES
-from so101_mjx.cli.commands import COMMANDS, Command
+from so101_mjx.cli.commands import CAMERA, COMMANDS, Command
 from so101_mjx._files import DISK_ERRNOS
 from so101_mjx.errors import InputError, SetupError
 
@@ -27,6 +27,9 @@ from so101_mjx.errors import InputError, SetupError
 # MUJOCO_GL values mujoco's GL context module accepts on Linux; for the offscreen ones, the library it loads
 MUJOCO_GL_VALUES = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0", "glfw", "glx", "egl", "osmesa")
 MUJOCO_GL_LIBRARIES = {"egl": ("EGL", "libegl1"), "osmesa": ("OSMesa", "libosmesa6")}
+# Commands with subcommands: name -> (help, subcommands)
+GROUPS = {"bench": ("benchmarks, each as a ratio against a baseline in the same run", BENCHES),
+          "camera": ("the ArUco marker for the gripper, and a fixed camera's calibration from a recording", CAMERA)}
 
 
 def mujoco_gl_problem() -> str | None:
@@ -54,10 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for name, command in COMMANDS.items():
         _add(sub, name, command)
-    bench = sub.add_parser("bench", help="benchmarks, each as a ratio against a baseline in the same run")
-    bench_sub = bench.add_subparsers(dest="target", required=True)
-    for name, command in BENCHES.items():
-        _add(bench_sub, name, command)
+    for group, (help_, commands) in GROUPS.items():
+        group_sub = sub.add_parser(group, help=help_).add_subparsers(dest="target", required=True)
+        for name, command in commands.items():
+            _add(group_sub, name, command)
     return parser
 
 

@@ -81,11 +81,12 @@ def _dataset_module():
 SCRIPTED = ("scripted", "demonstrator")  # --policy names of the tasks' own controllers
 
 
-def load_policy(policy: str, env_name: str | None, backend: str | None, config: dict[str, Any]):
+def policy_and_env(policy: str, env_name: str | None, backend: str | None, config: dict[str, Any]):
     """``(env name, env, policy for rollout.policy_fns, its description)``: ``"scripted"`` or
     ``"demonstrator"`` (:meth:`~so101_mjx.envs.base.SO101Env.demonstrator`: PickCube's lifts) in the
-    scripted controllers' config (``env_name`` required), or an exported .onnx / .npz in its own
-    env and config (ValueError when ``env_name`` names another env)."""
+    scripted controllers' config (``env_name`` required), or an exported .onnx / .npz
+    (:func:`so101_mjx.training.policies.load`) in its own env and config (ValueError when ``env_name``
+    names another env)."""
     if policy in SCRIPTED:
         if env_name is None:
             raise InputError(f"--env is required with --policy {policy} (one of {task_names()})")
@@ -94,16 +95,15 @@ def load_policy(policy: str, env_name: str | None, backend: str | None, config: 
         return name, env, policy, policy
     if Path(policy).suffix not in (".onnx", ".npz"):
         raise InputError(f"--policy must be one of {SCRIPTED} or an exported .onnx / .npz file, got {policy!r}")
-    from so101_mjx.training.evaluate import load
-    from so101_mjx.training.replay import policy_env
+    from so101_mjx.training import policies
 
-    fn, meta = load(policy)
-    name, env_config = policy_env(meta, env_name, False, policy)
-    mode = env_config.get("control_mode", "cartesian")
+    loaded = policies.load(policy).require_state("record")
+    name, _ = loaded.env_for(env_name)  # its own env: another one is refused
+    mode = loaded.control_mode
     if config.get("control_mode", mode) != mode:
         raise InputError(f"{policy} acts in control_mode {mode!r}; it cannot record in {config['control_mode']!r} "
                          "(--control-mode applies to the scripted policies)")
-    return name, make(name, backend=backend, **{**env_config, **config}), fn, str(Path(policy).resolve())
+    return name, loaded.make_env(backend, **config), loaded.jax_fn, str(Path(policy).resolve())
 
 
 def _check_cameras(env: SO101Env, cameras: list[str]) -> None:
@@ -276,7 +276,7 @@ def record(
             raise InputError(f"--image-size must be an even integer in [{IMAGE_SIZES[0]}, {IMAGE_SIZES[1]}] pixels, got {image_size!r}")
         if importlib.util.find_spec("imageio_ffmpeg") is None:
             raise InputError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), or pass --no-video")
-    name, jax_env, fn, source = load_policy(policy, env, backend, dict(config or {}))
+    name, jax_env, fn, source = policy_and_env(policy, env, backend, dict(config or {}))
     if image_size is not None:
         _check_cameras(jax_env, cameras)
     _check_memory(jax_env, min(num_envs, episodes), image_size, len(cameras))

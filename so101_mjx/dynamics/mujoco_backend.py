@@ -12,8 +12,9 @@ import mujoco
 import numpy as np
 
 from so101_mjx.dynamics.backend import ChainBackend
-from so101_mjx.dynamics.rigid_body import homogeneous, quaternion
+from so101_mjx.dynamics.rigid_body import homogeneous
 from so101_mjx.errors import InputError
+from so101_mjx.robot import rotations as R
 
 
 class MujocoBackend(ChainBackend):
@@ -126,7 +127,8 @@ class MujocoBackend(ChainBackend):
         rot = np.concatenate([d.xmat[self._frame_bodies], d.site_xmat[self._sites]]).reshape(-1, 3, 3)
         out = {}
         for name, p, r in zip(self.chain.frame_names, pos, rot):
-            out[name] = {"position": p, "orientation": r, "quaternion": quaternion(r), "transformation": homogeneous(p, r)}
+            out[name] = {"position": p, "orientation": r, "quaternion": R.mat_to_quat_np(r),
+                         "transformation": homogeneous(p, r)}
         return out
 
     def compute_jacobian(self, q, frame: str) -> np.ndarray:

@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from so101_mjx.dynamics.backend import DynamicsBackend, ModelLoadError
-from so101_mjx.dynamics.rigid_body import quaternion
 from so101_mjx.errors import InputError
+from so101_mjx.robot import rotations as R
 from so101_mjx.robot.scenes import scene_path
 
 OPTIONS = ("free_flyer", "isFext", "package_dirs", "verbose", "include_armature")
@@ -205,7 +205,8 @@ class PinocchioBackend(DynamicsBackend):
             if frame.name not in out:
                 rot = placement.rotation.copy()
                 out[frame.name] = {"position": placement.translation.copy(), "orientation": rot,
-                                   "quaternion": quaternion(rot), "transformation": placement.homogeneous.copy()}  # fmt: skip
+                                   "quaternion": R.mat_to_quat_np(rot),
+                                   "transformation": placement.homogeneous.copy()}  # fmt: skip
         return out
 
     def compute_jacobian(self, q, frame: str) -> np.ndarray:

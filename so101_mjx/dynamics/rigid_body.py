@@ -17,14 +17,15 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.errors import InputError
-from so101_mjx.robot.kinematics import Kinematics, _quat2mat
+from so101_mjx.robot import rotations as R
+from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ROBOT_JOINTS
 
 
 def body_parameters(model: mujoco.MjModel, body: int) -> np.ndarray:
     """Pinocchio dynamic parameters (10,) of a MuJoCo body: inertia about the body origin."""
     m, c = model.body_mass[body], model.body_ipos[body]
-    rot = _quat2mat(model.body_iquat[body])
+    rot = R.quat_to_mat_np(model.body_iquat[body])
     inertia = rot @ np.diag(model.body_inertia[body]) @ rot.T + m * (c @ c * np.eye(3) - np.outer(c, c))
     return np.array([m, *(m * c), inertia[0, 0], inertia[0, 1], inertia[1, 1], inertia[0, 2], inertia[1, 2], inertia[2, 2]])
 
@@ -138,19 +139,12 @@ def _force_cross(v: Array, f: Array) -> Array:
     return jnp.concatenate([jnp.cross(w, n) + jnp.cross(u, fl), jnp.cross(w, fl)], -1)
 
 
-def _skew(x: Array) -> Array:
-    z = jnp.zeros_like(x[..., 0])
-    return jnp.stack(
-        [jnp.stack([z, -x[..., 2], x[..., 1]], -1), jnp.stack([x[..., 2], z, -x[..., 0]], -1),
-         jnp.stack([-x[..., 1], x[..., 0], z], -1)], -2)  # fmt: skip
-
-
 def _world_inertia(theta: Array, pos: Array, rot: Array) -> tuple[Array, Array, Array]:
     """Mass (nb,), first moment (nb, 3) and rotational inertia (nb, 3, 3) about the world origin."""
     m = theta[:, 0]
     h = jnp.einsum("bij,bj->bi", rot, theta[:, 1:4])
     i = theta[:, jnp.array([4, 5, 7, 5, 6, 8, 7, 8, 9])].reshape(-1, 3, 3)
-    sp, sh = _skew(pos), _skew(h)
+    sp, sh = R.skew(pos), R.skew(h)
     inertia = rot @ i @ jnp.swapaxes(rot, -1, -2) - m[:, None, None] * sp @ sp - sp @ sh - sh @ sp
     return m, h + m[:, None] * pos, inertia
 
@@ -210,10 +204,10 @@ def _body_regressor(vel: Array, acc: Array) -> Array:
         return jnp.stack([jnp.stack([x0, x1, z, x2, z, z], -1), jnp.stack([z, x0, x1, z, x2, z], -1),
                           jnp.stack([z, z, z, x0, x1, x2], -1)], -2)  # fmt: skip
 
-    sw = _skew(w)
-    moment = jnp.concatenate([jnp.zeros_like(origin_acc)[..., None], -_skew(origin_acc),
+    sw = R.skew(w)
+    moment = jnp.concatenate([jnp.zeros_like(origin_acc)[..., None], -R.skew(origin_acc),
                               inertia_map(alpha) + sw @ inertia_map(w)], -1)  # fmt: skip
-    force = jnp.concatenate([origin_acc[..., None], _skew(alpha) + sw @ sw, jnp.zeros((*w.shape, 6), w.dtype)], -1)
+    force = jnp.concatenate([origin_acc[..., None], R.skew(alpha) + sw @ sw, jnp.zeros((*w.shape, 6), w.dtype)], -1)
     return jnp.concatenate([moment, force], -2)
 
 
@@ -240,7 +234,11 @@ def christoffel_coriolis(dm: Array, v: Array) -> Array:
 
 
 def mat2quat(rot: Array) -> Array:
-    """Unit quaternions (..., 4) (w, x, y, z), w ≥ 0, of rotations (..., 3, 3) (Shepperd's method)."""
+    """Unit quaternions (..., 4) (w, x, y, z), w ≥ 0, of rotations (..., 3, 3) (Shepperd's method).
+
+    Not :func:`so101_mjx.robot.rotations.mat_to_quat`: the candidates' sums (``1 + t``, ``1 + 2 r00 - t``)
+    are ordered differently and round differently, and the backend's frame quaternions keep their bits.
+    """
     r = lambda i, j: rot[..., i, j]  # noqa: E731
     t = r(0, 0) + r(1, 1) + r(2, 2)
     cand = jnp.stack([
@@ -253,13 +251,6 @@ def mat2quat(rot: Array) -> Array:
     quat = jnp.take_along_axis(cand, best[..., None, None], -2)[..., 0, :]
     quat = quat / jnp.linalg.norm(quat, axis=-1, keepdims=True)
     return jnp.where(quat[..., :1] < 0, -quat, quat)
-
-
-def quaternion(rot: np.ndarray) -> np.ndarray:
-    """Unit quaternion (4,) (w, x, y, z), w ≥ 0, of one rotation matrix (3, 3) (numpy, MuJoCo's ``mju_mat2Quat``)."""
-    quat = np.zeros(4)
-    mujoco.mju_mat2Quat(quat, np.asarray(rot, dtype=np.float64).reshape(9))
-    return -quat if quat[0] < 0 else quat
 
 
 def homogeneous(pos, rot, xp=np):

@@ -15,8 +15,6 @@ The gripper mappings (jaw command / open fraction <-> gripper ctrl, ``gripper_po
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -27,6 +25,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.sim import servo
 from so101_mjx.errors import InputError
 from so101_mjx.ik import analytic as analytic_ik
+from so101_mjx.envs.joint_mode import JointMode
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot import motors
 from so101_mjx.robot.gripper import ctrl_to_gripper_pose, ctrl_to_open_fraction, open_fraction_to_ctrl
@@ -59,34 +58,6 @@ RELATIVE_BOUND = 10.0  # motor units per control step: relative targets' span wi
 def agent_pos_layout(control_mode: str) -> tuple[tuple[str, int], ...]:
     """``agent_pos``'s entries under ``control_mode``: :data:`AGENT_POS_LAYOUT`, or :data:`JOINT_AGENT_POS_LAYOUT` in joint mode."""
     return JOINT_AGENT_POS_LAYOUT if control_mode == "joint" else AGENT_POS_LAYOUT
-
-
-@dataclasses.dataclass(frozen=True)
-class JointMode:
-    """Joint-mode control: ``units`` of the arm motors (:data:`~so101_mjx.robot.motors.JOINT_UNITS`),
-    ``relative`` targets (offsets from the measured positions), ``max_relative`` (motor units, or None)."""
-
-    units: str = "degrees"
-    relative: bool = False
-    max_relative: float | None = None
-
-    @classmethod
-    def of(cls, config: dict) -> JointMode | None:
-        """The joint mode of an env config as a dict (run metadata), or None in Cartesian mode."""
-        if config.get("control_mode", "cartesian") != "joint":
-            return None
-        return cls(config.get("joint_units", "degrees"), config.get("relative_joint_targets", False), config.get("max_relative_target"))
-
-    @property
-    def action_layout(self) -> str:
-        """Joint-mode actions in words (export metadata)."""
-        what = "offsets from the measured positions" if self.relative else "targets"
-        return f"{list(motors.MOTORS)} {what} ({self.units}; the gripper 0..100, 0 closed)"
-
-    @property
-    def agent_pos_text(self) -> str:
-        """Joint mode's ``agent_pos`` in words (export metadata)."""
-        return f"agent_pos[0:6] = measured {list(motors.MOTORS)} ({self.units}; the gripper 0..100, 0 closed)"
 
 
 class SO101Arm:
@@ -132,7 +103,7 @@ class SO101Arm:
         self.actuated_qpos = model.jnt_qposadr[model.actuator_trnid[:, 0]]  # (nu,)
         self.actuated_dof = model.jnt_dofadr[model.actuator_trnid[:, 0]]  # (nu,)
         self.joint_lower, self.joint_upper = ik.joint_limits(model)
-        # (6, 2) rad: the ranges the motor units are calibrated on (robot.motors), arm joints then gripper
+        # (6, 2) rad, arm joints then gripper: the motors' ranges (standing for a calibration when none is given)
         self.motor_ranges = motors.joint_ranges(model)
         self.ik_offset = ik.grasp_point_offset(model) if top_down_ik else None  # (3,) in the site frame
         self.geometry = analytic_ik.ArmGeometry.from_kinematics(self.kin, EE_SITE, self.ik_offset) if ik_solver == "analytic" else None
@@ -194,7 +165,7 @@ class SO101Arm:
         if self.joint_mode.relative:
             bound = np.full(len(motors.MOTORS), self.joint_mode.max_relative or RELATIVE_BOUND)
             return -bound, bound
-        limits = motors.motor_limits(self.motor_ranges, self.joint_mode.units)
+        limits = self.joint_mode.limits(self.motor_ranges)
         return limits[:, 0], limits[:, 1]
 
     def hold_action(self, physics: PhysicsState) -> Array:
@@ -210,7 +181,7 @@ class SO101Arm:
     def _motor_targets(self, physics: PhysicsState) -> Array:
         """The position actuators' targets (6,) in motor units."""
         ctrl = jnp.concatenate([physics.ctrl[self.actuator_ids], physics.ctrl[self.gripper_actuator, None]])
-        return motors.to_motor(ctrl, self.motor_ranges, self.joint_mode.units)
+        return self.joint_mode.to_motor(ctrl, self.motor_ranges)
 
     def agent_pos(self, physics: PhysicsState) -> Array:
         """:data:`AGENT_POS_LAYOUT`: [qpos (5), qvel (5), gripper_pose, ee_pos (3)], shape (..., 14);
@@ -330,14 +301,19 @@ class SO101Arm:
 
     def motor_positions(self, physics: PhysicsState) -> Array:
         """Measured positions of the six motors (..., 6) in the follower's units (joint mode's ``agent_pos``)."""
-        return motors.to_motor(self.motor_q(physics), self.motor_ranges, self.joint_mode.units)
+        return self.joint_mode.to_motor(self.motor_q(physics), self.motor_ranges)
 
     def _joint_control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Joint mode: motor targets (6,) (offsets from the measured positions when relative), a non-finite
         entry keeping that motor's previous target, each target within ``max_relative`` of the measured
-        position (:meth:`joint_goal`); the Info's IK target follows the arm (``ik_point``)."""
+        position (:meth:`joint_goal`) and, under a calibration, within the motor limits (a real follower's
+        servos stop at their calibrated ranges' ends); the Info's IK target follows the arm (``ik_point``)."""
         finite = jnp.isfinite(action)
-        q = motors.from_motor(self.joint_goal(physics, action), self.motor_ranges, self.joint_mode.units)
+        goal = self.joint_goal(physics, action)
+        if self.joint_mode.calibration is not None:
+            limits = jnp.asarray(self.joint_mode.limits(self.motor_ranges), goal.dtype)
+            goal = jnp.clip(goal, limits[:, 0], limits[:, 1])
+        q = self.joint_mode.from_motor(goal, self.motor_ranges)
         gripper = jnp.clip(q[5], self.gripper_range[0], self.gripper_range[1])
         physics, info = self._servo_actuate(physics, info, q[:5], gripper)
         return physics, info.replace(
@@ -359,7 +335,7 @@ class SO101Arm:
         IK target, and ``info`` with the moved target, which the caller keeps (``scripted.controller_for``)."""
         arm_q, gripper, info = self.cartesian_targets(physics, info, self._checked_cartesian(action, physics.qpos.dtype))
         arm_q = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
-        goal = motors.to_motor(jnp.concatenate([arm_q, gripper[None]]), self.motor_ranges, self.joint_mode.units)
+        goal = self.joint_mode.to_motor(jnp.concatenate([arm_q, gripper[None]]), self.motor_ranges)
         return (goal - self.motor_positions(physics) if self.joint_mode.relative else goal), info
 
     @staticmethod

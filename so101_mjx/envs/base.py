@@ -23,7 +23,7 @@ from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.sim import randomization
-from so101_mjx.render import visual_randomization
+from so101_mjx.render import latency, visual_randomization
 from so101_mjx.envs.arm import JointMode, SO101Arm
 from so101_mjx.envs.config import ArmConfig, whole_substeps
 from so101_mjx.errors import InputError
@@ -76,17 +76,19 @@ class SO101Env(abc.ABC):
             n_substeps=whole_substeps(config.control_dt, config.physics_dt) if joint else int(config.control_dt // config.physics_dt),
             ik_solver=config.ik_solver, home_position=config.home_position, cartesian_bounds=config.cartesian_bounds,
             servo_model=config.servo_model,
-            joint_mode=JointMode(config.joint_units, config.relative_joint_targets, config.max_relative_target) if joint else None,
+            joint_mode=JointMode(config.joint_units, config.relative_joint_targets, config.max_relative_target,
+                                 config.calibration) if joint else None,
         )
         self.reward_scales = {k: float(v) for k, v in self.reward_weights().items() if v}
         self.cameras = self._cameras() if config.image_obs else None
 
     def _cameras(self) -> dict:
         """A batch renderer per ``pixels/<camera>`` entry: MuJoCo C in host processes (backend c),
-        MuJoCo Warp on the JAX device (backend mjx)."""
+        MuJoCo Warp on the JAX device (backend mjx); ``config.camera_specs`` replace their cameras."""
         from so101_mjx.render.batch import BatchRenderer, camera_names, render_model
+        from so101_mjx.render.camera import camera_setup
 
-        markers, size = tuple(self.markers), self.config.image_size
+        markers, size, specs = tuple(self.markers), self.config.image_size, dict(self.config.camera_specs or ())
         if self.physics.name == "mjx":
             from so101_mjx.render.warp import WARP_INSTALL, WarpBatchRenderer, warp_available
 
@@ -94,14 +96,17 @@ class SO101Env(abc.ABC):
                 raise InputError(f"image_obs=True on backend 'mjx' renders with MuJoCo Warp, which is not installed: "
                                  f"{WARP_INSTALL}; or use backend 'c' (MuJoCo C renders on the CPU threads)")
             model = render_model(self.scene, self.config.image_quality, marker_geoms=markers)
-            make = lambda c: WarpBatchRenderer(model, size, size, c, markers=markers)  # noqa: E731
+            make = lambda c: WarpBatchRenderer(model, size, size, c, markers=markers, spec=specs.get(c))  # noqa: E731
         else:
             model = render_model(self.scene, self.config.image_quality)
-            make = lambda c: BatchRenderer(model, size, size, c, markers=markers, workers=self.physics.nthread)  # noqa: E731
+            make = lambda c: BatchRenderer(model, size, size, c, markers=markers,  # noqa: E731
+                                           workers=self.physics.nthread, spec=specs.get(c))
         names = camera_names(model)
         unknown = [c for c in self.config.image_cameras if c not in names]
         if unknown:
             raise InputError(f"image_cameras must be cameras of the {self.scene} scene {names}, got {unknown}")
+        for c, spec in specs.items():  # one model holding every user camera: visual randomization draws around it
+            model = camera_setup(model, c, spec, size, size)[0]
         return {c: make(c) for c in self.config.image_cameras}
 
     @classmethod
@@ -202,7 +207,8 @@ class SO101Env(abc.ABC):
         zero = jnp.zeros((), jnp.float32)
         metrics = {**self._metrics(info, info.succeed, dict.fromkeys(self.reward_scales, zero)), **self.task_metrics(physics, info)}
         dtype = qpos.dtype
-        return State(physics, self.observation(physics, info), jnp.zeros((), dtype), jnp.zeros((), dtype), metrics, info)
+        obs, info = self._delayed(self.observation(physics, info), info, reset=True)
+        return State(physics, obs, jnp.zeros((), dtype), jnp.zeros((), dtype), metrics, info)
 
     def step(self, state: State, action: Array) -> State:
         """Advance one control step with ``action`` (4,) = [dx, dy, dz, grasp], or in joint mode (6,) motor targets."""
@@ -217,7 +223,20 @@ class SO101Env(abc.ABC):
         if self.terminate_on_success:
             done = done | success
         metrics = {**self._metrics(info, success, terms), **self.task_metrics(physics, info)}
-        return State(physics, self.observation(physics, info), reward, done.astype(dtype), metrics, info)
+        obs, info = self._delayed(self.observation(physics, info), info, reset=False)
+        return State(physics, obs, reward, done.astype(dtype), metrics, info)
+
+    def _delayed(self, obs: Array | dict[str, Array], info: Info, reset: bool) -> tuple[Array | dict[str, Array], Info]:
+        """Camera latency (``camera_specs``' ``latency`` > 0): each such camera's pixels come out of its
+        frame queue in ``info.frames`` (filled with the reset's frame at reset) and the new frame goes in."""
+        lags = {c: s.latency for c, s in self.config.camera_specs or () if s.latency}
+        if not lags:
+            return obs, info
+        obs, frames = dict(obs), {}
+        for c, lag in lags.items():
+            queue = latency.fill(obs[f"pixels/{c}"], lag) if reset else info.frames[c]
+            obs[f"pixels/{c}"], frames[c] = latency.push(queue, obs[f"pixels/{c}"])
+        return obs, info.replace(frames=frames)
 
     def observation(self, physics: PhysicsState, info: Info) -> Array | dict[str, Array]:
         """Flat observation (obs_size,): agent_pos (14; joint mode: 6) then the task's entries in layout order.

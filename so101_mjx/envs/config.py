@@ -10,7 +10,8 @@ from so101_mjx import _checks as checks
 from so101_mjx.sim import servo
 from so101_mjx.envs.arm import CARTESIAN_BOUNDS, HOME_POSITION, IK_SOLVERS
 from so101_mjx.errors import InputError
-from so101_mjx.render import visual_randomization
+from so101_mjx.render import camera, visual_randomization
+from so101_mjx.robot import calibration as calib
 from so101_mjx.robot.motors import JOINT_UNITS
 from so101_mjx.sim import randomization
 
@@ -52,10 +53,16 @@ class ArmConfig:
     episode_length: int = 100
     randomization: randomization.Randomization | None = None  # per-episode domain randomization
     visual_randomization: visual_randomization.VisualRandomization | None = None  # per-episode lighting, colours, camera poses (image_obs)
+    # with image_obs, the user's cameras (render.camera): image camera -> a camera file's path or name, a CameraSpec or
+    # its dict form (pose, intrinsics, lens distortion, latency in control ticks); None: the scene's cameras as they are
+    camera_specs: tuple[tuple[str, camera.CameraSpec], ...] | None = None
     # extension, the real follower's action space (envs.arm, "Joint mode"): "cartesian" (the reference's
     # [dx, dy, dz, grasp]) or "joint" (six motor targets in lerobot's follower units)
     control_mode: str = "cartesian"
     joint_units: str = "degrees"  # joint mode: the arm motors' units, "degrees" or "range_m100_100" (robot.motors)
+    # joint mode: the motor units follow a real follower's lerobot calibration (robot.calibration): a file's path,
+    # a Calibration or its dict form; None: the MJCF joint ranges stand for it
+    calibration: calib.Calibration | None = None
     relative_joint_targets: bool = False  # joint mode: actions are offsets from the measured motor positions
     max_relative_target: float | None = None  # joint mode: largest |target - measured| per motor, in motor units
     servo_model: servo.ServoModel | None = None  # the STS3215 servos between targets and physics (sim.servo); None: ideal
@@ -90,6 +97,9 @@ class ArmConfig:
             set_(self, "max_relative_target", checks.real("max_relative_target", self.max_relative_target, gt=0))
         if (self.relative_joint_targets or self.max_relative_target is not None) and not joint:
             raise InputError("relative_joint_targets and max_relative_target apply to control_mode='joint' only")
+        set_(self, "calibration", calib.parse(self.calibration))
+        if self.calibration is not None and not joint:
+            raise InputError("calibration (the motor units' calibration) applies to control_mode='joint' only")
         scale = checks.real("action_scale", self.action_scale)
         if not scale > 0:
             raise InputError(f"action_scale must be positive (m of IK-target motion per unit action), got {scale!r}")
@@ -121,3 +131,6 @@ class ArmConfig:
         set_(self, "visual_randomization", visual_randomization.parse(self.visual_randomization))
         if self.visual_randomization is not None and not self.image_obs:
             raise InputError("visual_randomization changes only rendered frames: it needs image_obs=True")
+        set_(self, "camera_specs", camera.parse_specs(self.camera_specs, self.image_cameras))
+        if self.camera_specs is not None and not self.image_obs:
+            raise InputError("camera_specs change only rendered frames: they need image_obs=True")

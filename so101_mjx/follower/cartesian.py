@@ -21,17 +21,19 @@ import numpy as np
 
 from so101_mjx.envs import registry
 from so101_mjx.robot import motors
+from so101_mjx.robot.calibration import Calibration
 from so101_mjx.robot.gripper import ctrl_to_gripper_pose
 from so101_mjx.robot.scenes import EE_SITE
 
 
 class CartesianAdapter:
     """The env ``name`` (backend ``c``, ``env_config``) as a translator between a follower in ``units``
-    (motor values (6,)) and a Cartesian policy; :meth:`reset` before each episode."""
+    (motor values (6,); under the follower's ``calibration`` when given) and a Cartesian policy;
+    :meth:`reset` before each episode."""
 
-    def __init__(self, name: str, env_config: dict[str, Any], units: str):
+    def __init__(self, name: str, env_config: dict[str, Any], units: str, calibration: Calibration | None = None):
         self.env = registry.make(name, "c", **env_config)
-        self.arm, self.units = self.env.arm, units
+        self.arm, self.units, self.calibration = self.env.arm, units, calibration
         self.dt = self.env.config.control_dt
         start = self.env.reset(jax.random.PRNGKey(0))
         self._template, self._info0 = start.physics, start.info
@@ -45,16 +47,20 @@ class CartesianAdapter:
         self._jaw = float(self._template.ctrl[self.arm.gripper_actuator])
         self._info = None
 
+    def _angles(self, measured: np.ndarray) -> np.ndarray:
+        """Joint angles (6,) rad, float64, of the motor values ``measured`` (6,)."""
+        return motors.from_motor(np.asarray(measured, np.float64), self.arm.motor_ranges, self.units, self.calibration)
+
     def _physics(self, measured: np.ndarray):
         """The template physics state with the measured joints (qpos and kinematics) and the jaw command."""
-        q = jnp.asarray(motors.from_motor(np.asarray(measured, np.float64), self.arm.motor_ranges, self.units), self._template.qpos.dtype)
+        q = jnp.asarray(self._angles(measured), self._template.qpos.dtype)
         qpos = self._template.qpos.at[self.arm.qpos_ids].set(q[:5]).at[self.arm.gripper_qpos].set(q[5])
         ctrl = self._template.ctrl.at[self.arm.gripper_actuator].set(self._jaw)
         return self._template.replace(qpos=qpos, kin_qpos=qpos, ctrl=ctrl)
 
     def agent_pos(self, measured: np.ndarray) -> np.ndarray:
         """(14,) float32 ``[qpos (5), qvel (5), gripper_pose, ee_pos (3)]`` from motor values ``measured`` (6,)."""
-        q = np.asarray(motors.from_motor(np.asarray(measured, np.float64), self.arm.motor_ranges, self.units))[:5]
+        q = self._angles(measured)[:5]
         qvel = np.zeros(5) if self._previous is None else (q - self._previous) / self.dt
         self._previous = q
         ee = np.asarray(self.arm.kin.point(jnp.asarray(q), EE_SITE))
@@ -64,7 +70,8 @@ class CartesianAdapter:
     def _control(self, physics, info, action):
         arm_q, jaw, info = self.arm.cartesian_targets(physics, info, action)
         arm_q = jnp.clip(arm_q, self.arm.ctrl_range[:, 0], self.arm.ctrl_range[:, 1])
-        return motors.to_motor(jnp.concatenate([arm_q, jaw[None]]), self.arm.motor_ranges, self.units), jaw, info
+        goal = motors.to_motor(jnp.concatenate([arm_q, jaw[None]]), self.arm.motor_ranges, self.units, self.calibration)
+        return goal, jaw, info
 
     def targets(self, measured: np.ndarray, action: np.ndarray) -> np.ndarray:
         """Motor targets (6,) for the Cartesian ``action`` (4,) from the measured motor values (6,)."""

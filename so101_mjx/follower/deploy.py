@@ -114,21 +114,23 @@ class Plan:
 
 
 def plan(path: str | Path) -> Plan:
-    """The :class:`Plan` of an exported policy (joint or Cartesian mode)."""
-    from so101_mjx.training.replay import IMAGE_OPTIONS, gym_policy
+    """The :class:`Plan` of an exported policy (joint or Cartesian mode), loaded by
+    :func:`so101_mjx.training.policies.load`."""
+    from so101_mjx.training import policies
 
-    act, name, env_config, image_size = gym_policy(path, None, False)
+    policy = policies.load(path)
+    name, env_config = policy.env_for()
     mode = JointMode.of(env_config)
-    state_config = {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS}
-    config, _ = registry.split_options(registry.task(name), "c", state_config)
-    fps = 1.0 / config.control_dt
+    config, fps = policy.config, policy.control_rate
     if abs(fps - round(fps)) > 1e-9:
         raise InputError(f"{path} acts every {config.control_dt} s; a follower takes a whole number of actions per second")
-    options = {k: v for k, v in env_config.items() if k not in (*JOINT_FIELDS, *IMAGE_OPTIONS)}
+    state_config = policies.without_cameras(env_config)
+    options = {k: v for k, v in state_config.items() if k not in JOINT_FIELDS}
     units = mode.units if mode is not None else "degrees"
     limits = motors.motor_limits(motors.joint_ranges(load_model(registry.task(name).scene)), units)
     adapter = CartesianAdapter(name, state_config, units) if mode is None else None
-    return Plan(str(path), act, name, mode, round(fps), config.episode_length, image_size, options, limits, adapter)
+    return Plan(str(path), policy.gym_fn, name, mode, round(fps), config.episode_length, policy.image_size, options,
+                limits, adapter)
 
 
 class Sequence:

@@ -24,10 +24,11 @@ from so101_mjx import _checks as checks
 from so101_mjx.envs import registry
 from so101_mjx.errors import InputError
 from so101_mjx.follower.actions import FEATURE_KEYS, OUT_OF_RANGE, as_dict, check_max_relative, clamp_relative, motor_targets
-from so101_mjx.robot import motors
+from so101_mjx.robot import calibration as calib
 
 # the config fields the follower sets itself (joint mode's); relative targets and clamps are the caller's
-JOINT_FIELDS = ("control_mode", "joint_units", "control_dt", "relative_joint_targets", "max_relative_target")
+JOINT_FIELDS = ("control_mode", "joint_units", "calibration", "control_dt", "relative_joint_targets",
+                "max_relative_target")
 MAX_CAMERA_SIZE = 8192  # pixels per side of a camera frame (the gym envs' MAX_FRAME_SIZE)
 
 class DeviceNotConnectedError(ConnectionError):
@@ -45,6 +46,10 @@ class SimFollowerConfig:
     Attributes:
         task: the registered task whose scene and objects are simulated (``so101_mjx.envs.names()``).
         use_degrees: arm motors in degrees (lerobot's default), else -100..100; the gripper 0..100.
+        calibration: the path of a real follower's lerobot calibration file (``~/.cache/huggingface/lerobot/
+            calibration/robots/so101_follower/<id>.json``, or from Python a loaded
+            :class:`~so101_mjx.robot.calibration.Calibration`) whose units the motors take
+            (docs/calibration.md), or None: the model's joint ranges stand for the calibration.
         max_relative_target: motor units per action (one number, or one per motor name), or None.
         camera_names: cameras of the scene rendered into each observation (``front``, ``wrist``).
         camera_height, camera_width: pixels of each camera frame (1 to 8192).
@@ -61,6 +66,7 @@ class SimFollowerConfig:
 
     task: str = "SO101PickCube-v0"
     use_degrees: bool = True
+    calibration: str | None = None
     max_relative_target: float | dict[str, float] | None = None
     camera_names: tuple[str, ...] = ("front", "wrist")
     camera_height: int = 480
@@ -79,6 +85,7 @@ class SimFollowerConfig:
             raise InputError(f"task_options must be a dict of the task's config fields other than {JOINT_FIELDS}, "
                              f"got {self.task_options!r}")
         checks.flag("use_degrees", self.use_degrees)
+        self._calibration = calib.parse(self.calibration)  # read and checked once, here
         self.max_relative_target = check_max_relative(self.max_relative_target)
         if isinstance(self.camera_names, str) or not all(isinstance(c, str) for c in self.camera_names):
             raise InputError(f"camera_names must be a list of camera names, got {self.camera_names!r}")
@@ -120,7 +127,8 @@ class SimFollowerConfig:
 
     def env_config(self) -> dict[str, Any]:
         """The task's gym-env options: absolute joint mode in these units at ``fps``."""
-        return {**self.task_options, "control_mode": "joint", "joint_units": self.joint_units, "control_dt": 1.0 / self.fps}
+        return {**self.task_options, "control_mode": "joint", "joint_units": self.joint_units,
+                "calibration": self._calibration, "control_dt": 1.0 / self.fps}
 
 
 class SimFollower:
@@ -160,7 +168,7 @@ class SimFollower:
         return True
 
     def calibrate(self) -> None:
-        """Nothing to do: the simulated motors' calibration is the model's joint ranges."""
+        """Nothing to do: the simulated motors follow the config's ``calibration``, else the model's joint ranges."""
 
     def configure(self) -> None:
         """Nothing to do: the simulated motors' gains are the model's."""
@@ -178,7 +186,7 @@ class SimFollower:
         if unknown:
             env.close()
             raise InputError(f"camera_names: {unknown} not in the {self.config.task} scene's cameras {cameras}")
-        self.limits = motors.motor_limits(env.env.arm.motor_ranges, self.config.joint_units)
+        self.limits = env.env.arm.joint_mode.limits(env.env.arm.motor_ranges)
         height, width = self.config.camera_height, self.config.camera_width
         self._renderers = {c: FrameRenderer(env._model, height, width, c, self.config.shadows) for c in self.config.camera_names}
         self.env = env

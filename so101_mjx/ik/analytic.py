@@ -35,6 +35,7 @@ from jax import Array
 
 from so101_mjx.errors import InputError
 from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot import rotations as R
 
 BRANCHES = ((1, 1), (1, -1), (-1, 1), (-1, -1))  # (pan: forward / back, elbow sign)
 _STRUCTURE_TOL = 1e-9
@@ -97,13 +98,6 @@ class ArmGeometry:
         )
 
 
-def _rotate_about(axis: np.ndarray, angle: Array, v: Array) -> Array:
-    """Rodrigues rotation of ``v`` (..., 3) by ``angle`` (...) about the unit ``axis`` (3,)."""
-    k = jnp.asarray(axis, v.dtype)
-    c, s = jnp.cos(angle)[..., None], jnp.sin(angle)[..., None]
-    return v * c + jnp.cross(k, v) * s + k * jnp.sum(k * v, -1, keepdims=True) * (1 - c)
-
-
 def _pitch(angle: Array, x: Array, z: Array) -> tuple[Array, Array]:
     """Rotation by ``angle`` about +y of the (x, z) components (right-handed)."""
     c, s = jnp.cos(angle), jnp.sin(angle)
@@ -145,7 +139,7 @@ def _pan_branches(geom: ArmGeometry, target: Array, pitch: Array, roll: Array, p
     c = lambda x: jnp.asarray(x, dt)  # noqa: E731
     t = jnp.einsum("ij,...j->...i", c(geom.frame), target - c(geom.origin))
     roll_angle = roll - float(geom.qpos0[4])
-    p5 = c(geom.roll_anchor) + _rotate_about(
+    p5 = c(geom.roll_anchor) + R.rotate_about(
         geom.roll_axis, roll_angle, jnp.broadcast_to(c(geom.tool - geom.roll_anchor), jnp.broadcast_shapes(t.shape, (*roll_angle.shape, 3))))
     h = p5[..., 1]
     r2 = t[..., 0] ** 2 + t[..., 1] ** 2
@@ -201,7 +195,7 @@ def forward(geom: ArmGeometry, q: Array) -> Array:
     dt = q.dtype
     rel = q - jnp.asarray(geom.qpos0, dt)
     tool = jnp.broadcast_to(jnp.asarray(geom.tool - geom.roll_anchor, dt), (*q.shape[:-1], 3))
-    x, y, z = jnp.moveaxis(jnp.asarray(geom.roll_anchor, dt) + _rotate_about(geom.roll_axis, rel[..., 4], tool), -1, 0)
+    x, y, z = jnp.moveaxis(jnp.asarray(geom.roll_anchor, dt) + R.rotate_about(geom.roll_axis, rel[..., 4], tool), -1, 0)
     for j, (ax, _, az) in zip((3, 2, 1), geom.anchors[::-1]):  # wrist, elbow, shoulder pitch
         dx, dz = _pitch(rel[..., j], x - float(ax), z - float(az))
         x, z = dx + float(ax), dz + float(az)

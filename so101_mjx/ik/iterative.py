@@ -36,7 +36,7 @@ from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.ik import pose as P
+from so101_mjx.robot import rotations as R
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, GRIPPER_JOINT, JAW_PADS
 
@@ -86,13 +86,6 @@ def _check_positive(**values) -> None:
             checks.real(name, value, gt=0)
 
 
-def _safe_norm(x: Array) -> Array:
-    """Euclidean norm over the last axis whose gradient is zero (not NaN) at x = 0."""
-    sq = jnp.sum(x * x, axis=-1)
-    nonzero = sq > 0
-    return jnp.where(nonzero, jnp.sqrt(jnp.where(nonzero, sq, 1)), 0)
-
-
 def task_error(
     kin: Kinematics,
     q: Array,
@@ -135,18 +128,13 @@ def task_error(
         axes = axes @ jnp.asarray(rotation, dt)
     if target_rotation is not None:
         w = jnp.asarray(orientation_weight, dt)
-        rot_err = P.rotation_error(axes, jnp.asarray(target_rotation, dt))
+        rot_err = R.rotation_error(axes, jnp.asarray(target_rotation, dt))
         return jnp.concatenate([error, w * rot_err], -1), jnp.concatenate([jacp, w * jacr], -2)
     if approach_axis is None:
         return error, jacp
     direction = jnp.asarray(approach_dir, dt)
     axis = axes[..., :, approach_axis]
-    rot = jnp.cross(axis, direction)
-    sin_tilt = _safe_norm(rot)
-    tilted = sin_tilt > _TILT_EPS
-    angle = jnp.arctan2(sin_tilt, jnp.sum(axis * direction, -1))
-    # Rotation vector taking the axis onto the direction: stays proportional to the angle past 90°.
-    rot = rot * jnp.where(tilted, angle / jnp.where(tilted, sin_tilt, 1), 1)[..., None]
+    rot = R.rotvec_between(axis, direction, _TILT_EPS)  # the rotation taking the axis onto the direction
     # Rows on the two other axes: the rotation about the approach axis itself is left free.
     tangent = jnp.swapaxes(axes[..., :, [i for i in range(3) if i != approach_axis]], -1, -2)
     w = jnp.asarray(orientation_weight, dt)
@@ -363,6 +351,6 @@ def top_down_seed(
     wanted = jnp.asarray(direction, dt)
     current = current - jnp.sum(current * hinge, -1, keepdims=True) * hinge
     wanted = wanted - jnp.sum(wanted * hinge, -1, keepdims=True) * hinge
-    angle = jnp.arctan2(jnp.sum(jnp.cross(current, wanted) * hinge, -1), jnp.sum(current * wanted, -1))
+    angle = R.signed_angle(current, wanted, hinge)
     roll = jnp.clip(q[..., r] + angle, jnp.asarray(lower, dt)[..., r], jnp.asarray(upper, dt)[..., r])
     return q.at[..., r].set(roll)

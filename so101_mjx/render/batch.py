@@ -42,6 +42,7 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError, SetupError
+from so101_mjx.render.camera import CameraSpec, camera_setup
 from so101_mjx.robot.scenes import scene_path
 
 QUALITIES = ("fast", "shadowed", "full")  # render models: light meshes (without / with shadows), or the scene as shipped
@@ -231,15 +232,18 @@ class BatchRenderer:
     offscreen GL context and draws a contiguous share of the worlds; the workers start on the first
     call and stay up until ``close()`` (or the renderer is collected). A worker that fails, dies or
     sends nothing for ``timeout`` seconds (:func:`render_timeout`) raises RuntimeError from that call;
-    the workers are then killed and the next call starts fresh ones.
+    the workers are then killed and the next call starts fresh ones. ``spec``: the user's camera
+    (:class:`~so101_mjx.render.camera.CameraSpec`: pose, intrinsics, lens distortion) in place of the
+    model's ``camera``; the workers draw its pinhole render and bend it (:mod:`so101_mjx.render.distortion`).
     """
 
     def __init__(self, model: mujoco.MjModel, height: int = 64, width: int = 64, camera: str = "front",
                  markers: tuple[str, ...] = (), workers: int | None = None, shadows: bool | None = None,
-                 timeout: float | None = None):
+                 timeout: float | None = None, spec: CameraSpec | None = None):
         self.height = checks.integer("height", height, ge=1, le=model.vis.global_.offheight)
         self.width = checks.integer("width", width, ge=1, le=model.vis.global_.offwidth)
         check_camera(model, camera)
+        model, self._draw_size, self._remap = camera_setup(model, camera, spec, self.height, self.width)
         for name in markers:
             if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, name) < 0:
                 raise InputError(f"marker {name!r} is not a site of the model")
@@ -253,7 +257,7 @@ class BatchRenderer:
 
     def _started(self) -> list[_Worker]:
         if not self._workers:
-            setup = (self.model, self.height, self.width, self.camera, self.markers, self.shadows)
+            setup = (self.model, *self._draw_size, self.camera, self.markers, self.shadows, self._remap)
             self._workers.extend(_Worker(setup, self.timeout) for _ in range(self.workers))
             for worker in self._workers:
                 worker.reply()

@@ -19,12 +19,17 @@ import warnings
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
 
 from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError, SetupError
+from so101_mjx.render.distortion import remap_numpy
+
+if TYPE_CHECKING:  # render workers import this module: camera.py's checks would load JAX there
+    from so101_mjx.render.camera import CameraSpec
 
 
 _OPEN: weakref.WeakSet[FrameRenderer] = weakref.WeakSet()  # renderers whose GL context is still held
@@ -38,17 +43,21 @@ def _close_open() -> None:
 
 class FrameRenderer:
     """Renders a model at given ``qpos`` vectors from a named camera; ``close()`` releases GL (at
-    interpreter exit at the latest)."""
+    interpreter exit at the latest). ``spec``: the user's camera in place of ``camera``'s own pose
+    and lens (:class:`~so101_mjx.render.camera.CameraSpec`; the model is then copied)."""
 
     def __init__(self, model: mujoco.MjModel, height: int = 240, width: int = 320, camera: str | int = "front",
-                 shadows: bool = True):
+                 shadows: bool = True, spec: CameraSpec | None = None):
+        from so101_mjx.render.camera import camera_setup
+
+        model, (draw_height, draw_width), self._remap = camera_setup(model, camera, spec, height, width)
         self.model = model
         self.data = mujoco.MjData(model)
         self.camera, self.shadows = camera, shadows
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # GLFW's own warnings: the error below says why
-                self._renderer = mujoco.Renderer(model, height=height, width=width)
+                self._renderer = mujoco.Renderer(model, height=draw_height, width=draw_width)
         except Exception as err:  # GL failures surface as assorted exception types
             raise SetupError(gl_failure(err)) from err
         if not _OPEN:  # registered after MuJoCo's own exit hooks (eglTerminate): run before them
@@ -64,7 +73,8 @@ class FrameRenderer:
         mujoco.mj_forward(self.model, self.data)
         self._renderer.update_scene(self.data, camera=self.camera)
         self._renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = self.shadows
-        return self._renderer.render().copy()
+        frame = self._renderer.render()
+        return frame.copy() if self._remap is None else remap_numpy(self._remap, frame)
 
     def close(self) -> None:
         self._renderer.close()

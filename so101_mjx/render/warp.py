@@ -29,6 +29,8 @@ import numpy as np
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.render.batch import check_camera, marker_body
+from so101_mjx.render.camera import CameraSpec, camera_setup
+from so101_mjx.render.distortion import remap_jax
 
 WARP_INSTALL = 'pip install "so101-mjx[warp]"  (mujoco-warp and warp-lang)'
 
@@ -44,10 +46,12 @@ class WarpBatchRenderer:
     ``model``: a render model (:func:`so101_mjx.render.batch.render_model`) that carries each of
     ``markers`` (site names) as a mocap geom (``marker_geoms=markers``). ``shadows``: ray-traced
     shadows (default: the model's shadow-map setting, i.e. render quality "shadowed"/"full").
+    ``spec``: the user's camera (:class:`~so101_mjx.render.camera.CameraSpec`) in place of the model's
+    ``camera``: Warp traces its pinhole render, bent on the device by the same remap as the C workers'.
     """
 
     def __init__(self, model: mujoco.MjModel, height: int = 64, width: int = 64, camera: str = "front",
-                 markers: tuple[str, ...] = (), shadows: bool | None = None):
+                 markers: tuple[str, ...] = (), shadows: bool | None = None, spec: CameraSpec | None = None):
         if not warp_available():
             raise ImportError(f"the MJX batch renderer needs MuJoCo Warp: {WARP_INSTALL}")
         from mujoco import mjx
@@ -55,6 +59,7 @@ class WarpBatchRenderer:
         self.height = checks.integer("height", height, ge=1, le=4096)
         self.width = checks.integer("width", width, ge=1, le=4096)
         check_camera(model, camera)
+        model, self._draw_size, self._remap = camera_setup(model, camera, spec, self.height, self.width)
         mocap = []
         for name in markers:
             body = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, marker_body(name))
@@ -78,7 +83,7 @@ class WarpBatchRenderer:
         """The render context for ``nworld`` worlds (made on first use; Warp fixes its world count)."""
         if nworld not in self._contexts:
             self._contexts[nworld] = self._mjx.create_render_context(
-                self.model, nworld=nworld, cam_res=(self.width, self.height), cam_active=[self.camera],
+                self.model, nworld=nworld, cam_res=self._draw_size[::-1], cam_active=[self.camera],
                 render_rgb=True, render_depth=False, use_textures=True, use_shadows=self.shadows)
         return self._contexts[nworld]
 
@@ -97,7 +102,8 @@ class WarpBatchRenderer:
 
         rgb = jax.vmap(one)(qpos.astype(jnp.float32), marker_pos.astype(jnp.float32),
                             {k: v.astype(jnp.float32) for k, v in params.items()})
-        return jnp.round(rgb * 255.0).astype(jnp.uint8)
+        frames = jnp.round(rgb * 255.0).astype(jnp.uint8)
+        return frames if self._remap is None else remap_jax(self._remap, frames)
 
     def _unbatched(self, qpos, marker_pos, params):
         return self._frames(qpos[None], marker_pos[None], jax.tree.map(lambda x: x[None], params))[0]

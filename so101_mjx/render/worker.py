@@ -6,11 +6,13 @@ are drawn in separate processes, not threads, because two threads of one process
 GL work only in part (measured on 2 cores, 64×64: 1.6× one thread; two processes: 2.2×).
 
 Protocol (pickled messages): the parent sends the setup ``(model, height, width, camera,
-markers, shadows)`` and the worker answers ``("ready", "")`` or ``("setup-error", text)`` (no GL context); then each
-``(qpos (n, nq), marker_pos (n, len(markers), 3) | None, params {MjModel field: (n, ...)})`` is
-answered ``("frames", "")`` followed by the (n, H, W, 3) uint8 frames as raw bytes, or
-``("error", traceback)``; while drawing, the worker sends ``("drawing", "")`` at least every
-:data:`HEARTBEAT_S` seconds, so that the parent tells a slow batch from a stopped or hung worker.
+markers, shadows, remap)`` (``remap``: a lens's :class:`~so101_mjx.render.distortion.Remap` of the
+(height, width) render, or None) and the worker answers ``("ready", "")`` or ``("setup-error", text)``
+(no GL context); then each ``(qpos (n, nq), marker_pos (n, len(markers), 3) | None, params
+{MjModel field: (n, ...)})`` is answered ``("frames", "")`` followed by the (n, H, W, 3) uint8 frames
+(remapped, with a lens) as raw bytes, or ``("error", traceback)``; while drawing, the worker sends
+``("drawing", "")`` at least every :data:`HEARTBEAT_S` seconds, so that the parent tells a slow
+batch from a stopped or hung worker.
 ``None`` or end of file stops the worker. This module imports only MuJoCo and numpy (no JAX), so
 a worker starts in well under a second.
 """
@@ -26,6 +28,7 @@ from multiprocessing.connection import Connection
 import mujoco
 import numpy as np
 
+from so101_mjx.render.distortion import remap_numpy
 from so101_mjx.render.frames import gl_failure
 
 HEARTBEAT_S = 1.0  # s between two ("drawing", "") messages, at most (one frame more)
@@ -69,7 +72,7 @@ def _heartbeat(conn: Connection) -> Callable[[], None]:
 def serve(conn: Connection) -> None:
     """Answer the setup, then render requests until ``None`` or end of file (see the module docstring)."""
     try:
-        model, height, width, camera, markers, shadows = conn.recv()
+        model, height, width, camera, markers, shadows, remap = conn.recv()
     except EOFError:
         return
     try:
@@ -88,6 +91,7 @@ def serve(conn: Connection) -> None:
             try:
                 out = np.empty((len(qpos), height, width, 3), np.uint8)
                 draw(model, data, renderer, camera, qpos, out, marker_pos, sites, params, beat)
+                out = out if remap is None else remap_numpy(remap, out)
             except Exception:
                 conn.send(("error", traceback.format_exc()))
                 continue

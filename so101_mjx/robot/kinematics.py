@@ -20,25 +20,8 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.errors import InputError
+from so101_mjx.robot import rotations as R
 from so101_mjx.robot.scenes import ROBOT_JOINTS
-
-
-def _quat2mat(quat: np.ndarray) -> np.ndarray:
-    mat = np.zeros(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(quat, dtype=np.float64))
-    return mat.reshape(3, 3)
-
-
-def _axis_angle_rotation(axis: Array, angle: Array) -> Array:
-    """Rotation matrices of ``angle`` (...) radians about a unit ``axis`` (3,), shape (..., 3, 3)."""
-    # MuJoCo builds the joint quaternion from cos/sin of the half angle; this form equals it.
-    half = 0.5 * angle
-    w, s = jnp.cos(half), jnp.sin(half)
-    x, y, z = axis[0] * s, axis[1] * s, axis[2] * s
-    row0 = jnp.stack([w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y)], -1)
-    row1 = jnp.stack([2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x)], -1)
-    row2 = jnp.stack([2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z], -1)
-    return jnp.stack([row0, row1, row2], -2)
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,7 +78,7 @@ class Kinematics:
             body_names=tuple(model.body(b).name for b in ids),
             body_parent=tuple(index.get(model.body_parentid[b], -1) for b in ids),
             body_pos=np.array([model.body_pos[b] for b in ids]),
-            body_rot=np.array([_quat2mat(model.body_quat[b]) for b in ids]),
+            body_rot=np.array([R.quat_to_mat_np(model.body_quat[b]) for b in ids]),
             root_pos=data.xpos[parent].copy(),
             root_rot=data.xmat[parent].reshape(3, 3).copy(),
             body_joint=tuple(body_joint),
@@ -105,7 +88,7 @@ class Kinematics:
             site_names=tuple(model.site(s).name for s in sites),
             site_body=tuple(index[model.site_bodyid[s]] for s in sites),
             site_pos=np.array([model.site_pos[s] for s in sites]),
-            site_rot=np.array([_quat2mat(model.site_quat[s]) for s in sites]),
+            site_rot=np.array([R.quat_to_mat_np(model.site_quat[s]) for s in sites]),
         )
 
     @property
@@ -149,7 +132,7 @@ class Kinematics:
             if j != -1:
                 angle = (q[..., j] if j >= 0 else jnp.zeros(batch, dt)) - c(self.joint_qpos0[i])
                 anchor = pos + jnp.einsum("...ij,j->...i", rot, c(self.joint_anchor[i]))
-                rot = rot @ _axis_angle_rotation(c(self.joint_axis[i]), angle)
+                rot = rot @ R.axis_angle_to_mat(c(self.joint_axis[i]), angle)  # MuJoCo's hinge rotation
                 pos = anchor - jnp.einsum("...ij,j->...i", rot, c(self.joint_anchor[i]))
             xpos.append(jnp.broadcast_to(pos, (*batch, 3)))
             xrot.append(jnp.broadcast_to(rot, (*batch, 3, 3)))

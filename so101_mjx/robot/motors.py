@@ -9,10 +9,16 @@ A real SO-101 driven by lerobot (``SO101Follower``) reads and takes its six moto
   onto [-100, 100];
 - the gripper, always ``RANGE_0_100``: the calibrated range mapped onto [0, 100] (0 closed).
 
-Here the MJCF joint range of each joint stands for the calibrated range (the SO-101 model's
-ranges are the arm's mechanical ones, symmetric about 0 for all joints but ``wrist_roll``), so
+Without a calibration the MJCF joint range of each joint stands for the calibrated range (the SO-101
+model's ranges are the arm's mechanical ones, symmetric about 0 for all joints but ``wrist_roll``), so
 ``degrees = (q - mid) * 180 / pi`` with ``mid`` the range's centre, and the linear maps use
-``[lower, upper]``. Arrays are ``(..., 6)`` in :data:`MOTORS` order.
+``[lower, upper]``. With a real follower's :class:`~so101_mjx.robot.calibration.Calibration` the
+angle becomes raw counts, ``zero_counts + q * 4096 / (2 pi)``, and those follow lerobot's own
+normalization with the file's ``range_min`` / ``range_max`` (``max_res`` 4095 in degrees; in the
+range modes ``drive_mode`` 1 mirrors the value, as lerobot's ``_normalize``). Every map is affine
+(``value = gain * q + offset``): inside the calibrated range it equals lerobot's, outside it goes on
+linearly where lerobot clamps (the motors stop at the range's ends: :func:`motor_limits`). Arrays
+are ``(..., 6)`` in :data:`MOTORS` order.
 """
 
 from __future__ import annotations
@@ -22,17 +28,22 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.errors import InputError
+from so101_mjx.robot.calibration import COUNTS_PER_TURN, MAX_COUNT, MOTORS, Calibration
 
-MOTORS = ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll", "gripper")
 FEATURE_NAMES = tuple(f"{motor}.pos" for motor in MOTORS)  # a follower's action and state feature names
 JOINT_UNITS = ("degrees", "range_m100_100")  # the arm motors' unit conventions (the gripper's is 0..100)
 GRIPPER_SPAN = 100.0  # the gripper's RANGE_0_100
+RAD_COUNTS = COUNTS_PER_TURN / (2 * np.pi)  # raw encoder counts per radian
 
 
-def _gain_offset(ranges: np.ndarray, units: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(gain, offset)`` (6,) with ``value = gain * q + offset`` for joint ``ranges`` (6, 2) rad."""
+def _gain_offset(ranges: np.ndarray, units: str,
+                 calibration: Calibration | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(gain, offset)`` (6,) with ``value = gain * q + offset`` for joint ``ranges`` (6, 2) rad, or under
+    ``calibration`` (:func:`_calibrated`)."""
     if units not in JOINT_UNITS:
         raise InputError(f"joint_units must be one of {JOINT_UNITS}, got {units!r}")
+    if calibration is not None:
+        return _calibrated(units, calibration)
     lower, upper = np.asarray(ranges, np.float64).T
     if units == "degrees":
         gain = np.full(6, 180.0 / np.pi)
@@ -45,19 +56,41 @@ def _gain_offset(ranges: np.ndarray, units: str) -> tuple[np.ndarray, np.ndarray
     return gain, offset
 
 
-def to_motor(q: Array, ranges: np.ndarray, units: str) -> Array:
-    """Joint angles (..., 6) rad -> motor values (..., 6) in ``units`` (the gripper in 0..100); a numpy
-    array stays one (host code keeps float64 whatever JAX's precision)."""
-    gain, offset = _gain_offset(ranges, units)
+def _calibrated(units: str, calibration: Calibration) -> tuple[np.ndarray, np.ndarray]:
+    """``(gain, offset)`` (6,) of rad -> raw counts (``zero_counts + q * RAD_COUNTS``) -> lerobot's value:
+    degrees ``(counts - mid) * 360 / 4095`` with ``mid`` the middle of ``[range_min, range_max]``; that
+    range onto [-100, 100] (arm motors, ``range_m100_100``) or [0, 100] (the gripper), mirrored
+    (``-value``, ``100 - value``) by ``drive_mode`` 1, which lerobot ignores in degrees."""
+    low, high = np.asarray(calibration.range_min, np.float64), np.asarray(calibration.range_max, np.float64)
+    arm = np.arange(len(MOTORS)) < 5
+    if units == "degrees":
+        per_count = np.full(len(MOTORS), 360.0 / MAX_COUNT)
+        at_zero = -per_count * (low + high) / 2
+    else:
+        per_count = 200.0 / (high - low)
+        at_zero = -100.0 - per_count * low
+    per_count[5] = GRIPPER_SPAN / (high[5] - low[5])
+    at_zero[5] = -per_count[5] * low[5]
+    mirrored = (np.asarray(calibration.drive_mode) == 1) & ~(arm & (units == "degrees"))
+    per_count = np.where(mirrored, -per_count, per_count)  # value = per_count * counts + at_zero
+    at_zero = np.where(mirrored, np.where(arm, 0.0, GRIPPER_SPAN) - at_zero, at_zero)
+    return per_count * RAD_COUNTS, per_count * np.asarray(calibration.zero_counts, np.float64) + at_zero
+
+
+def to_motor(q: Array, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> Array:
+    """Joint angles (..., 6) rad -> motor values (..., 6) in ``units`` (the gripper in 0..100), under a
+    follower's ``calibration`` when given (else ``ranges`` stand for it); a numpy array stays one (host
+    code keeps float64 whatever JAX's precision)."""
+    gain, offset = _gain_offset(ranges, units, calibration)
     if isinstance(q, np.ndarray):
         return q * gain + offset
     return q * jnp.asarray(gain, q.dtype) + jnp.asarray(offset, q.dtype)
 
 
-def from_motor(value: Array, ranges: np.ndarray, units: str) -> Array:
+def from_motor(value: Array, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> Array:
     """Motor values (..., 6) in ``units`` -> joint angles (..., 6) rad (the inverse of :func:`to_motor`;
     numpy stays numpy)."""
-    gain, offset = _gain_offset(ranges, units)
+    gain, offset = _gain_offset(ranges, units, calibration)
     if isinstance(value, np.ndarray):
         return (value - offset) / gain
     return (value - jnp.asarray(offset, value.dtype)) / jnp.asarray(gain, value.dtype)
@@ -68,8 +101,15 @@ def joint_ranges(model) -> np.ndarray:
     return model.jnt_range[[model.joint(name).id for name in MOTORS]].copy()
 
 
-def motor_limits(ranges: np.ndarray, units: str) -> np.ndarray:
-    """The joint ``ranges`` (6, 2) rad as motor values (6, 2): ``[lower, upper]`` per motor."""
-    gain, offset = _gain_offset(ranges, units)
-    return np.asarray(ranges, np.float64) * gain[:, None] + offset[:, None]
+def motor_limits(ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> np.ndarray:
+    """The joint ``ranges`` (6, 2) rad as motor values (6, 2): ``[lower, upper]`` per motor; under a
+    ``calibration``, the part of them inside its ``[range_min, range_max]`` (where the motors stop)."""
+    gain, offset = _gain_offset(ranges, units, calibration)
+    limits = np.asarray(ranges, np.float64) * gain[:, None] + offset[:, None]
+    if calibration is None:
+        return limits
+    counts = np.stack([calibration.range_min, calibration.range_max], axis=1).astype(np.float64)
+    reach = (counts - np.asarray(calibration.zero_counts)[:, None]) / RAD_COUNTS * gain[:, None] + offset[:, None]
+    limits, reach = np.sort(limits, axis=1), np.sort(reach, axis=1)
+    return np.stack([np.maximum(limits[:, 0], reach[:, 0]), np.minimum(limits[:, 1], reach[:, 1])], axis=1)
 

@@ -20,44 +20,16 @@ import mujoco
 import numpy as np
 
 from so101_mjx.errors import InputError, MissingFileError
+from so101_mjx.robot import rotations as R
 from so101_mjx.robot.scenes import load_model, scenes_dir
 
 VELOCITY_LIMIT = 10.0  # rad/s, URDF requires one and the MJCF has none: the reference's URDF value
-_RPY_TOL = 1e-14  # a frame's roll-pitch-yaw must rebuild its rotation to this
-
-
-def _rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """URDF's fixed-axis rotation Rz(yaw) Ry(pitch) Rx(roll)."""
-    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
-
-
-def rpy_from_matrix(rot: np.ndarray) -> tuple[float, float, float]:
-    """URDF roll-pitch-yaw (radians) of a rotation matrix, to round-off also at pitch ±π/2.
-
-    Two candidates (the general one, and yaw = 0 for the gimbal lock); the one rebuilding ``rot``
-    better is returned. InputError if neither rebuilds it to 1e-14 (``rot`` is not a rotation).
-    """
-    pitch = math.atan2(-rot[2, 0], math.hypot(rot[0, 0], rot[1, 0]))
-    candidates = [(math.atan2(rot[2, 1], rot[2, 2]), pitch, math.atan2(rot[1, 0], rot[0, 0])),
-                  (math.atan2(-rot[1, 2], rot[1, 1]), pitch, 0.0)]
-    errors = [np.max(np.abs(_rpy_matrix(*c) - rot)) for c in candidates]
-    best = int(np.argmin(errors))
-    if errors[best] > _RPY_TOL:
-        raise InputError(f"not a rotation matrix (rebuilt to {errors[best]:.1e}): {np.asarray(rot).tolist()}")
-    return candidates[best]
-
-
 def _num(values) -> str:
     return " ".join(repr(float(v)) for v in np.atleast_1d(values))
 
 
 def _origin(pos, quat) -> str:
-    rot = np.empty(9)
-    mujoco.mju_quat2Mat(rot, np.asarray(quat, np.float64))
-    return f'<origin xyz="{_num(pos)}" rpy="{_num(rpy_from_matrix(rot.reshape(3, 3)))}"/>'
+    return f'<origin xyz="{_num(pos)}" rpy="{_num(R.mat_to_rpy(R.quat_to_mat_np(quat)))}"/>'
 
 
 def _link(model: mujoco.MjModel, b: int) -> list[str]:

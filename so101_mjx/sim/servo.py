@@ -42,8 +42,8 @@ from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
+from so101_mjx.robot.calibration import COUNTS_PER_TURN  # the STS3215's 12-bit magnetic encoder
 
-COUNTS_PER_TURN = 4096  # the STS3215's 12-bit magnetic encoder
 RAD_PER_COUNT = 2 * math.pi / COUNTS_PER_TURN
 BACKLASH = 14.78 * RAD_PER_COUNT  # rad (1.30°): the STS3215's output backlash under load (Kotov, Robonine, 2025)
 NO_LOAD_SPEED = math.radians(60) / 0.222  # rad/s (4.72): the STS3215 datasheet's 0.222 s/60° at 7.4 V

@@ -30,6 +30,7 @@ class Info:
     task: dict[str, Array]  # the task's own entries
     model_params: dict[str, Array] | None = None  # this episode's randomized model arrays
     render_params: dict[str, Array] | None = None  # this episode's visual randomization (so101_mjx.render.visual_randomization)
+    frames: dict[str, Array] | None = None  # camera -> (latency, H, W, 3) uint8 frames not yet observed (render.latency)
     servo: dict[str, Array] | None = None  # the servo model's state (so101_mjx.sim.servo), when it is on
     steps: Array | None = None  # () int32: control steps this episode (set by the training wrapper)
     truncation: Array | None = None  # () float 0/1: the episode hit its length limit (training wrapper)

@@ -9,6 +9,7 @@ motor's measured and simulated positions under the fit.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -100,13 +101,15 @@ def run(args: argparse.Namespace) -> int:
     report_file = report_path(args.out)
     if args.plot:
         _pyplot()  # before the fit, not after it
-    settings = {"dataset": str(Path(args.dataset).resolve()), "task": args.task, "units": args.units, "backend": args.backend,
-                "population": args.population, "elites": args.elites, "iterations": args.iterations, "sweeps": args.sweeps,
-                "polish": args.polish, "seed": args.seed}
+    calibration = None if args.calibration is None else dataclasses.asdict(args.calibration)
+    settings = {"dataset": str(Path(args.dataset).resolve()), "task": args.task, "units": args.units,
+                "calibration": calibration, "backend": args.backend, "population": args.population,
+                "elites": args.elites, "iterations": args.iterations, "sweeps": args.sweeps, "polish": args.polish,
+                "seed": args.seed}
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)  # the fit compares positions to a fraction of an encoder count
     try:
-        recording = dataset.read(args.dataset, units=args.units, task=args.task)
+        recording = dataset.read(args.dataset, units=args.units, task=args.task, calibration=args.calibration)
         start = time.perf_counter()
         identified = fit.identify(recording, task=args.task, backend=args.backend, population=args.population, elites=args.elites,
                                   iterations=args.iterations, sweeps=args.sweeps, polish=args.polish, motors_fitted=motors_fitted,

@@ -4,9 +4,11 @@ The dataset needs ``action`` and ``observation.state`` features holding the six 
 entries (:data:`~so101_mjx.robot.motors.FEATURE_NAMES`, a real ``so101_follower``'s names, and the
 joint-mode datasets of ``so101-mjx record`` and ``so101-mjx deploy``), in ``units``: lerobot's degrees
 (``use_degrees=True``) or -100..100 (``use_degrees=False``), the gripper 0..100 either way: float vectors,
-one entry per name, as a follower's. A position more than :data:`RANGE_MARGIN` of a motor's span outside
-its range in ``units`` is refused (a recording in other units). Frames are read in order per episode; the
-state of frame t is what the follower measured before action t was sent.
+one entry per name, as a follower's. With the follower's ``calibration``
+(:class:`~so101_mjx.robot.calibration.Calibration`) the values are read as that arm's units, else the
+scene's joint ranges stand for its calibration. A position more than :data:`RANGE_MARGIN` of a motor's span
+outside its range in ``units`` is refused (a recording in other units). Frames are read in order per
+episode; the state of frame t is what the follower measured before action t was sent.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from so101_mjx.data.dataset_check import read_info
 from so101_mjx.envs import registry
 from so101_mjx.errors import InputError
 from so101_mjx.robot import motors
+from so101_mjx.robot.calibration import Calibration
 from so101_mjx.robot.scenes import load_model
 from so101_mjx.sysid.fit import Recording
 
@@ -73,16 +76,19 @@ def check_range(values: np.ndarray, limits: np.ndarray, units: str, name: str) -
         found = values[:, m][outside[:, m]]
         raise InputError(f"{name}: {motors.FEATURE_NAMES[m]} reaches {found[np.abs(found).argmax()]:.4g}, outside its range "
                          f"[{limits[m, 0]:.4g}, {limits[m, 1]:.4g}] in {units} (the gripper 0..100) by more than "
-                         f"{RANGE_MARGIN:.0%}: record in --units {units}, or pass the dataset's units (degrees or range_m100_100)")
+                         f"{RANGE_MARGIN:.0%}: record in --units {units}, or pass the dataset's units (degrees or "
+                         "range_m100_100) and the recording follower's --calibration")
 
 
-def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0") -> Recording:
-    """The dataset at ``root`` as a :class:`Recording` in rad (joint ranges of ``task``'s scene); InputError for
-    features unlike a follower's or positions outside the motors' ranges in ``units`` (:func:`check_range`)."""
+def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0",
+         calibration: Calibration | None = None) -> Recording:
+    """The dataset at ``root`` as a :class:`Recording` in rad (under ``calibration``, else the joint ranges of
+    ``task``'s scene); InputError for features unlike a follower's or positions outside the motors' ranges in
+    ``units`` (:func:`check_range`)."""
     root = Path(root)
     info = read_info(root)
     ranges = motors.joint_ranges(load_model(registry.task(task).scene))
-    limits = motors.motor_limits(ranges, units)
+    limits = motors.motor_limits(ranges, units, calibration)
     where = {key: _indices(info, key, root) for key in COLUMNS}
     tables = []
     for path in fmt.files(root, "data/"):
@@ -106,7 +112,8 @@ def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0
             name = f"{root}: episode {episode}'s {key!r}"
             values[key] = _positions(rows, key, where[key], info["features"][key]["shape"][0], name)
             check_range(values[key], limits, units, name)
-        episodes.append(tuple(np.asarray(motors.from_motor(values[key], ranges, units)) for key in COLUMNS))
+        angles = (motors.from_motor(values[key], ranges, units, calibration) for key in COLUMNS)
+        episodes.append(tuple(np.asarray(q) for q in angles))
     if not episodes:
         raise InputError(f"{root}: no episode has {MIN_FRAMES} frames or more")
     return Recording(float(info["fps"]), tuple(episodes))

@@ -29,7 +29,6 @@ from so101_mjx import _checks as checks
 from so101_mjx.envs import make
 from so101_mjx.sim import servo
 from so101_mjx.errors import InputError
-from so101_mjx.robot import motors
 from so101_mjx.sim.randomization import Randomization
 
 PARAMETERS = ("delay_ticks", "backlash", "max_velocity", "deadband", "kp", "damping")
@@ -104,7 +103,7 @@ def replayer(env):
         drawn = {k: candidate[k].astype(state.info.servo["params"][k].dtype) for k in SERVO_PARAMETERS}
         servo_state = {**servo.initial(arm.servo_model, start, jax.random.PRNGKey(0)), "params": drawn}
         state = state.replace(physics=arm.at_rest(state.physics, start), info=state.info.replace(model_params=params, servo=servo_state))
-        to_motor = lambda q: motors.to_motor(q, arm.motor_ranges, arm.joint_mode.units)  # noqa: E731
+        to_motor = lambda q: arm.joint_mode.to_motor(q, arm.motor_ranges)  # noqa: E731
 
         def tick(s, command):
             return env.step(s, to_motor(command)), arm.motor_q(s.physics)

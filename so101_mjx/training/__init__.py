@@ -11,6 +11,7 @@
 - :mod:`so101_mjx.training.progress`: console progress, CSV, TensorBoard and the learning-curve PNG.
 - :mod:`so101_mjx.training.ppo`: a training run: presets, logs, checkpoints, resume (``so101-mjx train``).
 - :mod:`so101_mjx.training.export`: ONNX and ``.npz`` export (``so101-mjx export``).
+- :mod:`so101_mjx.training.policies`: ``load(path) -> Policy``, the one loader of checkpoints, exports and pixel students.
 - :mod:`so101_mjx.training.replay`: an exported policy in the gymnasium CPU env (``so101-mjx replay``).
 - :mod:`so101_mjx.training.evaluate`: a checkpoint or exported policy in the jitted env on mjx and/or c (``so101-mjx eval``).
 """

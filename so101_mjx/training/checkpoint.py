@@ -45,7 +45,7 @@ from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_
 from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import networks, npz
-from so101_mjx.training.policy import NETWORK, PolicyWeights, check_metadata
+from so101_mjx.training.policy import NETWORK, NumpyPolicy, PolicyWeights, check_metadata
 
 RUN_FILE = "run.json"
 PARAMS_FILE = "params.npz"
@@ -158,8 +158,18 @@ def _state_file(path: str | Path) -> Path:
     return step_dir / STATE_FILE
 
 
-def policy_weights(run: dict[str, Any], params: Any) -> PolicyWeights:
-    return PolicyWeights.from_params(params, run["normalize_observations"], run["network"]["activation"])
+def read_policy(path: str | Path) -> tuple[NumpyPolicy, Any]:
+    """``(deterministic policy, Brax params)`` of a checkpoint (run, checkpoints or step directory), its
+    ``run.json`` as the policy's metadata; InputError naming the step directory when either is unusable
+    (:meth:`~so101_mjx.training.policy.NumpyPolicy.checked`). Policies are loaded by
+    :func:`so101_mjx.training.policies.load`."""
+    step_dir = resolve(path)
+    run, params = load(step_dir)  # run.json checked
+    try:
+        weights = PolicyWeights.from_params(params, run["normalize_observations"], run["network"]["activation"])
+    except (KeyError, TypeError, IndexError) as err:
+        raise InputError(f"{step_dir}: params do not hold a Brax policy network: {err!r}") from None
+    return NumpyPolicy.checked(weights, run, step_dir), params
 
 
 def inference_fn(run: dict[str, Any], params: Any):

@@ -36,9 +36,9 @@ from so101_mjx._files import atomic_path, atomic_write
 from so101_mjx._lock import exclusive
 from so101_mjx import _checks as checks
 from so101_mjx.envs.arm import AGENT_POS_SIZE
-from so101_mjx.envs import SO101Env, make
+from so101_mjx.envs import SO101Env
 from so101_mjx.errors import InputError
-from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, conv_sides, read_params
+from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, conv_sides
 
 PIXELS = "pixels/front"
 
@@ -176,26 +176,22 @@ def save(out: Path, params, meta: dict[str, Any]) -> Path:
     return out / "student.npz"
 
 
-def load_params(path: str | Path):
-    """The student's params from a ``student.npz`` (checked: :func:`~so101_mjx.training.pixel_policy.read_params`)."""
-    return traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(v) for k, v in read_params(path).items()})
-
-
 def run(args: argparse.Namespace) -> int:
-    from so101_mjx.training import evaluate
+    from so101_mjx.training import policies
 
-    teacher, meta = evaluate.load(args.teacher)
+    teacher = policies.load(args.teacher).require_state("distill's teacher")
     config = DistillConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DistillConfig)
                               if getattr(args, f.name) is not None})
-    env_config = {**meta["env_config"], "image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
-                  "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization)}
-    env = make(meta["env"], backend="c", **env_config)
+    cameras = {"image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
+               "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization)}
+    env = teacher.make_env("c", **cameras)
     with exclusive(args.out, "distillation"):  # one writer per --out, from the start (a second run is refused at once)
-        print(f"distill {args.teacher} ({meta['env']}) into a pixel student: {config}", flush=True)
+        print(f"distill {args.teacher} ({teacher.env}) into a pixel student: {config}", flush=True)
         log = lambda r: print(f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "  # noqa: E731
                               f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
-        _, params, rows = distill(env, teacher, config, log=log)
-        path = save(Path(args.out), params, {"teacher": str(args.teacher), "env": meta["env"], "env_config": env_config,
+        _, params, rows = distill(env, teacher.jax_fn, config, log=log)
+        path = save(Path(args.out), params, {"teacher": str(args.teacher), "env": teacher.env,
+                                             "env_config": {**teacher.env_config, **cameras},
                                              "config": dataclasses.asdict(config), "iterations": rows})
         print(f"student: {path}")
         try:

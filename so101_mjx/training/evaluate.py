@@ -1,8 +1,8 @@
 """``so101-mjx eval POLICY``: a policy's episodes in the jitted, batched env on backend ``mjx`` and/or ``c``.
 
 ``POLICY`` is a checkpoint (run, ``checkpoints/`` or step directory: Brax's own deterministic
-inference function) or an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP,
-:func:`so101_mjx.training.policy.forward`, so an ONNX policy runs inside jit on any backend). Every episode is
+inference function) or an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP, so an ONNX
+policy runs inside jit on any backend), loaded by :func:`so101_mjx.training.policies.load`. Every episode is
 one vmapped world of :func:`so101_mjx.envs.rollout.run_episodes` (stopping once all are done), in the
 policy's own env config; episode ``i`` starts from the same state on every backend (one PRNG
 stream from ``--seed``), so ``--backend mjx,c`` also reports the per-episode outcome agreement.
@@ -15,12 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
@@ -31,24 +29,7 @@ from so101_mjx.envs.base import asdict
 from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.errors import InputError
-from so101_mjx.training.export import load_checkpoint, load_exported
-from so101_mjx.training.policy import forward
-from so101_mjx.training.replay import IMAGE_OPTIONS, policy_env
-
-EXPORTED = (".onnx", ".npz")
-
-
-def load(path: str | Path) -> tuple[Callable[[Array], Array], dict[str, Any]]:
-    """``(policy(obs (obs_size,)) -> env action (4,), metadata)``, jit-traceable, for a checkpoint
-    or an exported file; ValueError naming the file when it is not a complete, finite policy."""
-    if Path(path).suffix in EXPORTED:
-        policy = load_exported(path)
-        weights, scale, offset = policy.weights, jnp.asarray(policy.scale), jnp.asarray(policy.offset)
-        return (lambda obs: forward(weights, obs, scale, offset, jnp)), policy.metadata
-    from so101_mjx.training import checkpoint
-
-    policy, params = load_checkpoint(path)  # checks run.json and the weights
-    return checkpoint.inference_fn(policy.metadata, params), policy.metadata
+from so101_mjx.training import policies
 
 
 def parse_backends(text: str) -> tuple[str, ...]:
@@ -75,10 +56,9 @@ def evaluate(
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", x64)
     try:
-        policy, meta = load(path)
-        name, env_config = policy_env(meta, env, force, path)
-        # A state policy reads the flat observation: its env renders no frames (as replay's gym env)
-        env_config = {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS}
+        policy = policies.load(path).require_state("eval")
+        name, env_config = policy.env_for(env, force)
+        env_config = policies.without_cameras(env_config)  # it reads the flat observation: no frames rendered
         if servo_model == "off":
             env_config = {**env_config, "servo_model": None}
         elif servo_model is not None:  # as a dict: the results are JSON
@@ -88,8 +68,8 @@ def evaluate(
         for backend in backends:
             jax_env = make(name, backend=backend, **env_config)  # bad fields: ValueError naming them
             start = time.perf_counter()
-            out = jax.device_get(run_episodes(jax_env, policy, jax.random.PRNGKey(seed), episodes, stop_when_done=True,
-                                                  setting=f"--episodes {episodes}"))
+            out = jax.device_get(run_episodes(jax_env, policy.jax_fn, jax.random.PRNGKey(seed), episodes,
+                                              stop_when_done=True, setting=f"--episodes {episodes}"))
             result["backends"][backend] = summary(out, time.perf_counter() - start)
     finally:
         jax.config.update("jax_enable_x64", previous)

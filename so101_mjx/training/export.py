@@ -13,9 +13,9 @@ output is already in the env's action space, ``[dx, dy, dz]`` in [-1, 1] and ``g
   (the same JSON), run by :class:`~so101_mjx.training.policy.NumpyPolicy` with numpy alone (importable from
   here or from :mod:`so101_mjx.training.policy` without JAX).
 
-:func:`load_exported` reads either file back as a checked :class:`~so101_mjx.training.policy.NumpyPolicy` (the
-ONNX from its initializers, its graph compared with the one export writes from them): ``replay`` and
-``eval`` refuse the same files, truncated, non-finite or edited networks.
+:func:`so101_mjx.training.policies.load` reads either file back, checked (the ONNX from its initializers, its
+graph compared with :func:`policy_graph`'s from them): every command refuses the same files, truncated,
+non-finite or edited networks.
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ from typing import Any
 import numpy as np
 
 from so101_mjx._files import atomic_path, check_out
-from so101_mjx import _schema as schema
-from so101_mjx.errors import InputError, MissingFileError
-from so101_mjx.training import onnx_graph
+from so101_mjx.errors import InputError
 from so101_mjx.training.onnx_graph import graph_model
 from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights
 
@@ -68,7 +66,8 @@ def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.nd
 
 
 def policy_graph(weights: PolicyWeights, action_scale: np.ndarray, action_offset: np.ndarray):
-    """The policy's ``onnx.GraphProto``: what :func:`onnx_model` writes and :func:`read_onnx` compares a file with."""
+    """The policy's ``onnx.GraphProto``: what :func:`onnx_model` writes and :func:`so101_mjx.training.policies.load`
+    compares a file with."""
     from onnx import TensorProto, helper, numpy_helper
 
     inits, nodes = [], []
@@ -110,76 +109,16 @@ def policy_graph(weights: PolicyWeights, action_scale: np.ndarray, action_offset
     )
 
 
-def load_checkpoint(path: str | Path) -> tuple[NumpyPolicy, Any]:
-    """``(deterministic policy, Brax params)`` of a checkpoint (run, checkpoints or step directory),
-    its ``run.json`` as the policy's metadata; ValueError naming the step directory when either is
-    unusable (:meth:`NumpyPolicy.checked`)."""
-    from so101_mjx.training import checkpoint
-
-    step_dir = checkpoint.resolve(path)
-    run, params = checkpoint.load(step_dir)  # run.json checked
-    try:
-        weights = checkpoint.policy_weights(run, params)
-    except (KeyError, TypeError, IndexError) as err:
-        raise InputError(f"{step_dir}: params do not hold a Brax policy network: {err!r}") from None
-    return NumpyPolicy.checked(weights, run, step_dir), params
-
-
-def read_onnx(path: str | Path) -> NumpyPolicy:
-    """The policy an ONNX export holds (its initializers and ``so101_mjx`` metadata), checked as
-    :meth:`NumpyPolicy.checked`, its graph compared with the one :func:`policy_graph` builds from those
-    weights (:func:`~so101_mjx.training.onnx_graph.check_structure`): ValueError naming ``path`` for a
-    file this exporter did not write, or one edited since."""
-    model = onnx_graph.load(path)
-    meta = onnx_graph.read_metadata(model, path)
-    inits = onnx_graph.initializers(model, path)
-    n = sum(name.startswith("kernel_") for name in inits)
-    hidden = {node.name: node.op_type for node in model.graph.node}.get("hidden_0")
-    names = ["obs_mean", "obs_std", "action_scale", "action_offset", *(f"{k}_{i}" for i in range(n) for k in ("kernel", "bias"))]
-    missing = [name for name in names if name not in inits]
-    network = meta.get("network") if isinstance(meta.get("network"), dict) else {}
-    activation = {"Mul": "swish", "Relu": "relu", "Tanh": "tanh"}.get(hidden, hidden) if hidden else network.get("activation")
-    if missing or not isinstance(activation, str):
-        raise InputError(f"{path} is not an exported so101_mjx ONNX policy: initializers {missing} missing, hidden activation {activation!r}")
-    weights = PolicyWeights(
-        mean=inits["obs_mean"], std=inits["obs_std"], kernels=tuple(inits[f"kernel_{i}"] for i in range(n)),
-        biases=tuple(inits[f"bias_{i}"] for i in range(n)), activation=activation,
-    )
-    scale, offset = (schema.array(path, name, inits[name], dtype="float32", ndim=1) for name in ("action_scale", "action_offset"))
-    if isinstance(meta.get("action_map"), dict):
-        meta = {**meta, "action_map": {**meta["action_map"], "scale": scale.tolist(), "offset": offset.tolist()}}  # the graph's own
-    policy = NumpyPolicy.checked(weights, meta, path)
-    onnx_graph.check_structure(model, policy_graph(weights, scale, offset), path)
-    return policy
-
-
-def load_exported(path: str | Path) -> NumpyPolicy:
-    """A checked policy from an exported ``.onnx`` (needs onnx; else the ``.npz`` beside it) or ``.npz``."""
-    path = Path(path)
-    if not path.is_file():
-        raise MissingFileError(f"policy not found: {path}")
-    if path.suffix == ".npz":
-        return NumpyPolicy.load(path)
-    if path.suffix != ".onnx":
-        raise InputError(f"policy must be a .onnx or .npz file, got {path}")
-    try:
-        import onnx  # noqa: F401
-    except ImportError:
-        if not path.with_suffix(".npz").is_file():
-            raise InputError(f"reading {path} needs onnx (pip install so101-mjx[export]) and {path.with_suffix('.npz')} is missing") from None
-        print(f"onnx is not installed: using {path.with_suffix('.npz')}")
-        return NumpyPolicy.load(path.with_suffix(".npz"))
-    return read_onnx(path)
-
-
 def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, Path]:
     """Write ``out`` (.onnx) and the ``.npz`` beside it. Returns their paths (ONNX None without onnx)."""
+    from so101_mjx.training import checkpoint
+
     out = Path(out)
     if out.suffix != ".onnx":
         raise InputError(f"--out must end in .onnx, got {out}")
     npz = out.with_suffix(".npz")
     check_out(out, npz)
-    policy, _ = load_checkpoint(checkpoint_path)
+    policy, _ = checkpoint.read_policy(checkpoint_path)
     meta, weights, scale, offset = metadata(policy.metadata), policy.weights, policy.scale, policy.offset
     NumpyPolicy(weights, meta, scale, offset).save(npz)
     try:

@@ -1,4 +1,4 @@
-"""A distilled pixel student as ONNX, and pixel policies as ``(pixels, agent_pos) -> actions`` functions.
+"""A distilled pixel student: its network, its files (``student.npz``, ``distill.json``) and its ONNX export.
 
 ``so101-mjx export DISTILL_DIR`` (a directory with ``distill.json`` and ``student.npz``, written
 by ``so101-mjx distill``) writes ``student.onnx`` beside them: opset 17, built node by node with
@@ -8,15 +8,14 @@ float32, output ``actions`` (batch, 4) float32 in the env's action space (``[dx,
 convolutions in ONNX's NCHW layout inside the graph. Metadata ``so101_mjx``: ``kind`` "pixel",
 the env id and env config (``image_size``, ``image_quality``), the teacher and the library version.
 
-:func:`load` runs such a file in onnxruntime, or its ``student.npz`` with flax when onnxruntime is
-missing, after checking its metadata, weights and graph (:func:`read_onnx`; ``distill.json`` and
-``student.npz``: :func:`read_run`); :func:`is_pixel_policy` tells a pixel export from a state one.
+:func:`so101_mjx.training.policies.load` reads such a file back (its metadata, weights and graph checked
+against :func:`student_graph`; ``distill.json`` and ``student.npz``: :func:`read_run`) and runs it in
+onnxruntime, or with flax (:func:`student`) when onnxruntime is missing.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +30,11 @@ from so101_mjx import _schema as schema
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs.config import MAX_IMAGE_SIZE
 from so101_mjx.errors import InputError
-from so101_mjx.training import npz, onnx_graph
+from so101_mjx.training import npz
 from so101_mjx.training.onnx_graph import graph_model
 
 KIND = "pixel"
 STUDENT_FILE, META_FILE, ONNX_FILE = "student.npz", "distill.json", "student.onnx"
-PixelPolicy = Callable[[np.ndarray, np.ndarray], np.ndarray]  # (pixels (B, H, W, 3) uint8, agent_pos (B, 14)) -> (B, 4)
 CONV_KERNELS, CONV_STRIDES = (8, 4, 3), (4, 2, 1)  # PixelStudent's convolutions (also its ONNX graph's)
 MAX_WIDTH_FACTOR = 4  # a student.npz array may be as large as a PixelStudent this many times as wide (a header check)
 
@@ -79,7 +77,7 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
         if not (run_dir / name).is_file():
             raise InputError(f"{run_dir} is not a distill directory: {name} is missing")
     run = schema.read_json(run_dir / META_FILE)
-    env, env_config = _check_meta(run, run_dir / META_FILE)
+    env, env_config = check_meta(run, run_dir / META_FILE)
     params = read_params(run_dir / STUDENT_FILE, env_config["image_size"])
     from so101_mjx import __version__
     from so101_mjx.envs.registry import task
@@ -91,7 +89,7 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
     return params, meta
 
 
-def _check_meta(meta: Any, source: str | Path) -> tuple[str, dict[str, Any]]:
+def check_meta(meta: Any, source: str | Path) -> tuple[str, dict[str, Any]]:
     """``(env, env_config)`` of ``distill.json`` or a student ONNX's metadata, checked (ValueError naming ``source``)."""
     schema.fields(source, meta, {"env": schema.STRING, "env_config": schema.OBJECT})
     schema.fields(source, meta["env_config"], {"image_size": schema.integer(1)}, where="env_config.")
@@ -141,6 +139,15 @@ def check_params(params: dict[str, np.ndarray], source: str | Path, image_size: 
     return params
 
 
+def student(params: dict[str, np.ndarray]) -> tuple[PixelStudent, Any]:
+    """``(the PixelStudent, its flax params)`` of params flattened by '/'-joined path (checked by :func:`check_params`)."""
+    from flax import traverse_util
+
+    channels = tuple(int(kernel.shape[-1]) for kernel, _ in _layers(params, "Conv"))
+    net = PixelStudent(channels=channels, hidden=int(_dense(params)[1][0].shape[1]))
+    return net, traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(v) for k, v in params.items()})
+
+
 def _count(params: dict[str, np.ndarray], kind: str) -> int:
     return len({name.split("/")[1] for name in params if name.startswith(f"params/{kind}_")})
 
@@ -171,7 +178,7 @@ def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
 
 def student_graph(params: dict[str, np.ndarray], size: int):
     """The student's ``onnx.GraphProto`` for (size, size) frames (params checked by :func:`check_params`):
-    what :func:`onnx_model` writes and :func:`load` compares a file with."""
+    what :func:`onnx_model` writes and :func:`so101_mjx.training.policies.load` compares a file with."""
     from onnx import TensorProto, helper, numpy_helper
 
     inits, nodes = [], []
@@ -228,68 +235,3 @@ def export(run_dir: str | Path, out: str | Path | None = None) -> Path:
         onnx.save(onnx_model(params, meta), tmp)
     print(f"exported the pixel student of {meta['env']} ({run_dir}) -> {out}")
     return out
-
-
-def is_pixel_policy(path: str | Path) -> bool:
-    """Whether ``path`` is a pixel export: a ``student.onnx`` graph with a ``pixels`` input or a distill ``student.npz``."""
-    path = Path(path)
-    if path.suffix == ".npz":
-        return path.name == STUDENT_FILE and (path.parent / META_FILE).is_file()
-    if path.suffix != ".onnx" or not path.is_file():
-        return False
-    import onnx
-
-    try:
-        graph = onnx.load(str(path), load_external_data=False).graph
-    except Exception:  # not ONNX at all: the state loader names the problem
-        return False
-    return any(i.name == "pixels" for i in graph.input)
-
-
-def read_onnx(path: str | Path) -> dict[str, Any]:
-    """The metadata of a student ONNX, after checking it (``kind`` "pixel", ``env``, ``env_config.image_size``),
-    its weights (:func:`check_params`, from the initializers) and its graph against the one
-    :func:`student_graph` builds from them; ValueError naming ``path`` otherwise."""
-    model = onnx_graph.load(path)
-    meta = onnx_graph.read_metadata(model, path)
-    schema.fields(path, meta, {"kind": schema.one_of([KIND])}, label="metadata field")
-    _, env_config = _check_meta(meta, path)
-    inits = onnx_graph.initializers(model, path)
-    names = {f"params/Dense_{1 - i}/{part}": f"dense_{i}_{part}" for i in range(2) for part in ("kernel", "bias")}
-    names |= {f"params/Conv_{i}/{part}": f"conv_{i}_{'weight' if part == 'kernel' else 'bias'}"
-              for i in range(len(CONV_KERNELS)) for part in ("kernel", "bias")}
-    missing = sorted(v for v in names.values() if v not in inits)
-    if missing:
-        raise InputError(f"{path} is not an exported so101_mjx pixel student: initializers {missing} missing")
-    params = {k: inits[v] for k, v in names.items()}
-    for i in range(len(CONV_KERNELS)):  # ONNX OIHW -> flax HWIO
-        weight = schema.array(path, f"conv_{i}_weight", params[f"params/Conv_{i}/kernel"], ndim=4)
-        params[f"params/Conv_{i}/kernel"] = np.transpose(weight, (2, 3, 1, 0))
-    check_params(params, path, env_config["image_size"])
-    onnx_graph.check_structure(model, student_graph(params, env_config["image_size"]), path)
-    return meta
-
-
-def load(path: str | Path) -> tuple[PixelPolicy, dict[str, Any]]:
-    """``(policy, metadata)`` of a pixel export (``student.onnx`` in onnxruntime, checked by :func:`read_onnx`;
-    a distill ``student.npz``, or the ``.onnx`` without onnxruntime, via the npz beside it with flax)."""
-    path = Path(path)
-    if path.suffix == ".onnx":
-        meta = read_onnx(path)
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            print(f"onnxruntime is not installed: running {path.with_name(STUDENT_FILE)} with flax")
-        else:
-            session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-            run = lambda pixels, agent_pos: session.run(  # noqa: E731
-                ["actions"], {"pixels": np.asarray(pixels, np.uint8), "agent_pos": np.asarray(agent_pos, np.float32)})[0]
-            return run, meta
-    params, meta = read_run(path.parent)
-    from flax import traverse_util
-
-    channels = tuple(int(kernel.shape[-1]) for kernel, _ in _layers(params, "Conv"))
-    student = PixelStudent(channels=channels, hidden=int(_dense(params)[1][0].shape[1]))
-    tree = traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(v) for k, v in params.items()})
-    apply = jax.jit(student.apply)
-    return (lambda pixels, agent_pos: np.asarray(apply(tree, jnp.asarray(pixels, jnp.uint8), jnp.asarray(agent_pos, jnp.float32)))), meta

@@ -37,6 +37,7 @@ from so101_mjx.envs.tasks.pick_place import PickPlace, PickPlaceConfig
 from so101_mjx.sim.physics import PhysicsState
 from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.errors import InputError
+from so101_mjx.robot import rotations as R
 from so101_mjx.robot.scenes import JAW_PADS, scene_path, set_jaw_pads
 
 TIPS: tuple[str, ...] = ("fixed_jaw_tip_collision", "moving_jaw_tip_collision")
@@ -91,12 +92,9 @@ def fitted_pieces(size: np.ndarray, pos: np.ndarray, quat: np.ndarray, fit: Fit)
     r = size[thin]
     half = size[axis] - r  # capsule half-length / outer sphere centre offset: ends stay inside the box
     if fit.shape == "capsule":
-        q = np.zeros(4)
-        mujoco.mju_mulQuat(q, quat, _axis_quat(axis))
+        q = R.quat_mul_np(quat, _axis_quat(axis))
         return [(mujoco.mjtGeom.mjGEOM_CAPSULE, np.array([r, half, 0.0]), pos, q)]
-    rot = np.zeros(9)
-    mujoco.mju_quat2Mat(rot, quat)
-    direction = rot.reshape(3, 3)[:, axis]
+    direction = R.quat_to_mat_np(quat)[:, axis]
     m = (fit.count - 1) // 2
     offsets = [0.0] + [s * k * half / m for k in range(1, m + 1) for s in (-1, 1)]
     return [(mujoco.mjtGeom.mjGEOM_SPHERE, np.array([r, 0.0, 0.0]), pos + o * direction, quat) for o in offsets]

@@ -250,9 +250,9 @@ def test_frames_are_the_gym_render():
     import jax
 
     import so101_mjx.gym
-    from so101_mjx.data.record import _episode_fns, _Frames, load_policy, run_worlds
+    from so101_mjx.data.record import _episode_fns, _Frames, policy_and_env, run_worlds
 
-    _, env, policy, _ = load_policy("scripted", REACH, "c", SHORT)
+    _, env, policy, _ = policy_and_env("scripted", REACH, "c", SHORT)
     key = jax.random.PRNGKey(3)[None]
     traj = run_worlds(env, _episode_fns(env, policy), key)
     frames = _Frames(env, 64, ["front"], "full")
@@ -308,9 +308,9 @@ def test_visual_randomization_draws_per_episode():
         pytest.skip("no offscreen GL context (MUJOCO_GL=egl or osmesa)")
     import jax
 
-    from so101_mjx.data.record import _episode_fns, _Frames, load_policy, run_worlds
+    from so101_mjx.data.record import _episode_fns, _Frames, policy_and_env, run_worlds
 
-    _, env, policy, _ = load_policy("scripted", REACH, "c", SHORT)
+    _, env, policy, _ = policy_and_env("scripted", REACH, "c", SHORT)
     traj = run_worlds(env, _episode_fns(env, policy), jax.random.PRNGKey(3)[None])
     plain, randomized = _Frames(env, 32, ["front"], "fast"), _Frames(env, 32, ["front"], "fast", visual_randomization.STANDARD)
     try:

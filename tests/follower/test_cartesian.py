@@ -45,3 +45,23 @@ def test_velocity_is_the_finite_difference_and_the_jaw_command_is_remembered():
     gain = 200.0 / np.diff(adapter.arm.motor_ranges[0])[0]  # motor units per radian
     np.testing.assert_allclose(agent[5], 2.0 / gain / adapter.dt, rtol=1e-5)
     assert agent[10] == -1.0  # gripper_pose of a closed jaw command
+
+
+def test_a_calibrated_follower_is_read_and_driven_in_its_units():
+    """With the follower's calibration the adapter reads its motor values as that arm's angles, and sends the
+    targets in its units: the same angles as without one."""
+    from so101_mjx.robot.calibration import Calibration
+
+    nominal = CartesianAdapter("SO101PickCube-v0", CONFIG, "degrees")
+    ranges = nominal.arm.motor_ranges
+    near = Calibration.nominal(ranges)
+    calibration = Calibration(tuple(v + 25 for v in near.range_min), tuple(v - 15 for v in near.range_max))
+    adapter = CartesianAdapter("SO101PickCube-v0", CONFIG, "degrees", calibration)
+    q = np.asarray([0.1, -0.3, 0.4, 0.2, -0.5, 0.3])
+    agent = adapter.agent_pos(motors.to_motor(q, ranges, "degrees", calibration))
+    np.testing.assert_allclose(agent, nominal.agent_pos(motors.to_motor(q, ranges, "degrees")), atol=1e-6)
+    action = np.asarray([0.5, -0.2, 0.1, 0.7])
+    calibrated = adapter.targets(motors.to_motor(q, ranges, "degrees", calibration), action)
+    expected = nominal.targets(motors.to_motor(q, ranges, "degrees"), action)
+    np.testing.assert_allclose(motors.from_motor(calibrated, ranges, "degrees", calibration),
+                               motors.from_motor(expected, ranges, "degrees"), atol=1e-6)

@@ -43,7 +43,7 @@ def test_deploy_on_the_simulator_equals_the_gym_env_and_logs_a_dataset(joint_pol
     import gymnasium as gym
 
     import so101_mjx.gym  # noqa: F401
-    from so101_mjx.training.replay import gym_policy
+    from so101_mjx.training import policies
 
     result = deploy(joint_policy, "so101_mjx", episodes=2, dataset=str(tmp_path / "log"), seed=5)
     assert result["episodes"] == 2 and result["stopped"] == "done" and 0 <= result["success_rate"] <= 1
@@ -53,8 +53,8 @@ def test_deploy_on_the_simulator_equals_the_gym_env_and_logs_a_dataset(joint_pol
     assert info["features"]["observation.state"]["names"] == info["features"]["action"]["names"] == names
     import pyarrow.parquet as pq
     table = pq.read_table(next((tmp_path / "log" / "data").rglob("*.parquet"))).to_pydict()
-    act, name, env_config, _ = gym_policy(joint_policy, None, False)
-    env = gym.make(f"so101_mjx/{name}", **env_config)
+    policy = policies.load(joint_policy)
+    act, env = policy.gym_fn, gym.make(f"so101_mjx/{policy.env}", **policy.env_config)
     obs, _ = env.reset(seed=5)
     state0 = np.asarray(table["observation.state"][0])
     np.testing.assert_allclose(state0, obs["agent_pos"], atol=1e-4)
@@ -129,12 +129,12 @@ def test_record_logs_the_absolute_targets_a_follower_is_sent(joint_policy, tmp_p
     ±max_relative_target and to the motors' ranges (lerobot-replay sends them as they are)."""
     import pyarrow.parquet as pq
 
-    from so101_mjx.training.replay import gym_policy
+    from so101_mjx.training import policies
 
     assert cli.main(["record", "--policy", str(joint_policy), "--episodes", "1", "--out", str(tmp_path / "ds"), "--no-video"]) == 0
     table = pq.read_table(next((tmp_path / "ds" / "data").rglob("*.parquet"))).to_pydict()
     state, env_state, action = (np.asarray(table[k]) for k in ("observation.state", "observation.environment_state", "action"))
-    act = gym_policy(joint_policy, None, False)[0]
+    act = policies.load(joint_policy).gym_fn
     offsets = np.stack([act({"agent_pos": s, "environment_state": e}) for s, e in zip(state, env_state)])
     expected = np.clip(state + np.clip(offsets, -3, 3), *plan(joint_policy).limits.T)
     assert np.abs(offsets).max() > 1  # the policy moves: offsets and targets differ

@@ -1,6 +1,7 @@
 """SimFollower (issue 33, item 2): so101_follower's features and units, a round trip through
 send_action / get_observation, lerobot's max_relative_target rule, and clear errors."""
 
+import json
 import time
 
 import numpy as np
@@ -154,3 +155,31 @@ def test_reset_after_steps_and_real_time_pacing():
         assert not np.allclose(f.present_position(), home)
         f.send_action(action)  # the third action ends the episode: a fresh scene
         np.testing.assert_allclose(f.present_position(), home, atol=1e-6)
+
+
+def test_a_calibrated_follower_reads_and_takes_that_arms_units(tmp_path):
+    """``calibration``: a real follower's lerobot file; the motors read and take its units (robot.calibration)."""
+    from so101_mjx.robot.calibration import load_calibration
+
+    data = {m: {"id": i + 1, "drive_mode": 0, "homing_offset": 0, "range_min": 700 + 40 * i,
+                "range_max": 3300 - 30 * i} for i, m in enumerate(motors.MOTORS)}
+    path = tmp_path / "my_follower.json"
+    path.write_text(json.dumps(data))
+    calibration = load_calibration(path)
+    with SimFollower(SimFollowerConfig(camera_names=(), calibration=str(path), out_of_range="clip")) as f:
+        arm = f.env.env.arm
+        assert f.env.env.config.calibration == calibration
+        np.testing.assert_allclose(f.limits, motors.motor_limits(arm.motor_ranges, "degrees", calibration), atol=0)
+        action = {**f.get_observation(), "wrist_roll.pos": 20.0}
+        for _ in range(30):
+            f.send_action(action)
+        obs = f.get_observation()
+        q = np.asarray(f.env.data.qpos)[[*arm.qpos_ids, arm.gripper_qpos]]
+        expected = motors.to_motor(q, arm.motor_ranges, "degrees", calibration)
+        np.testing.assert_allclose([obs[k] for k in FOLLOWER_MOTORS], expected, atol=1e-4)
+        assert abs(obs["wrist_roll.pos"] - 20.0) < 1.0
+    with pytest.raises(ValueError, match=r"my_follower.json: shoulder_pan.range_min must be a whole encoder count"):
+        path.write_text(json.dumps({**data, "shoulder_pan": {**data["shoulder_pan"], "range_min": -5}}))
+        SimFollowerConfig(calibration=str(path))
+    with pytest.raises(ValueError, match="task_options must be a dict of the task's config fields other than"):
+        SimFollowerConfig(task_options={"calibration": str(path)})

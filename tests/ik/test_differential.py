@@ -9,6 +9,7 @@ from so101_mjx.errors import InputError
 from so101_mjx.ik import SolverCfg
 from so101_mjx.ik import pose as P
 from so101_mjx.ik.solvers.differential import DEFAULT_IK_PARAMS, DifferentialSolver, DifferentialSolverCfg, delta_joint_pos
+from so101_mjx.robot import rotations as R
 
 pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
 
@@ -96,7 +97,7 @@ def test_set_command_absolute_and_relative_then_get_ik(problems):
     assert rel.action_dim == 6
     current = P.pos_quat(rel.get_fk(seed))
     delta = np.concatenate([target[:, :3, 3] - np.asarray(current[:, :3]),
-                            np.asarray(P.rotation_error(rel.get_fk(seed)[:, :3, :3], target[:, :3, :3]))], -1)
+                            np.asarray(R.rotation_error(rel.get_fk(seed)[:, :3, :3], target[:, :3, :3]))], -1)
     with pytest.warns(UserWarning, match="ee_pos and ee_quat"):
         assert rel.set_command(delta) is False  # a relative command needs the current pose
     assert rel.set_command(delta, current[:, :3], current[:, 3:])

@@ -18,9 +18,9 @@ from so101_mjx.ik import (
     compute_batch_ik, levenberg_marquardt, pseudoinverse,
 )
 from so101_mjx.ik.solvers import learned_seeds as neural_ik
-from so101_mjx.ik import pose as P
 from so101_mjx.ik.solvers.multistart import manipulability
 from so101_mjx.ik.solvers.neural_policy import NeuralIKSolverCfg, load_checkpoint, save_checkpoint
+from so101_mjx.robot import rotations as R
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, scenes_dir
 
@@ -100,7 +100,7 @@ def test_full_pose_success_means_the_rotation_was_met(goals):
     far = np.zeros_like(q)
     ok, sol = (np.asarray(a) for a in full.get_ik(poses, qpos_seed=far))
     fk = np.asarray(full.get_fk(sol))
-    angle = np.asarray(P.rotation_angle(jnp.asarray(fk[:, :3, :3]), jnp.asarray(poses[:, :3, :3])))
+    angle = np.asarray(R.rotation_angle(jnp.asarray(fk[:, :3, :3]), jnp.asarray(poses[:, :3, :3])))
     assert ok.mean() >= 5 / 6
     assert np.all(angle[ok] < 0.05) and np.all(np.linalg.norm(fk[ok, :3, 3] - poses[ok, :3, 3], axis=-1) < 1e-3)
     # Rolled about the approach (x) axis: 5 joints generally cannot also turn the jaw there; either
@@ -110,7 +110,7 @@ def test_full_pose_success_means_the_rotation_was_met(goals):
     rolled[:, :3, :3] = poses[:, :3, :3] @ roll
     ok, sol = (np.asarray(a) for a in full.get_ik(rolled, qpos_seed=q))
     fk = np.asarray(full.get_fk(sol))
-    angle = np.asarray(P.rotation_angle(jnp.asarray(fk[:, :3, :3]), jnp.asarray(rolled[:, :3, :3])))
+    angle = np.asarray(R.rotation_angle(jnp.asarray(fk[:, :3, :3]), jnp.asarray(rolled[:, :3, :3])))
     assert np.all(angle[ok] < 0.05)
     # Position only: the rotation is ignored, as the interface says.
     assert np.asarray(PytorchSolver().get_ik(rolled, qpos_seed=q)[0]).all()

@@ -12,6 +12,7 @@ from so101_mjx import cli, make
 from so101_mjx.sim.servo import ServoModel
 from so101_mjx.follower.deploy import deploy, excitation_plan
 from so101_mjx.robot import motors
+from so101_mjx.robot.calibration import Calibration, load_calibration
 from so101_mjx.sysid import dataset, excitation, fit
 
 TASK = "SO101Reach-v0"
@@ -246,3 +247,34 @@ def test_sysid_recovers_every_delay_and_the_loop_of_every_motor(full_fit):
                           "the other five within 2.4 % (docs/sim2real.md)", strict=False)
 def test_sysid_recovers_every_deadband(full_fit):
     np.testing.assert_allclose(full_fit["deadband"], PER_MOTOR["deadband"], rtol=0.10)
+
+
+def test_sysid_reads_the_dataset_in_the_calibrated_followers_units(tmp_path, capsys):
+    """``--calibration FILE``: the recording's motor values are that arm's units (robot.calibration); a bad file
+    is refused while parsing, in one line naming the file, the motor and the field."""
+    log = tmp_path / "log"
+    deploy("excitation", "so101_mjx", episode_time_s=1.5, dataset=str(log))
+    ranges = motors.joint_ranges(make(TASK, "c").mj_model)
+    near = Calibration.nominal(ranges)  # an arm a few counts off the model's ranges
+    data = {m: {"id": i + 1, "drive_mode": 0, "homing_offset": 0, "range_min": near.range_min[i] + 12,
+                "range_max": near.range_max[i] - 7} for i, m in enumerate(motors.MOTORS)}
+    path = tmp_path / "follower.json"
+    path.write_text(json.dumps(data))
+    calibration = load_calibration(path)
+    nominal, calibrated = dataset.read(log), dataset.read(log, calibration=calibration)
+    values = motors.to_motor(nominal.episodes[0][0], ranges, "degrees")  # the commands as recorded, in degrees
+    expected = motors.from_motor(values, ranges, "degrees", calibration)
+    np.testing.assert_allclose(calibrated.episodes[0][0], expected, rtol=0, atol=1e-9)
+    assert not np.allclose(calibrated.episodes[0][0], nominal.episodes[0][0], atol=1e-3)
+    out = tmp_path / "fit.json"
+    assert cli.main(["sysid", str(log), "--out", str(out), "--calibration", str(path), "--motors", "wrist_roll",
+                     "--population", "4", "--elites", "2", "--iterations", "1", "--sweeps", "0", "--polish", "0"]) == 0
+    report = json.loads(out.with_suffix(".report.json").read_text())
+    assert report["calibration"]["range_min"] == list(calibration.range_min)
+    assert report["calibration"]["source"] == str(path)
+    capsys.readouterr()
+    path.write_text(json.dumps({**data, "gripper": {**data["gripper"], "drive_mode": 3}}))
+    assert cli.main(["sysid", str(log), "--out", str(tmp_path / "again.json"), "--calibration", str(path)]) == 2
+    err = capsys.readouterr().err  # argparse's usage, then one line
+    assert "Traceback" not in err and err.strip().splitlines()[-1].endswith(
+        f"argument --calibration: {path}: gripper.drive_mode must be 0 or 1, got 3")

@@ -15,7 +15,7 @@ import pytest
 
 from so101_mjx import cli
 from so101_mjx.errors import InputError
-from so101_mjx.training import checkpoint, pixel_policy, progress
+from so101_mjx.training import checkpoint, pixel_policy, policies, progress
 from conftest import one_error_line
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "v0.1.0" / "pick_cube_run"
@@ -146,7 +146,7 @@ def test_an_edited_distill_json_is_one_line(student, tmp_path, case, capsys):
     assert cli.main(["export", str(run), "--out", str(tmp_path / "s.onnx")]) == 2
     one_error_line(capsys, "distill.json: " if "conv features" not in message else "student.npz: ", message)
     with pytest.raises(InputError, match=r"distill.json|student.npz"):
-        pixel_policy.load(run / "student.npz")
+        policies.load(run / "student.npz")
 
 
 def test_checkpoint_read_run_names_the_file(run):

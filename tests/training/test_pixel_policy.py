@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from so101_mjx import cli
-from so101_mjx.training import distill, pixel_policy, replay
+from so101_mjx.errors import InputError
+from so101_mjx.training import distill, pixel_policy, policies, replay
 
 pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -39,23 +40,25 @@ def test_onnx_student_equals_the_flax_student(student_dir):
     np.testing.assert_allclose(got, want, atol=2e-5)
     assert np.ptp(want[:, :3]) > 0.1  # the pixels matter: not a constant output
     for loaded in (path, out / pixel_policy.STUDENT_FILE):  # onnxruntime, and the npz with flax
-        act, meta = pixel_policy.load(loaded)
-        np.testing.assert_allclose(act(pixels, agent_pos), want, atol=2e-5)
+        policy = policies.load(loaded)
+        np.testing.assert_allclose(policy.numpy_fn(pixels, agent_pos), want, atol=2e-5)
+        meta = policy.metadata
         assert meta["kind"] == "pixel" and meta["env"] == "SO101PickCube-v0" and meta["env_config"]["image_size"] == SIZE
 
 
-def test_is_pixel_policy_tells_students_from_state_exports(student_dir, tmp_path):
+def test_load_tells_students_from_state_exports(student_dir, tmp_path):
     out, _, _ = student_dir
     path = pixel_policy.export(out, tmp_path / "s.onnx")
-    assert pixel_policy.is_pixel_policy(path) and pixel_policy.is_pixel_policy(out / pixel_policy.STUDENT_FILE)
+    assert policies.load(path).pixel and policies.load(out / pixel_policy.STUDENT_FILE).pixel
     (tmp_path / "junk.onnx").write_bytes(b"not onnx")
-    assert not pixel_policy.is_pixel_policy(tmp_path / "junk.onnx")
+    with pytest.raises(InputError, match="junk.onnx is not an exported so101_mjx ONNX file"):
+        policies.load(tmp_path / "junk.onnx")
 
 
 def test_cli_export_of_a_distill_dir_writes_student_onnx(student_dir, tmp_path):
     out, _, _ = student_dir
     assert cli.main(["export", str(out), "--out", str(tmp_path / "cli.onnx")]) == 0
-    assert pixel_policy.is_pixel_policy(tmp_path / "cli.onnx")
+    assert policies.load(tmp_path / "cli.onnx").pixel
 
 
 def test_unusable_distill_dirs_name_the_file(tmp_path):

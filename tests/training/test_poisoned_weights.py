@@ -133,7 +133,7 @@ def test_a_pixel_student_onnx_without_metadata_is_one_line(student, tmp_path, ca
 ])
 def test_a_poisoned_student_npz_is_refused_by_export_and_load(student, tmp_path, edit, message, capsys):
     """distill's outputs: student.npz is checked before export or the flax runner uses it."""
-    from so101_mjx.training import distill
+    from so101_mjx.training import policies
 
     run = shutil.copytree(student, tmp_path / "run")
     with np.load(run / "student.npz") as z:
@@ -144,7 +144,7 @@ def test_a_poisoned_student_npz_is_refused_by_export_and_load(student, tmp_path,
     one_error_line(capsys, "student.npz", message)
     assert not (tmp_path / "s.onnx").exists()
     with pytest.raises(InputError, match="student.npz"):
-        distill.load_params(run / "student.npz")
+        policies.load(run / "student.npz")
 
 
 # -- checkpoints -------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ class SO101Mjx(Robot):
         self.sim.connect(calibrate)
 
     def calibrate(self) -> None:
-        """Nothing to do: the simulated motors are calibrated by the model's joint ranges."""
+        """Nothing to do: the simulated motors follow ``calibration`` (a follower's file), else the joint ranges."""
 
     def configure(self) -> None:
         """Nothing to do."""

@@ -43,6 +43,7 @@ from so101_mjx.ik.solvers import path as ik_path
 from so101_mjx.ik.solvers.multistart import SELECTIONS, manipulability
 from so101_mjx.ik.solvers.chain_config import ChainCfg, solver_arguments
 from so101_mjx.ik.solvers.solver import SO101Solver, is_se3, pose_tolerance
+from so101_mjx.robot import rotations as R
 
 _INVALID = 1e9  # selection cost step: above any weighted squared joint distance
 ROLL_ITERATIONS = 10  # Newton steps on a pose's wrist roll, after one fixed-point step from the seed's
@@ -217,7 +218,7 @@ def _pose_roll(kin, geom, site: str, q: Array, site_rot: Array) -> Array:
     rot0 = kin.site_pose(q.at[..., 4].set(float(geom.qpos0[4])), site)[1]
     axis, jaw0 = rot0[..., :, 0], rot0[..., :, 2]
     jaw = site_rot[..., :, 2] - jnp.sum(site_rot[..., :, 2] * axis, -1, keepdims=True) * axis
-    angle = jnp.arctan2(jnp.sum(jnp.cross(jaw0, jaw) * axis, -1), jnp.sum(jaw0 * jaw, -1))
+    angle = R.signed_angle(jaw0, jaw, axis)
     approach0 = np.array([np.cos(geom.approach_angle), 0.0, np.sin(geom.approach_angle)])
     return float(geom.qpos0[4]) + float(np.sign(geom.roll_axis @ approach0)) * angle
 

@@ -28,6 +28,7 @@ from jax import Array
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import pose as P
+from so101_mjx.robot import rotations as R
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.ik.solvers.chain_config import ChainCfg
@@ -167,7 +168,7 @@ def _solve(kin, st: _Static, pos, rot, finite, seed, jac0, lower, upper, tcp):
         if st.position_command:
             dq = delta_joint_pos(jac[..., :3, :], pos - p, st.method, params)
         else:
-            dq = delta_joint_pos(jac, jnp.concatenate([pos - p, P.rotation_error(r, rot)], -1), st.method, params)
+            dq = delta_joint_pos(jac, jnp.concatenate([pos - p, R.rotation_error(r, rot)], -1), st.method, params)
         new = q + dq
         if st.clamp:
             new = jnp.clip(new, lower, upper)

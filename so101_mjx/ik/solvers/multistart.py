@@ -21,8 +21,8 @@ from jax import Array
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik import pose as P
 from so101_mjx.ik.solvers.seed_sampler import correction, nearest
+from so101_mjx.robot import rotations as R
 from so101_mjx.robot.kinematics import Kinematics
 
 SELECTIONS = ("nearest", "manipulability")
@@ -66,11 +66,6 @@ def is_se3(t: Array, atol: float) -> Array:
 def pose_tolerance(dtype) -> float:
     """The SE(3) check's tolerance for targets of ``dtype``: ``max(1e-6, 100·eps)``."""
     return max(_POSE_ATOL, 100 * float(jnp.finfo(dtype).eps))
-
-
-def _tilt(axis: Array, direction: Array) -> Array:
-    """Angle (...) in radians between two unit vectors (..., 3)."""
-    return jnp.arctan2(jnp.linalg.norm(jnp.cross(axis, direction), axis=-1), jnp.sum(axis * direction, -1))
 
 
 def manipulability(kin: Kinematics, q: Array, site: str, offset: Array) -> Array:
@@ -146,9 +141,9 @@ def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight
     err = jnp.linalg.norm(kin.point(q, cfg.site, tcp_pos) - pos[..., None, :], axis=-1)
     valid = (err < cfg.pos_eps) & jnp.all((q >= lower) & (q <= upper), -1) & finite[..., None]
     if full:
-        valid &= P.rotation_angle(kin.site_pose(q, cfg.site)[1] @ tcp_rot, target_rot[..., None, :, :]) < cfg.rot_eps
+        valid &= R.rotation_angle(kin.site_pose(q, cfg.site)[1] @ tcp_rot, target_rot[..., None, :, :]) < cfg.rot_eps
     elif top:
-        valid &= _tilt(_approach_axis_world(kin, q, cfg, tcp_rot), direction[..., None, :]) < cfg.rot_eps
+        valid &= R.angle_between(_approach_axis_world(kin, q, cfg, tcp_rot), direction[..., None, :]) < cfg.rot_eps
     if cfg.selection == "nearest":
         cost = jnp.sum(weight * (q - seed[..., None, :]) ** 2, -1)
     else:

@@ -38,6 +38,7 @@ from so101_mjx.ik import iterative as ik
 from so101_mjx.ik import pose as P
 from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.ik.solvers.chain_config import ChainCfg
+from so101_mjx.robot import rotations as R
 
 _LAYER = re.compile(r"agent/actor_mean\.(\d+)\.(weight|bias)")
 
@@ -195,7 +196,7 @@ def _run_policy(kin, st: _Static, layers, mean, var, q, target, lower, upper, tc
     q_end, _ = jax.lax.fori_loop(0, st.steps, step, (q, jnp.zeros((*q.shape[:-1], n), q.dtype)))
     q_end = jnp.where(finite[..., None], q_end, q)
     pos, rot = tcp_pose(q_end)
-    ok = (jnp.linalg.norm(pos - goal_pos, axis=-1) < st.pos_eps) & (P.rotation_angle(rot, goal_rot) < st.rot_eps)
+    ok = (jnp.linalg.norm(pos - goal_pos, axis=-1) < st.pos_eps) & (R.rotation_angle(rot, goal_rot) < st.rot_eps)
     return ok & finite, q_end
 
 

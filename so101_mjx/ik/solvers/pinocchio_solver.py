@@ -34,6 +34,8 @@ from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.ik.solvers.chain_config import ChainCfg
+from so101_mjx.robot import rotations as R
+
 
 def import_optional(module: str, extra: str, who: str):
     """``importlib.import_module(module)``, or ImportError naming the extra that provides it."""
@@ -47,12 +49,6 @@ def _se3(pin, rot, pos):
     return pin.SE3(np.asarray(rot, np.float64), np.asarray(pos, np.float64))
 
 
-def _quat_rot(quat) -> np.ndarray:
-    mat = np.zeros(9)
-    mujoco.mju_quat2Mat(mat, np.asarray(quat, np.float64))
-    return mat.reshape(3, 3)
-
-
 def pinocchio_model(model: mujoco.MjModel, joints: tuple[str, ...], root: str = "base"):
     """A ``pinocchio.Model`` of the chain below body ``root``: a revolute joint per name in ``joints``
     (in the model's tree order, with its range), other hinges fixed at ``qpos0``, a BODY frame per
@@ -61,12 +57,13 @@ def pinocchio_model(model: mujoco.MjModel, joints: tuple[str, ...], root: str = 
     pm = pin.Model()
     root_id, solved = model.body(root).id, set(joints)
     parent = model.body_parentid[root_id]  # placed so that the root link's frame is the model's origin (FK in its frame)
-    where = {parent: (0, _se3(pin, _quat_rot(model.body_quat[root_id]), model.body_pos[root_id]).inverse())}  # body -> (joint, frame)
+    root_frame = _se3(pin, R.quat_to_mat_np(model.body_quat[root_id]), model.body_pos[root_id])
+    where = {parent: (0, root_frame.inverse())}  # body -> (joint, frame)
     for b in range(model.nbody):
         if b != root_id and root_id not in _ancestors(model, b):
             continue
         jid, frame = where[model.body_parentid[b]]
-        frame = frame * _se3(pin, _quat_rot(model.body_quat[b]), model.body_pos[b])
+        frame = frame * _se3(pin, R.quat_to_mat_np(model.body_quat[b]), model.body_pos[b])
         for j in range(model.body_jntadr[b], model.body_jntadr[b] + model.body_jntnum[b]):
             if model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE:
                 raise InputError(f"body {model.body(b).name!r}: only hinge joints are supported")
@@ -99,9 +96,9 @@ def _add_body(pin, pm, model: mujoco.MjModel, b: int, jid: int, frame) -> None:
     """Body ``b``'s BODY frame, its sites' OP_FRAMEs and its inertia on joint ``jid`` at ``frame``."""
     fid = pm.addFrame(pin.Frame(model.body(b).name, jid, frame, pin.FrameType.BODY))
     for s in np.flatnonzero(model.site_bodyid == b):
-        pm.addFrame(pin.Frame(model.site(s).name, jid, fid, frame * _se3(pin, _quat_rot(model.site_quat[s]), model.site_pos[s]),
-                              pin.FrameType.OP_FRAME))
-    rot = _quat_rot(model.body_iquat[b])
+        site_frame = _se3(pin, R.quat_to_mat_np(model.site_quat[s]), model.site_pos[s])
+        pm.addFrame(pin.Frame(model.site(s).name, jid, fid, frame * site_frame, pin.FrameType.OP_FRAME))
+    rot = R.quat_to_mat_np(model.body_iquat[b])
     inertia = pin.Inertia(model.body_mass[b], model.body_ipos[b], rot @ np.diag(model.body_inertia[b]) @ rot.T)
     pm.appendBodyToJoint(jid, inertia, frame)
 

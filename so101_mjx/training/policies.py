@@ -1,0 +1,309 @@
+"""One door for trained policies: :func:`load` (``so101_mjx.load_policy``) reads any policy file, checks it
+and returns a :class:`Policy`: what it is, how to call it, and the env it acts in.
+
+What it reads (:attr:`Policy.format`):
+
+- ``checkpoint``: a run, ``checkpoints/`` or step directory (:func:`~so101_mjx.training.checkpoint.read_policy`,
+  its ``run.json`` the metadata). JAX form: Brax's own deterministic inference function; numpy form: the
+  numpy runner on its weights.
+- ``onnx`` / ``npz``: an export (:mod:`so101_mjx.training.export`), a complete, finite network matching its
+  metadata, an ONNX's graph compared with the one export writes from its weights (a file this exporter did
+  not write, or one edited since, is refused). JAX form: the weights as a JAX MLP
+  (:func:`~so101_mjx.training.policy.forward`), so an ONNX policy runs inside jit on any backend; numpy form:
+  onnxruntime for a ``.onnx`` (the numpy runner when it is missing), the numpy runner for a ``.npz``. Without
+  onnx a ``.onnx`` is read from the ``.npz`` beside it.
+- a pixel student (:mod:`so101_mjx.training.pixel_policy`): ``student.onnx`` (a graph with a ``pixels``
+  input; its weights and graph checked) or a distill directory's ``student.npz``. Both forms take
+  ``(pixels (B, H, W, 3) uint8, agent_pos (B, 14))``; numpy: onnxruntime for the ``.onnx``, else the flax
+  student, jitted.
+
+A bad file is one :class:`~so101_mjx.errors.InputError` line naming it. ``so101-mjx eval``, ``replay``,
+``record``, ``distill`` and ``deploy`` all load their policies here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from so101_mjx import _schema as schema
+from so101_mjx.envs import make, registry
+from so101_mjx.envs.arm import agent_pos_layout
+from so101_mjx.envs.base import SO101Env
+from so101_mjx.envs.config import ArmConfig
+from so101_mjx.errors import InputError, MissingFileError
+from so101_mjx.training import onnx_graph
+from so101_mjx.training.export import obs_layout, policy_graph
+from so101_mjx.training.policy import NumpyPolicy, PolicyWeights, forward
+
+# the jitted env's camera options: a state policy's env renders no frames; the gym envs take render_spec instead
+IMAGE_OPTIONS = ("image_obs", "image_size", "image_quality", "image_cameras", "visual_randomization")
+
+
+def without_cameras(env_config: dict[str, Any]) -> dict[str, Any]:
+    """``env_config`` without the camera options (:data:`IMAGE_OPTIONS`)."""
+    return {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS}
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Policy:
+    """A loaded, checked policy (:func:`load`). A state policy maps the flat observation ``(..., obs_size)``
+    (agent_pos, then environment_state) to env actions ``(..., action_size)``; a pixel policy maps
+    ``(pixels (B, H, W, 3) uint8, agent_pos (B, 14))`` to ``(B, 4)``."""
+
+    source: Path  # the checkpoint step directory, .onnx or .npz read
+    format: str  # "checkpoint", "onnx" or "npz"
+    env: str  # the registered env id it was trained in
+    # the run or export metadata (env, env_config, obs_size, action_map, ...)
+    metadata: dict[str, Any] = dataclasses.field(repr=False)
+    pixel: bool = False  # a distilled pixel student (observes pixels.front and agent_pos)
+    # a state policy's checked weights (its numpy runner)
+    weights: NumpyPolicy | None = dataclasses.field(default=None, repr=False)
+    # a checkpoint's Brax params; a pixel student's params, flattened by '/'-joined path
+    params: Any = dataclasses.field(default=None, repr=False)
+
+    @property
+    def env_config(self) -> dict[str, Any]:
+        """The env config it was trained (a pixel student: distilled) in, as its metadata holds it."""
+        return self.metadata["env_config"]
+
+    @property
+    def control_mode(self) -> str:
+        """``"cartesian"`` ([dx, dy, dz, grasp]) or ``"joint"`` (motor targets)."""
+        return self.env_config.get("control_mode", "cartesian")
+
+    @functools.cached_property
+    def config(self) -> ArmConfig:
+        """Its env's config, validated (the camera options aside)."""
+        return registry.split_options(registry.task(self.env), "c", without_cameras(self.env_config))[0]
+
+    @property
+    def control_rate(self) -> float:
+        """Actions per second (Hz): 1 / the env's ``control_dt``."""
+        return 1.0 / self.config.control_dt
+
+    @property
+    def obs_layout(self) -> str | None:
+        """What it observes: a state policy's flat observation layout (its metadata's, else this version's), a
+        pixel student's inputs."""
+        if self.pixel:
+            return self.metadata.get("inputs")
+        return self.metadata.get("obs_layout") or obs_layout(self.env, self.metadata["obs_size"], self.env_config)
+
+    @property
+    def image_size(self) -> int | None:
+        """A pixel student's frame side (px); None for a state policy."""
+        return int(self.env_config["image_size"]) if self.pixel else None
+
+    @functools.cached_property
+    def jax_fn(self) -> Callable[..., Any]:
+        """The policy in JAX: jit-traceable (a checkpoint's is Brax's jitted inference function, a pixel student's
+        its flax network, jitted)."""
+        import jax
+        import jax.numpy as jnp
+
+        if self.pixel:
+            from so101_mjx.training import pixel_policy
+
+            student, tree = pixel_policy.student(self.params)
+            return functools.partial(jax.jit(student.apply), tree)
+        if self.format == "checkpoint":
+            from so101_mjx.training import checkpoint
+
+            return checkpoint.inference_fn(self.metadata, self.params)
+        weights, scale, offset = self.weights.weights, jnp.asarray(self.weights.scale), jnp.asarray(self.weights.offset)
+        return lambda obs: forward(weights, obs, scale, offset, jnp)
+
+    @functools.cached_property
+    def numpy_fn(self) -> Callable[..., np.ndarray]:
+        """The policy on numpy arrays (batched): a ``.onnx`` in onnxruntime when it is installed, else the numpy
+        runner (a pixel student: :attr:`jax_fn`)."""
+        session = _session(self.source, "flax" if self.pixel else "the numpy runner") if self.format == "onnx" else None
+        if self.pixel:
+            if session is not None:
+                return lambda pixels, agent_pos: session.run(["actions"], {
+                    "pixels": np.asarray(pixels, np.uint8), "agent_pos": np.asarray(agent_pos, np.float32)})[0]
+            import jax.numpy as jnp
+
+            return lambda pixels, agent_pos: np.asarray(
+                self.jax_fn(jnp.asarray(pixels, jnp.uint8), jnp.asarray(agent_pos, jnp.float32)))
+        if session is not None:
+            return lambda obs: session.run(["actions"], {"obs": np.asarray(obs, np.float32)})[0]
+        return self.weights
+
+    def gym_fn(self, obs: dict[str, Any]) -> np.ndarray:
+        """The action ``(action_size,)`` for one observation of its gym env (``agent_pos`` and
+        ``environment_state``; a pixel student's ``pixels.front`` and ``agent_pos``), by :attr:`numpy_fn`."""
+        if self.pixel:
+            return self.numpy_fn(obs["pixels"]["front"][None], obs["agent_pos"][None])[0]
+        return self.numpy_fn(np.concatenate([obs["agent_pos"], obs["environment_state"]])[None])[0]
+
+    def require_state(self, use: str) -> Policy:
+        """This policy; InputError when it is a pixel student, which ``use`` cannot run (it feeds the flat
+        observation)."""
+        if self.pixel:
+            raise InputError(f"{self.source} is a pixel policy; {use} takes a state policy "
+                             "(a checkpoint or an exported policy.onnx / .npz)")
+        return self
+
+    def env_for(self, env: str | None = None, force: bool = False) -> tuple[str, dict[str, Any]]:
+        """``(env id, env config)`` to run it in: its own env and config, or ``env`` with its default config.
+        InputError for a pixel student in another env; for a state policy when ``env``'s observation size
+        differs from its, or, unless ``force``, when ``env`` is another env or the metadata's ``obs_layout`` is
+        not this version's layout for it (same sizes, other meaning)."""
+        name = registry.canonical(env) if env else self.env
+        if self.pixel:
+            if name != self.env:
+                raise InputError(f"{self.source} is a pixel policy of {self.env}; it runs only there, "
+                                 f"not in --env {env}")
+            return name, self.env_config
+        config = self.env_config if name == self.env else {}
+        size, wanted = _obs_size(name, config), self.metadata["obs_size"]
+        if size != wanted:
+            raise InputError(f"policy expects observations of size {wanted} ({self.env}); {name} gives {size}")
+        expected = obs_layout(name, size, config)
+        if not force and name != self.env:
+            raise InputError(f"{self.source} is a {self.env} policy; --env {name} differs (its observations mean other "
+                             f"things; pass --force to run it in {name} anyway, with {name}'s default config)")
+        if not force and self.metadata.get("obs_layout", expected) != expected:
+            raise InputError(f"{self.source}: observation layout {self.metadata['obs_layout']!r} is not {name}'s "
+                             f"{expected!r} (pass --force to run it anyway)")
+        return name, config
+
+    def make_env(self, backend: str | None = None, **config: Any) -> SO101Env:
+        """Its jitted env (:func:`so101_mjx.envs.make`) on ``backend``, in its env config with ``config``'s fields
+        overriding."""
+        return make(self.env, backend=backend, **{**self.env_config, **config})
+
+
+def load(path: str | Path) -> Policy:
+    """The checked policy at ``path``: a checkpoint (run, ``checkpoints/`` or step directory), an exported
+    ``.onnx`` / ``.npz``, or a pixel student (``student.onnx``, a distill directory's ``student.npz``).
+    InputError naming the file when it is none of these (MissingFileError when it does not exist)."""
+    path = Path(path)
+    if path.suffix not in (".onnx", ".npz"):
+        if path.is_file():
+            raise InputError(f"policy must be a checkpoint directory or an exported .onnx / .npz file, got {path}")
+        from so101_mjx.training import checkpoint
+
+        step_dir = checkpoint.resolve(path)
+        weights, params = checkpoint.read_policy(step_dir)
+        meta = weights.metadata
+        return Policy(step_dir, "checkpoint", _env(meta, step_dir), meta, False, weights, params)
+    if not path.is_file():
+        raise MissingFileError(f"policy not found: {path}")
+    if path.suffix == ".npz":
+        from so101_mjx.training import pixel_policy
+
+        if path.name == pixel_policy.STUDENT_FILE and (path.parent / pixel_policy.META_FILE).is_file():
+            params, meta = pixel_policy.read_run(path.parent)
+            return Policy(path, "npz", _env(meta, path), meta, True, params=params)
+        return _state(path, "npz", NumpyPolicy.load(path))
+    try:
+        import onnx  # noqa: F401
+    except ImportError:
+        npz = path.with_suffix(".npz")
+        if not npz.is_file():
+            raise InputError(f"reading {path} needs onnx (pip install so101-mjx[export]) and {npz} "
+                             "is missing") from None
+        print(f"onnx is not installed: using {npz}")
+        return _state(npz, "npz", NumpyPolicy.load(npz))
+    model = onnx_graph.load(path)
+    if any(i.name == "pixels" for i in model.graph.input):
+        return _pixel_onnx(path, model)
+    return _state(path, "onnx", _state_onnx(path, model))
+
+
+load_policy = load  # the public name: so101_mjx.load_policy
+
+
+def _env(meta: dict[str, Any], source: Path) -> str:
+    """The registered env id of ``meta["env"]``; InputError naming ``source`` for an unknown one."""
+    try:
+        return registry.canonical(meta["env"])
+    except ValueError as err:
+        raise InputError(f"{source}: metadata env: {err}") from None
+
+
+def _state(source: Path, fmt: str, weights: NumpyPolicy) -> Policy:
+    return Policy(source, fmt, _env(weights.metadata, source), weights.metadata, False, weights)
+
+
+def _obs_size(name: str, env_config: dict[str, Any]) -> int:
+    """Flat observation size of env ``name`` under ``env_config`` (agent_pos, by control mode, + environment_state)."""
+    layout = agent_pos_layout(env_config.get("control_mode", "cartesian"))
+    return sum(size for _, size in layout) + registry.task(name).task_obs_size()
+
+
+def _session(path: Path, runner: str):
+    """An onnxruntime session (CPU) of ``path``; None, saying that ``runner`` runs its weights, without onnxruntime."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        print(f"onnxruntime is not installed: running the ONNX weights with {runner}")
+        return None
+    try:
+        return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    except Exception as err:  # onnxruntime raises its own exception types for invalid models
+        raise InputError(f"{path} is not an exported so101_mjx ONNX policy: {err}") from None
+
+
+def _state_onnx(path: Path, model) -> NumpyPolicy:
+    """The state policy an ONNX export ``model`` holds (its initializers and metadata), checked as
+    :meth:`NumpyPolicy.checked`, its graph compared with the one :func:`~so101_mjx.training.export.policy_graph`
+    builds from those weights (:func:`~so101_mjx.training.onnx_graph.check_structure`)."""
+    meta = onnx_graph.read_metadata(model, path)
+    inits = onnx_graph.initializers(model, path)
+    n = sum(name.startswith("kernel_") for name in inits)
+    hidden = {node.name: node.op_type for node in model.graph.node}.get("hidden_0")
+    names = ["obs_mean", "obs_std", "action_scale", "action_offset",
+             *(f"{k}_{i}" for i in range(n) for k in ("kernel", "bias"))]
+    missing = [name for name in names if name not in inits]
+    network = meta.get("network") if isinstance(meta.get("network"), dict) else {}
+    activation = ({"Mul": "swish", "Relu": "relu", "Tanh": "tanh"}.get(hidden, hidden) if hidden
+                  else network.get("activation"))
+    if missing or not isinstance(activation, str):
+        raise InputError(f"{path} is not an exported so101_mjx ONNX policy: initializers {missing} missing, "
+                         f"hidden activation {activation!r}")
+    weights = PolicyWeights(
+        mean=inits["obs_mean"], std=inits["obs_std"], kernels=tuple(inits[f"kernel_{i}"] for i in range(n)),
+        biases=tuple(inits[f"bias_{i}"] for i in range(n)), activation=activation,
+    )
+    scale, offset = (schema.array(path, name, inits[name], dtype="float32", ndim=1)
+                     for name in ("action_scale", "action_offset"))
+    if isinstance(meta.get("action_map"), dict):  # the graph's own
+        meta = {**meta, "action_map": {**meta["action_map"], "scale": scale.tolist(), "offset": offset.tolist()}}
+    policy = NumpyPolicy.checked(weights, meta, path)
+    onnx_graph.check_structure(model, policy_graph(weights, scale, offset), path)
+    return policy
+
+
+def _pixel_onnx(path: Path, model) -> Policy:
+    """The pixel student a ``student.onnx`` ``model`` holds, after checking its metadata (``kind`` "pixel", ``env``,
+    ``env_config.image_size``), its weights (:func:`~so101_mjx.training.pixel_policy.check_params`, from the
+    initializers) and its graph against the one :func:`~so101_mjx.training.pixel_policy.student_graph` builds
+    from them."""
+    from so101_mjx.training import pixel_policy as pp
+
+    meta = onnx_graph.read_metadata(model, path)
+    schema.fields(path, meta, {"kind": schema.one_of([pp.KIND])}, label="metadata field")
+    _, env_config = pp.check_meta(meta, path)
+    inits = onnx_graph.initializers(model, path)
+    names = {f"params/Dense_{1 - i}/{part}": f"dense_{i}_{part}" for i in range(2) for part in ("kernel", "bias")}
+    names |= {f"params/Conv_{i}/{part}": f"conv_{i}_{'weight' if part == 'kernel' else 'bias'}"
+              for i in range(len(pp.CONV_KERNELS)) for part in ("kernel", "bias")}
+    missing = sorted(v for v in names.values() if v not in inits)
+    if missing:
+        raise InputError(f"{path} is not an exported so101_mjx pixel student: initializers {missing} missing")
+    params = {k: inits[v] for k, v in names.items()}
+    for i in range(len(pp.CONV_KERNELS)):  # ONNX OIHW -> flax HWIO
+        weight = schema.array(path, f"conv_{i}_weight", params[f"params/Conv_{i}/kernel"], ndim=4)
+        params[f"params/Conv_{i}/kernel"] = np.transpose(weight, (2, 3, 1, 0))
+    pp.check_params(params, path, env_config["image_size"])
+    onnx_graph.check_structure(model, pp.student_graph(params, env_config["image_size"]), path)
+    return Policy(path, "onnx", _env(meta, path), meta, True, params=params)
