@@ -190,6 +190,20 @@ def env_config(text: str) -> str | dict:
     return text if re.fullmatch(r"[a-z0-9][a-z0-9-]*", text) and not Path(text).exists() else json_object(text)
 
 
+def camera_spec(text: str) -> tuple[str, Any]:
+    """``CAMERA=FILE``: an image camera and its camera file (or a shipped camera's name,
+    :func:`~so101_mjx.render.camera.load_camera`), read and checked while parsing."""
+    from so101_mjx.render.camera import load_camera
+
+    camera, sep, source = text.partition("=")
+    if not sep or not camera or not source:
+        raise ArgumentValueError(f"expected CAMERA=FILE (e.g. wrist=menagerie_wrist or front=front.yaml), got {_short(text)}")
+    try:
+        return camera, load_camera(source)
+    except InputError as err:
+        raise ArgumentValueError(str(err)) from None
+
+
 JSON_MAX_BYTES = 2**20  # an option's JSON file: at most 1 MiB
 JSON_MAX_DEPTH = 32  # objects and arrays nested at most this deep
 

@@ -95,6 +95,33 @@ def _train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address in a multi-process run")
 
 
+
+def _suite(text: str) -> str | dict:
+    """``--suite``: a suite's name (letters, digits, dashes) or a JSON suite file (checked by the command)."""
+    return types.env_config(text)
+
+
+def _camera_spec(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--camera-spec", type=types.camera_spec, action="append", default=None, metavar="CAMERA=FILE",
+                        help="a camera's file (OpenCV conventions: pose, intrinsics, lens distortion, latency in ticks; "
+                        "docs/pixels.md) or a shipped one (menagerie_wrist); repeat per camera")
+
+
+def _evaluate(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("policy", help="a checkpoint (run or step directory) or an exported .onnx / .npz")
+    parser.add_argument("--suite", type=_suite, default="smoke",
+                        help="'smoke' (3 conditions, 16 episodes), 'standard' (every condition, 128 episodes), or a JSON file "
+                        "{\"episodes\": N, \"conditions\": [NAME | {\"name\": ..., \"env_config\": {...}}]}")
+    parser.add_argument("--episodes", type=types.positive_int, default=None, help="episodes per condition (default: the suite's)")
+    parser.add_argument("--seed", type=types.seed, default=0, help="the episodes' seed: the same episodes in every cell and for --compare")
+    parser.add_argument("--backend", type=BACKEND, default="c", help="physics backend (default c)")
+    parser.add_argument("--compare", default=None,
+                        help="a second policy on the same episodes: per-condition differences and McNemar's test")
+    parser.add_argument("--out", type=types.output_file, default="evaluate",
+                        help="results base path: OUT.json and OUT.md (and OUT.png with --plot); default ./evaluate")
+    parser.add_argument("--plot", action="store_true", help="also plot success per condition with its interval (matplotlib)")
+
+
 def _export(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("checkpoint", help="run directory, its checkpoints/ directory, or one step directory; "
                         "or a distill directory (its pixel student -> student.onnx)")
@@ -136,6 +163,7 @@ def _visual_randomization(parser: argparse.ArgumentParser, what: str) -> None:
 def _distill(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("teacher", help="the state policy: a checkpoint or an exported .onnx / .npz")
     parser.add_argument("--out", type=types.output_dir, required=True, help="directory for student.npz and distill.json")
+    _camera_spec(parser)
     parser.add_argument("--image-size", type=types.int_in(*DISTILL_IMAGE_SIZES, "image size"), default=64,
                         help="frame height and width, pixels: {0} to {1} (the student's convolutions need {0})".format(*DISTILL_IMAGE_SIZES))
     parser.add_argument("--image-quality", type=QUALITY, default="shadowed",
@@ -174,6 +202,9 @@ def _record(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--joint-units", type=JOINT_UNITS, default="degrees",
                         help="with --control-mode joint: the arm motors' units, degrees or range_m100_100 "
                              "(lerobot's use_degrees=True or False)")
+    parser.add_argument("--calibration", type=types.calibration, default=None, metavar="FILE",
+                        help="with --control-mode joint: a real follower's lerobot calibration file; the motor units follow it")
+    _camera_spec(parser)
     parser.add_argument("--num-envs", type=types.positive_int, default=64, help="worlds simulated at a time")
 
 
@@ -302,6 +333,8 @@ COMMANDS: dict[str, Command] = {
     "replay": Command("replay an exported policy on CPU MuJoCo", "so101_mjx.training.replay", _replay),
     "eval": Command("evaluate a checkpoint or exported policy in the jitted env on mjx and/or c",
                     "so101_mjx.training.evaluate", _eval),
+    "evaluate": Command("a policy over a suite of conditions (servo, latency, friction, mass, calibration) with "
+                        "95 %% intervals; --compare pairs two policies", "so101_mjx.cli.evaluate", _evaluate),
     "distill": Command("distil a state policy into a pixel policy with DAgger (backend c camera)",
                        "so101_mjx.training.distill", _distill),
     "record": Command("record demonstrations as a LeRobotDataset v3.0 (no torch, no lerobot)", "so101_mjx.data.record", _record),

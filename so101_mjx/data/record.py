@@ -43,7 +43,7 @@ from so101_mjx.envs.registry import names as task_names
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
 from so101_mjx._argtypes import dataset_kept, interruptible, sigterm_interrupts
-from so101_mjx.robot.motors import FEATURE_NAMES, motor_limits
+from so101_mjx.robot.motors import FEATURE_NAMES
 from so101_mjx.robot.scenes import ARM_JOINTS
 from so101_mjx.render.visual_randomization import VisualRandomization
 
@@ -106,11 +106,14 @@ def policy_and_env(policy: str, env_name: str | None, backend: str | None, confi
     return name, loaded.make_env(backend, **config), loaded.jax_fn, str(Path(policy).resolve())
 
 
-def _check_cameras(env: SO101Env, cameras: list[str]) -> None:
+def _check_cameras(env: SO101Env, cameras: list[str], specs: dict[str, Any] | None) -> None:
     names = camera_names(env.mj_model)
     unknown = [c for c in cameras if c not in names]
     if unknown or not cameras or len(set(cameras)) != len(cameras):
         raise InputError(f"--cameras must be distinct names of {type(env).__name__}'s cameras {names}, got {cameras}")
+    unrecorded = sorted(set(specs or {}) - set(cameras))
+    if unrecorded:
+        raise InputError(f"--camera-spec for {unrecorded}, which is not recorded (--cameras {','.join(cameras)})")
 
 
 def _check_memory(env: SO101Env, worlds: int, image_size: int | None, cameras: int) -> None:
@@ -162,7 +165,7 @@ def _episode_fns(env: SO101Env, policy):
     if env.arm.joint_mode is None:
         sent = lambda state, action: action  # noqa: E731
     else:  # the absolute targets sent (a follower's action), within the motors' ranges
-        low, high = motor_limits(env.arm.motor_ranges, env.arm.joint_mode.units).T
+        low, high = env.arm.joint_mode.limits(env.arm.motor_ranges).T
 
         def sent(state, action):
             goal = env.arm.joint_goal(state.physics, action)
@@ -215,17 +218,19 @@ def _episode(out: dict[str, np.ndarray], world: int, state_size: int) -> dict[st
 class _Frames:
     """One :class:`~so101_mjx.render.batch.BatchRenderer` per camera (``quality``'s render model); an
     episode's frames are rendered as one batch on the CPU threads, with one draw of ``visual``
-    (:mod:`so101_mjx.render.visual_randomization`) per episode when given."""
+    (:mod:`so101_mjx.render.visual_randomization`) per episode when given. ``specs``: camera files
+    (:class:`~so101_mjx.render.camera.CameraSpec`) by camera, their pose, lens and frame latency applied."""
 
     def __init__(self, env: SO101Env, size: int, cameras: list[str], quality: str = "fast",
-                 visual: VisualRandomization | None = None):
+                 visual: VisualRandomization | None = None, specs: dict[str, Any] | None = None):
         from so101_mjx.render.batch import BatchRenderer, render_model
 
         model = render_model(env.scene, quality)
         model.vis.global_.offwidth = max(model.vis.global_.offwidth, size)
         model.vis.global_.offheight = max(model.vis.global_.offheight, size)
         self.model, self.visual, self.markers = model, visual, tuple(env.markers)
-        self.renderers = {c: BatchRenderer(model, size, size, c, markers=self.markers) for c in cameras}
+        self.specs = specs or {}
+        self.renderers = {c: BatchRenderer(model, size, size, c, markers=self.markers, spec=self.specs.get(c)) for c in cameras}
 
     def episode(self, out: dict[str, np.ndarray], world: int, key: jax.Array | None = None) -> dict[str, np.ndarray]:
         """(T, size, size, 3) uint8 frames per camera of world ``world``'s episode; ``key``: its visual draw."""
@@ -236,7 +241,11 @@ class _Frames:
         if self.visual is not None:
             draw = jax.device_get(visual_randomization.sample(self.model, self.visual, key, jnp.float32))
             params = {k: np.broadcast_to(v, (t, *v.shape)) for k, v in draw.items()}
-        return {f"observation.images.{c}": r.render(qpos, markers, params) for c, r in self.renderers.items()}
+        frames = {c: r.render(qpos, markers, params) for c, r in self.renderers.items()}
+        # a camera's latency: step t shows the frame of step t - latency (the first frame before that)
+        delay = {c: self.specs[c].latency if c in self.specs else 0 for c in frames}
+        return {f"observation.images.{c}": f[np.maximum(np.arange(t) - delay[c], 0)] if delay[c] else f
+                for c, f in frames.items()}
 
     def close(self) -> None:
         for renderer in self.renderers.values():
@@ -248,6 +257,7 @@ def record(
     cameras: tuple[str, ...] = ("front",), only_success: bool = False, fps: int | None = None, seed: int = 0,
     resume: bool = False, num_envs: int = 64, max_tries: int | None = None, config: dict[str, Any] | None = None,
     image_quality: str = "shadowed", visual: VisualRandomization | dict | str | None = None, repair: bool = False,
+    camera_specs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Record ``episodes`` episodes into the dataset at ``out`` (appended with ``resume``).
 
@@ -256,6 +266,7 @@ def record(
     ``config`` overrides env config fields; ``image_quality`` picks the camera's render model
     (:func:`so101_mjx.render.batch.render_model`: ``fast`` or ``full``, the reference's look); ``visual``
     randomizes each episode's lighting, colours and camera pose (:mod:`so101_mjx.render.visual_randomization`;
+    ``camera_specs`` gives cameras their files' pose, lens and latency, :mod:`so101_mjx.render.camera`;
     the draw follows from ``seed`` and the episode's attempt number); ``repair`` first rewrites the dataset
     at ``out`` to its intact episodes, renumbered (:func:`so101_mjx.data.dataset_repair.repair`; refused,
     unchanged, when none is intact) and implies ``resume``. The episodes of each batch of ``num_envs``
@@ -278,7 +289,7 @@ def record(
             raise InputError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), or pass --no-video")
     name, jax_env, fn, source = policy_and_env(policy, env, backend, dict(config or {}))
     if image_size is not None:
-        _check_cameras(jax_env, cameras)
+        _check_cameras(jax_env, cameras, camera_specs)
     _check_memory(jax_env, min(num_envs, episodes), image_size, len(cameras))
     rate = 1.0 / jax_env.dt
     fps = round(rate) if fps is None else fps
@@ -293,7 +304,8 @@ def record(
         max_tries = max_tries or 10 * episodes
         worlds, base, fns = min(num_envs, episodes), jax.random.PRNGKey(seed), _episode_fns(jax_env, fn)
         counts = {"tried": 0, "kept": 0, "successes": 0, "frames": 0}
-        renderer = _Frames(jax_env, image_size, cameras, image_quality, visual) if image_size else None  # a GL failure: before anything is written
+        # a GL failure: before anything is written
+        renderer = _Frames(jax_env, image_size, cameras, image_quality, visual, camera_specs) if image_size else None
         writer = dataset.DatasetWriter(out, features(jax_env, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
         run_record = {"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend, "policy": source,
                       "seed": seed, "only_success": only_success, "visual_randomization": visual and dataclasses.asdict(visual),
@@ -361,12 +373,19 @@ def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float)
           end="\r" if tty and kept < episodes else "\n", file=sys.stderr, flush=True)
 
 
+def joint_config(args: argparse.Namespace) -> dict:
+    """Joint mode's env config from record's options (the calibration only when one is given)."""
+    extra = {} if args.calibration is None else {"calibration": args.calibration}
+    return {"control_mode": "joint", "joint_units": args.joint_units, **extra}
+
+
 @interruptible("record", lambda args: dataset_kept(args.out))  # SIGTERM as Ctrl-C; either ends in one line, status 130
 def run(args: argparse.Namespace) -> int:
     r = record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
                tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
                args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization, repair=args.repair,
-               config={"control_mode": "joint", "joint_units": args.joint_units} if args.control_mode == "joint" else None)
+               config=joint_config(args) if args.control_mode == "joint" else None,
+               camera_specs=dict(args.camera_spec or ()))
     print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
     print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
           f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")

@@ -183,7 +183,8 @@ def run(args: argparse.Namespace) -> int:
     config = DistillConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DistillConfig)
                               if getattr(args, f.name) is not None})
     cameras = {"image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
-               "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization)}
+               "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization),
+               **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in args.camera_spec}} if args.camera_spec else {})}
     env = teacher.make_env("c", **cameras)
     with exclusive(args.out, "distillation"):  # one writer per --out, from the start (a second run is refused at once)
         print(f"distill {args.teacher} ({teacher.env}) into a pixel student: {config}", flush=True)

@@ -42,7 +42,7 @@ from so101_mjx.training.export import obs_layout, policy_graph
 from so101_mjx.training.policy import NumpyPolicy, PolicyWeights, forward
 
 # the jitted env's camera options: a state policy's env renders no frames; the gym envs take render_spec instead
-IMAGE_OPTIONS = ("image_obs", "image_size", "image_quality", "image_cameras", "visual_randomization")
+IMAGE_OPTIONS = ("image_obs", "image_size", "image_quality", "image_cameras", "visual_randomization", "camera_specs")
 
 
 def without_cameras(env_config: dict[str, Any]) -> dict[str, Any]:

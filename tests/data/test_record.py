@@ -322,3 +322,38 @@ def test_visual_randomization_draws_per_episode():
     assert a.shape == base.shape and a.dtype == np.uint8
     assert np.abs(a.astype(int) - b).mean() > 1.0 and np.abs(a.astype(int) - base).mean() > 1.0
     np.testing.assert_array_equal(a, again)
+
+
+def test_a_camera_file_sets_the_recorded_cameras_latency():
+    """--camera-spec front=FILE with the scene's own front camera and a latency of 2 ticks: the same frames,
+    each two steps late (the first one held)."""
+    if not gl_available():
+        pytest.skip("no offscreen GL context (MUJOCO_GL=egl or osmesa)")
+    import dataclasses
+
+    import jax
+
+    from so101_mjx.data.record import _episode_fns, _Frames, policy_and_env, run_worlds
+    from so101_mjx.render.camera import spec_from_model
+
+    _, env, policy, _ = policy_and_env("scripted", REACH, "c", SHORT)
+    traj = run_worlds(env, _episode_fns(env, policy), jax.random.PRNGKey(5)[None])
+    late = dataclasses.replace(spec_from_model(env.mj_model, "front"), latency=2)
+    frames = {}
+    for name, specs in (("plain", None), ("late", {"front": late})):
+        recorder = _Frames(env, 32, ["front"], "fast", specs=specs)
+        try:
+            frames[name] = recorder.episode(traj, 0)["observation.images.front"]
+        finally:
+            recorder.close()
+    plain = frames["plain"]
+    np.testing.assert_array_equal(frames["late"][2:], plain[:-2])
+    np.testing.assert_array_equal(frames["late"][:2], plain[[0, 0]])
+    assert not np.array_equal(plain[0], plain[-1])  # the arm moved: the shift is visible
+
+
+@pytest.mark.parametrize("value, needle", [("wrist", "expected CAMERA=FILE"), ("wrist=/nope.yaml", "nope.yaml")])
+def test_a_bad_camera_spec_is_one_line(tmp_path, capsys, value, needle):
+    assert cli.main(["record", "--env", REACH, "--episodes", "1", "--out", str(tmp_path / "d"), "--camera-spec", value]) == 2
+    err = capsys.readouterr().err  # argparse: the usage, then one error line
+    assert "Traceback" not in err and "--camera-spec" in err.splitlines()[-1] and needle in err.splitlines()[-1], err
