@@ -130,7 +130,8 @@ def _export(parser: argparse.ArgumentParser) -> None:
 
 
 def _replay(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("policy", help="exported policy: .onnx or .npz")
+    parser.add_argument("policy", help="exported policy (.onnx or .npz), a checkpoint directory, or pretrained:<task> "
+                        "(the policy shipped for that task, e.g. pretrained:SO101PickCube-v0)")
     parser.add_argument("--env", default=None, help="env name (default: the policy's)")
     parser.add_argument("--episodes", type=types.positive_int, default=100)
     parser.add_argument("--seed", type=types.seed, default=0)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -181,10 +182,36 @@ class Policy:
         return make(self.env, backend=backend, **{**self.env_config, **config})
 
 
+PRETRAINED = "pretrained:"  # pretrained:<task>: the policy shipped with the package for that task
+
+
+def pretrained_dir() -> Path:
+    """Where the package's pretrained policies are: ``<task>/policy.onnx`` and ``policy.npz``, each task's
+    shipped preset exported (docs/tasks.md says how it was trained)."""
+    return Path(__file__).resolve().parent.parent / "pretrained"
+
+
+def pretrained(name: str) -> Path:
+    """The shipped export of task ``name`` (``.onnx`` where onnx is installed, else ``.npz``); InputError
+    naming the tasks that have one."""
+    shipped = sorted(p.name for p in pretrained_dir().iterdir() if (p / "policy.npz").is_file())
+    try:
+        task = registry.canonical(name)
+    except InputError:
+        task = name
+    if task not in shipped:
+        raise InputError(f"no pretrained policy for {name!r}; pretrained:<task> exists for {shipped}")
+    onnx = pretrained_dir() / task / "policy.onnx"
+    return onnx if importlib.util.find_spec("onnx") and onnx.is_file() else onnx.with_suffix(".npz")
+
+
 def load(path: str | Path) -> Policy:
     """The checked policy at ``path``: a checkpoint (run, ``checkpoints/`` or step directory), an exported
-    ``.onnx`` / ``.npz``, or a pixel student (``student.onnx``, a distill directory's ``student.npz``).
-    InputError naming the file when it is none of these (MissingFileError when it does not exist)."""
+    ``.onnx`` / ``.npz``, a pixel student (``student.onnx``, a distill directory's ``student.npz``), or
+    ``pretrained:<task>`` (:func:`pretrained`). InputError naming the file when it is none of these
+    (MissingFileError when it does not exist)."""
+    if str(path).startswith(PRETRAINED):
+        path = pretrained(str(path)[len(PRETRAINED):])
     path = Path(path)
     if path.suffix not in (".onnx", ".npz"):
         if path.is_file():
