@@ -45,14 +45,21 @@ def _gain_offset(ranges: np.ndarray, units: str,
     if calibration is not None:
         return _calibrated(units, calibration)
     lower, upper = np.asarray(ranges, np.float64).T
+    return _span_map(units, lower, upper, 180.0 / np.pi)
+
+
+def _span_map(units: str, low: np.ndarray, high: np.ndarray, degrees_per_unit: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(gain, offset)`` (6,) with ``value = gain * x + offset`` for ``x`` in the units of the spans
+    ``[low, high]`` (6,): degrees from the span's middle, or the span onto [-100, 100]; the gripper's span
+    onto [0, 100]."""
     if units == "degrees":
-        gain = np.full(6, 180.0 / np.pi)
-        offset = -gain * (lower + upper) / 2
+        gain = np.full(6, degrees_per_unit)
+        offset = -gain * (low + high) / 2
     else:
-        gain = 200.0 / (upper - lower)
-        offset = -100.0 - gain * lower
-    gain[5] = GRIPPER_SPAN / (upper[5] - lower[5])
-    offset[5] = -gain[5] * lower[5]
+        gain = 200.0 / (high - low)
+        offset = -100.0 - gain * low
+    gain[5] = GRIPPER_SPAN / (high[5] - low[5])
+    offset[5] = -gain[5] * low[5]
     return gain, offset
 
 
@@ -63,14 +70,7 @@ def _calibrated(units: str, calibration: Calibration) -> tuple[np.ndarray, np.nd
     (``-value``, ``100 - value``) by ``drive_mode`` 1, which lerobot ignores in degrees."""
     low, high = np.asarray(calibration.range_min, np.float64), np.asarray(calibration.range_max, np.float64)
     arm = np.arange(len(MOTORS)) < 5
-    if units == "degrees":
-        per_count = np.full(len(MOTORS), 360.0 / MAX_COUNT)
-        at_zero = -per_count * (low + high) / 2
-    else:
-        per_count = 200.0 / (high - low)
-        at_zero = -100.0 - per_count * low
-    per_count[5] = GRIPPER_SPAN / (high[5] - low[5])
-    at_zero[5] = -per_count[5] * low[5]
+    per_count, at_zero = _span_map(units, low, high, 360.0 / MAX_COUNT)
     mirrored = (np.asarray(calibration.drive_mode) == 1) & ~(arm & (units == "degrees"))
     per_count = np.where(mirrored, -per_count, per_count)  # value = per_count * counts + at_zero
     at_zero = np.where(mirrored, np.where(arm, 0.0, GRIPPER_SPAN) - at_zero, at_zero)

@@ -15,17 +15,9 @@ from so101_mjx.envs import make
 from so101_mjx.errors import InputError
 from so101_mjx.robot import motors
 from so101_mjx.robot.calibration import Calibration
+from tests.robot.test_calibration import FILE  # a follower's file as lerobot writes it
 
 NAME = "SO101PickCube-v0"
-# a follower's file as lerobot writes it: ranges swept from the middle pose, the elbow's mirrored (drive_mode 1)
-FILE = {
-    "shoulder_pan": {"id": 1, "drive_mode": 0, "homing_offset": -812, "range_min": 731, "range_max": 3390},
-    "shoulder_lift": {"id": 2, "drive_mode": 0, "homing_offset": 1024, "range_min": 840, "range_max": 3228},
-    "elbow_flex": {"id": 3, "drive_mode": 1, "homing_offset": 37, "range_min": 880, "range_max": 3080},
-    "wrist_flex": {"id": 4, "drive_mode": 0, "homing_offset": -2047, "range_min": 1010, "range_max": 3201},
-    "wrist_roll": {"id": 5, "drive_mode": 0, "homing_offset": 512, "range_min": 0, "range_max": 4095},
-    "gripper": {"id": 6, "drive_mode": 0, "homing_offset": 1500, "range_min": 1960, "range_max": 3330},
-}
 
 
 @pytest.fixture(scope="module")
