@@ -71,28 +71,28 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # the static face of the lazy names, for type checkers and IDEs
-    from so101_mjx.envs.registry import make, names, register, default_config
-    from so101_mjx.envs.base import SO101Env
-    from so101_mjx.envs.config import ArmConfig
-    from so101_mjx.sim.state import State, Info
-    from so101_mjx.envs.rollout import run_episodes
-    from so101_mjx.training.policies import load_policy
-    from so101_mjx.robot.kinematics import Kinematics
-    from so101_mjx.robot.calibration import Calibration, load_calibration
-    from so101_mjx.robot.scenes import load_model, scene_path, ARM_JOINTS, ROBOT_JOINTS
-    from so101_mjx.ik.solvers.solver import SO101Solver
-    from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
-    from so101_mjx.ik.solvers.learned_seeds import SO101LearnedSolver
     from so101_mjx.dynamics.backend import JaxBackend
     from so101_mjx.dynamics.mujoco_backend import MujocoBackend
     from so101_mjx.dynamics.pinocchio_backend import PinocchioBackend
-    from so101_mjx.ik.solvers.config import SolverCfg
-    from so101_mjx.ik.solvers.jax_solver import PytorchSolver, PytorchSolverCfg
-    from so101_mjx.ik.solvers.differential import DifferentialSolver
-    from so101_mjx.ik.solvers.pinocchio_solver import PinocchioSolver
-    from so101_mjx.ik.solvers.pink_solver import PinkSolver
-    from so101_mjx.ik.solvers.neural_policy import NeuralIKSolver
+    from so101_mjx.envs.base import SO101Env
+    from so101_mjx.envs.config import ArmConfig
+    from so101_mjx.envs.registry import default_config, make, names, register
+    from so101_mjx.envs.rollout import run_episodes
     from so101_mjx.errors import InputError
+    from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
+    from so101_mjx.ik.solvers.config import SolverCfg
+    from so101_mjx.ik.solvers.differential import DifferentialSolver
+    from so101_mjx.ik.solvers.jax_solver import PytorchSolver, PytorchSolverCfg
+    from so101_mjx.ik.solvers.learned_seeds import SO101LearnedSolver
+    from so101_mjx.ik.solvers.neural_policy import NeuralIKSolver
+    from so101_mjx.ik.solvers.pink_solver import PinkSolver
+    from so101_mjx.ik.solvers.pinocchio_solver import PinocchioSolver
+    from so101_mjx.ik.solvers.solver import SO101Solver
+    from so101_mjx.robot.calibration import Calibration, load_calibration
+    from so101_mjx.robot.kinematics import Kinematics
+    from so101_mjx.robot.scenes import ARM_JOINTS, ROBOT_JOINTS, load_model, scene_path
+    from so101_mjx.sim.state import Info, State
+    from so101_mjx.training.policies import load_policy
 
 
 def __getattr__(name: str):

@@ -33,10 +33,10 @@ from mujoco import batch as mj_batch
 from mujoco import rollout
 
 from so101_mjx.benchmarks import check_batches, compile_cost, interleaved_times, median_time, print_table
-from so101_mjx.validation import reference
 from so101_mjx.envs import make
 from so101_mjx.envs.rollout import check_memory, placement_config
 from so101_mjx.sim.physics import C_LOOPS
+from so101_mjx.validation import reference
 
 CARDS_GB = (16, 80)
 

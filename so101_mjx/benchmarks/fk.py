@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx.ik import iterative as ik
 from so101_mjx.benchmarks import check_batches, median_time, print_table
+from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, joint_qpos_ids, load_model
 

@@ -25,10 +25,10 @@ import jax
 import mujoco
 import numpy as np
 
-from so101_mjx.render import batch as pixels
 from so101_mjx.benchmarks import check_batches, interleaved_times, median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
 from so101_mjx.envs import make
+from so101_mjx.render import batch as pixels
 from so101_mjx.render.worker import draw
 
 SCENE = "pick_place"

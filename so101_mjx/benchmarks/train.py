@@ -28,8 +28,7 @@ from brax.training.agents.ppo import networks as ppo_networks
 
 from so101_mjx.benchmarks import median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
-from so101_mjx.training import presets, networks
-from so101_mjx.training import brax_env, ppo_loop
+from so101_mjx.training import brax_env, networks, ppo_loop, presets
 from so101_mjx.training.ppo import demo_starts
 
 

@@ -18,11 +18,10 @@ import importlib
 import os
 import sys
 
+from so101_mjx._files import DISK_ERRNOS
 from so101_mjx.cli.benches import BENCHES
 from so101_mjx.cli.commands import CAMERA, COMMANDS, Command
-from so101_mjx._files import DISK_ERRNOS
 from so101_mjx.errors import InputError, SetupError
-
 
 # MUJOCO_GL values mujoco's GL context module accepts on Linux; for the offscreen ones, the library it loads
 MUJOCO_GL_VALUES = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0", "glfw", "glx", "egl", "osmesa")

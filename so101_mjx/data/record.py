@@ -32,20 +32,19 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx import _schema as schema
+from so101_mjx._argtypes import dataset_kept, interruptible, sigterm_interrupts
 from so101_mjx._lock import exclusive
-from so101_mjx.envs import scripted
-from so101_mjx.render import visual_randomization
-from so101_mjx.envs import make
+from so101_mjx.envs import make, scripted
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, task
-from so101_mjx.render.batch import camera_names
 from so101_mjx.envs.registry import names as task_names
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
-from so101_mjx._argtypes import dataset_kept, interruptible, sigterm_interrupts
+from so101_mjx.render import visual_randomization
+from so101_mjx.render.batch import camera_names
+from so101_mjx.render.visual_randomization import VisualRandomization
 from so101_mjx.robot.motors import FEATURE_NAMES
 from so101_mjx.robot.scenes import ARM_JOINTS
-from so101_mjx.render.visual_randomization import VisualRandomization
 
 ROBOT_TYPE = "so101"
 VISUAL_STREAM = 0x715A  # folded into the seed's key: the visual draws' own stream

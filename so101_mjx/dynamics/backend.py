@@ -60,7 +60,15 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.dynamics.rigid_body import (
-    Chain, chain_joints, christoffel_coriolis, homogeneous, inverse_dynamics, mass_matrix, mat2quat, poses, regressor,
+    Chain,
+    chain_joints,
+    christoffel_coriolis,
+    homogeneous,
+    inverse_dynamics,
+    mass_matrix,
+    mat2quat,
+    poses,
+    regressor,
 )  # fmt: skip
 from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import load_model

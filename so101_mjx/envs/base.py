@@ -22,16 +22,16 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.sim import randomization
-from so101_mjx.render import latency, visual_randomization
 from so101_mjx.envs.arm import JointMode, SO101Arm
 from so101_mjx.envs.config import ArmConfig, whole_substeps
 from so101_mjx.errors import InputError
-from so101_mjx.sim.physics import Physics, PhysicsState, make_physics
-from so101_mjx.sim.state import Info, State
-from so101_mjx.sim import servo
+from so101_mjx.render import latency, visual_randomization
 from so101_mjx.robot import motors
 from so101_mjx.robot.scenes import actuator_ids, load_model
+from so101_mjx.sim import randomization, servo
+from so101_mjx.sim.physics import Physics, PhysicsState, make_physics
+from so101_mjx.sim.state import Info, State
+
 
 class SO101Env(abc.ABC):
     """Base SO-101 env: model, backend, the arm (``self.arm``), and the shared reset/step skeleton.

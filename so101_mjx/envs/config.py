@@ -7,13 +7,12 @@ import dataclasses
 import numpy as np
 
 from so101_mjx import _checks as checks
-from so101_mjx.sim import servo
 from so101_mjx.envs.arm import CARTESIAN_BOUNDS, HOME_POSITION, IK_SOLVERS
 from so101_mjx.errors import InputError
 from so101_mjx.render import camera, visual_randomization
 from so101_mjx.robot import calibration as calib
 from so101_mjx.robot.motors import JOINT_UNITS
-from so101_mjx.sim import randomization
+from so101_mjx.sim import randomization, servo
 
 MAX_SUBSTEPS = 10_000  # physics steps per control step (20 s of simulated time at physics_dt 2 ms)
 MAX_EPISODE_LENGTH = 2**31 - 1  # control steps; step counters are int32

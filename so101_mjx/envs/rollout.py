@@ -20,8 +20,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.envs import scripted
-from so101_mjx.envs import SO101Env, State, default_config, make
+from so101_mjx.envs import SO101Env, State, default_config, make, scripted
 from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, render_trajectory
 

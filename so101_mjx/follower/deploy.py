@@ -41,11 +41,11 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx._argtypes import INTERRUPTED, as_interrupt, interruptible, shielded, sigterm_interrupts, stop_name
 from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
 from so101_mjx.errors import ExistingFileError, InputError
 from so101_mjx.follower.actions import FEATURE_KEYS, as_dict, check_max_relative
-from so101_mjx._argtypes import INTERRUPTED, as_interrupt, interruptible, shielded, sigterm_interrupts, stop_name
 from so101_mjx.follower.cartesian import CartesianAdapter
 from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
 from so101_mjx.robot import motors

@@ -44,14 +44,48 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from so101_mjx.ik.iterative import (APPROACH_AXIS, DOWN, GRASP_JAW_ANGLE, JAW_AXIS, ORIENTATION_WEIGHT, ROLL_JOINT,
-                                        TOP_DOWN_JAW_DIRECTION, grasp_point_offset, ik_step, joint_limits, levenberg_marquardt,
-                                        pseudoinverse, task_error, top_down_seed)
-    from so101_mjx.ik.solvers import (AnalyticSolverCfg, BaseSolver, ChainCfg, DifferentialSolver, DifferentialSolverCfg, JaxSolver,
-                                      JaxSolverCfg, NeuralIKSolver, NeuralIKSolverCfg, PinkSolver, PinkSolverCfg, PinocchioSolver,
-                                      PinocchioSolverCfg, PytorchSolver, PytorchSolverCfg, QposSeedSampler, QposSeedSelSampler,
-                                      RobotCfg, SO101AnalyticSolver, SO101LearnedSolver, SO101Solver, SO101SolverCfg, SolverCfg,
-                                      compute_batch_ik)
+    from so101_mjx.ik.iterative import (
+        APPROACH_AXIS,
+        DOWN,
+        GRASP_JAW_ANGLE,
+        JAW_AXIS,
+        ORIENTATION_WEIGHT,
+        ROLL_JOINT,
+        TOP_DOWN_JAW_DIRECTION,
+        grasp_point_offset,
+        ik_step,
+        joint_limits,
+        levenberg_marquardt,
+        pseudoinverse,
+        task_error,
+        top_down_seed,
+    )
+    from so101_mjx.ik.solvers import (
+        AnalyticSolverCfg,
+        BaseSolver,
+        ChainCfg,
+        DifferentialSolver,
+        DifferentialSolverCfg,
+        JaxSolver,
+        JaxSolverCfg,
+        NeuralIKSolver,
+        NeuralIKSolverCfg,
+        PinkSolver,
+        PinkSolverCfg,
+        PinocchioSolver,
+        PinocchioSolverCfg,
+        PytorchSolver,
+        PytorchSolverCfg,
+        QposSeedSampler,
+        QposSeedSelSampler,
+        RobotCfg,
+        SO101AnalyticSolver,
+        SO101LearnedSolver,
+        SO101Solver,
+        SO101SolverCfg,
+        SolverCfg,
+        compute_batch_ik,
+    )
 
 
 def __getattr__(name: str) -> Any:

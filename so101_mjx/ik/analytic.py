@@ -34,8 +34,8 @@ import numpy as np
 from jax import Array
 
 from so101_mjx.errors import InputError
-from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot import rotations as R
+from so101_mjx.robot.kinematics import Kinematics
 
 BRANCHES = ((1, 1), (1, -1), (-1, 1), (-1, -1))  # (pan: forward / back, elbow sign)
 _STRUCTURE_TOL = 1e-9

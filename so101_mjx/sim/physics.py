@@ -34,11 +34,13 @@ import mujoco
 import numpy as np
 from flax import struct
 from jax import Array
-
-from so101_mjx import _checks as checks  # compat before mujoco.mjx: it captures MJX's Warp import failures
-from so101_mjx import _compat as compat
-from so101_mjx.errors import InputError
 from mujoco import batch as mj_batch
+
+from so101_mjx import _checks as checks
+from so101_mjx import _compat as compat  # before mujoco.mjx: it captures MJX's Warp import failures
+from so101_mjx.errors import InputError
+
+# isort: split
 from mujoco import mjx
 
 compat.install()

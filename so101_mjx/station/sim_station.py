@@ -35,11 +35,13 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.robot.gripper import ctrl_to_open_fraction
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import default_config
 from so101_mjx.errors import InputError
+from so101_mjx.robot.gripper import ctrl_to_open_fraction
+from so101_mjx.sim.physics import PhysicsState
+from so101_mjx.station.chunk import Station_ActionChunk
 from so101_mjx.station.interface import (
     SO101_SPEC,
     MotorizedArm_ActionChunk,
@@ -51,8 +53,6 @@ from so101_mjx.station.interface import (
     interpolate_chunk,
     sample_chunk,
 )
-from so101_mjx.station.chunk import Station_ActionChunk
-from so101_mjx.sim.physics import PhysicsState
 
 MAX_PLAY_SECONDS = 600.0  # longest chunk or walk one call plays, simulated seconds
 

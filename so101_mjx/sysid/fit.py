@@ -27,8 +27,8 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.envs import make
-from so101_mjx.sim import servo
 from so101_mjx.errors import InputError
+from so101_mjx.sim import servo
 from so101_mjx.sim.randomization import Randomization
 
 PARAMETERS = ("delay_ticks", "backlash", "max_velocity", "deadband", "kp", "damping")

@@ -17,8 +17,8 @@ from jax import Array
 
 from so101_mjx.envs import make
 from so101_mjx.envs.base import SO101Env
-from so101_mjx.sim.state import State
 from so101_mjx.envs.wrappers import wrap_for_brax
+from so101_mjx.sim.state import State
 
 
 def action_map(env: SO101Env) -> tuple[np.ndarray, np.ndarray]:

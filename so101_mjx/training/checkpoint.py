@@ -41,8 +41,8 @@ from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import checkpoint as ppo_checkpoint
 from brax.training.agents.sac import checkpoint as sac_checkpoint
 
-from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
 from so101_mjx import _schema as schema
+from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import networks, npz
 from so101_mjx.training.policy import NETWORK, NumpyPolicy, PolicyWeights, check_metadata

@@ -32,11 +32,11 @@ import optax
 from flax import traverse_util
 from jax import Array
 
+from so101_mjx import _checks as checks
 from so101_mjx._files import atomic_path, atomic_write
 from so101_mjx._lock import exclusive
-from so101_mjx import _checks as checks
-from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import SO101Env
+from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.errors import InputError
 from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, conv_sides
 

@@ -24,11 +24,11 @@ from jax import Array
 
 from so101_mjx._files import atomic_write
 from so101_mjx.envs import make
-from so101_mjx.sim import servo
 from so101_mjx.envs.base import asdict
-from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.errors import InputError
+from so101_mjx.sim import servo
+from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.training import policies
 
 

@@ -25,8 +25,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx._files import atomic_path, check_out
 from so101_mjx import _schema as schema
+from so101_mjx._files import atomic_path, check_out
 from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs.config import MAX_IMAGE_SIZE
 from so101_mjx.errors import InputError

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from so101_mjx._files import atomic_path
 from so101_mjx import _schema as schema
+from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError
 from so101_mjx.training import npz
 

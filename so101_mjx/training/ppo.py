@@ -31,18 +31,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-
 import so101_mjx
-from so101_mjx._files import check_out
 from so101_mjx import _argtypes as cliargs
+from so101_mjx._files import check_out
 from so101_mjx._lock import exclusive
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError
-from so101_mjx.training import checkpoint, presets
-from so101_mjx.training import brax_env
-from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
+from so101_mjx.training import brax_env, checkpoint, presets
 from so101_mjx.training.jax_caches import released_pmap_traces
+from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
 
 COMPATIBLE_KEYS = ("algo", "env", "obs_size", "action_size", "network", "normalize_observations")
 

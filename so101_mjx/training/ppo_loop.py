@@ -40,13 +40,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from jax import Array
 from brax.training import acting, gradients, pmap, types
-from jax.experimental import multihost_utils
 from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import losses as ppo_losses
 from brax.training.agents.ppo import networks as ppo_networks
 from brax.training.agents.ppo.train import TrainingState
+from jax import Array
+from jax.experimental import multihost_utils
 
 from so101_mjx.errors import InputError
 

@@ -20,12 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from so101_mjx.validation import reference as reference_envs
 from so101_mjx.envs.registry import canonical, default_config
 from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, write_video
 from so101_mjx.training import policies
 from so101_mjx.training.policies import without_cameras
+from so101_mjx.validation import reference as reference_envs
 
 
 def make_gym_env(name: str, env_config: dict[str, Any], image_size: int | None = None):

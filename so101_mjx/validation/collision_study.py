@@ -28,17 +28,20 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+
 from so101_mjx import _compat  # noqa: F401  (before mujoco.mjx: it captures its Warp import failures)
+
+# isort: split
 from mujoco import mjx
 
 from so101_mjx import _argtypes as cliargs
-from so101_mjx.validation import parity
-from so101_mjx.envs.tasks.pick_place import PickPlace, PickPlaceConfig
-from so101_mjx.sim.physics import PhysicsState
 from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.envs.tasks.pick_place import PickPlace, PickPlaceConfig
 from so101_mjx.errors import InputError
 from so101_mjx.robot import rotations as R
 from so101_mjx.robot.scenes import JAW_PADS, scene_path, set_jaw_pads
+from so101_mjx.sim.physics import PhysicsState
+from so101_mjx.validation import parity
 
 TIPS: tuple[str, ...] = ("fixed_jaw_tip_collision", "moving_jaw_tip_collision")
 SCENE = "pick_place"

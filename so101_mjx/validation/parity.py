@@ -32,9 +32,9 @@ import mujoco
 import numpy as np
 
 from so101_mjx._files import atomic_write
-from so101_mjx.validation import reference
-from so101_mjx.sim.physics import BACKENDS, make_physics
 from so101_mjx.envs.rollout import check_memory, run_episodes
+from so101_mjx.sim.physics import BACKENDS, make_physics
+from so101_mjx.validation import reference
 
 HORIZONS = (1, 10, 50, 200)
 AGREEMENT_STEPS = 300  # control steps of the closed-loop episodes (and the least of the scripted trajectory)

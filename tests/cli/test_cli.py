@@ -6,16 +6,16 @@ import dataclasses
 import logging
 import subprocess
 import sys
-from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx import cli
 from so101_mjx import _argtypes as cliargs
 from so101_mjx import _compat as compat
+from so101_mjx import cli
 from so101_mjx.training import presets
 
 
@@ -143,8 +143,8 @@ def test_python_m_so101_mjx_is_the_console_script():
 
 def test_only_input_errors_are_one_line(monkeypatch, capsys):
     """An InputError from a command is one line and status 2; any other ValueError is a bug: its traceback propagates."""
-    from so101_mjx.errors import InputError
     from so101_mjx.envs import rollout
+    from so101_mjx.errors import InputError
 
     def raising(error):
         def run(args):

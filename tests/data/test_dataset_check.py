@@ -18,7 +18,6 @@ from so101_mjx import _files  # noqa: E402
 from so101_mjx.data import dataset_check, dataset_repair  # noqa: E402
 from so101_mjx.data.lerobot_dataset import DatasetWriter, video_feature  # noqa: E402
 from so101_mjx.errors import InputError  # noqa: E402
-
 from tests.data.dataset_reader import assert_consistent, read_parquets  # noqa: E402
 
 FEATURES = {"observation.images.cam": video_feature(16, 16, 10), "action": {"dtype": "float32", "shape": [2], "names": ["a", "b"]}}

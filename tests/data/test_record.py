@@ -13,8 +13,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from so101_mjx import cli  # noqa: E402
-from so101_mjx.render import visual_randomization  # noqa: E402
 from so101_mjx.data.record import record  # noqa: E402
+from so101_mjx.render import visual_randomization  # noqa: E402
 from tests.data.dataset_reader import assert_consistent, read_parquets  # noqa: E402
 
 REACH = "SO101Reach-v0"

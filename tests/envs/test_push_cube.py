@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from so101_mjx.envs import make
-from so101_mjx.envs.tasks import push_cube as pc
 from so101_mjx.envs.base import block_dof_adr, block_qpos_adr
 from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.envs.tasks import push_cube as pc
 
 NAME = "SO101PushCube-v0"
 GOAL_XY = (0.25, 0.05)

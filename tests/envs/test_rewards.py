@@ -5,8 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.envs import scripted
-from so101_mjx.envs import make
+from so101_mjx.envs import make, scripted
 from so101_mjx.envs.tasks.pick_place import STAGED_WEIGHTS
 
 

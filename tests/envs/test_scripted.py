@@ -5,8 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.envs import scripted
-from so101_mjx.envs import make
+from so101_mjx.envs import make, scripted
 from so101_mjx.envs.rollout import run_episodes
 
 

@@ -8,15 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.envs import scripted
-from so101_mjx.robot.gripper import open_fraction_to_ctrl
-from so101_mjx.envs import make
+from so101_mjx.envs import make, scripted
 from so101_mjx.envs.base import block_dof_adr, block_qpos_adr
-from so101_mjx.envs.tasks.pick_place import FIXED_BLOCK_XY, FIXED_GOAL_XY, MIN_GOAL_DISTANCE, SAMPLING_BOUNDS
-from so101_mjx.envs.tasks.pick_place import STAGED_WEIGHTS
-from so101_mjx.envs.tasks.stack_cube import BOTTOM, HOLD_STAGES
-from so101_mjx.training.presets.stack_cube import PRESETS
 from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.envs.tasks.pick_place import FIXED_BLOCK_XY, FIXED_GOAL_XY, MIN_GOAL_DISTANCE, SAMPLING_BOUNDS, STAGED_WEIGHTS
+from so101_mjx.envs.tasks.stack_cube import BOTTOM, HOLD_STAGES
+from so101_mjx.robot.gripper import open_fraction_to_ctrl
+from so101_mjx.training.presets.stack_cube import PRESETS
 
 NAME = "SO101StackCube-v0"
 HALF = 0.02  # the 4 cm block's half size

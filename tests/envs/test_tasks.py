@@ -9,17 +9,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.validation import reference
-from so101_mjx.envs.arm import AGENT_POS_SIZE
+from so101_mjx.data.record import environment_state_names
 from so101_mjx.envs import Info, make, names, task
+from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.block import BlockTask
 from so101_mjx.envs.tasks import BUILTIN
-from so101_mjx.validation.parity import initial_state
-from so101_mjx.data.record import environment_state_names
 from so101_mjx.robot.scenes import scene_names
 from so101_mjx.training import presets
 from so101_mjx.training.export import obs_layout
+from so101_mjx.validation import reference
+from so101_mjx.validation.parity import initial_state
 
 
 @pytest.fixture(scope="module", params=names())

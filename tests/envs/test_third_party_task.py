@@ -14,8 +14,8 @@ import so101_mjx
 from so101_mjx import cli
 from so101_mjx.envs.base import SO101Env, as_qpos0, fixed_array
 from so101_mjx.envs.config import ArmConfig
-from so101_mjx.errors import InputError
 from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.errors import InputError
 
 NAME = "SO101TestHover-v0"
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import one_error_line
+
 from so101_mjx import cli
 from so101_mjx.training import checkpoint
 from so101_mjx.training.progress import read_csv

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import train_tiny
+
 from so101_mjx import cli
-from so101_mjx.follower import deploy as deploy_module
-from so101_mjx.follower.deploy import check_start, deploy, plan
 from so101_mjx.data import dataset_check
 from so101_mjx.envs.arm import JointMode
+from so101_mjx.follower import deploy as deploy_module
+from so101_mjx.follower.deploy import check_start, deploy, plan
 
 ENV = "SO101Reach-v0"
 

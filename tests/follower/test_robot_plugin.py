@@ -24,7 +24,6 @@ def test_lerobot_builds_it_with_the_followers_features(tmp_path):
     pytest.importorskip("lerobot")
     from lerobot.robots import make_robot_from_config
     from lerobot.robots.config import RobotConfig
-
     from lerobot_robot_so101_mjx import SO101Mjx
 
     config = RobotConfig.get_choice_class("so101_mjx")(camera_names=["front"], camera_height=24, camera_width=32,

@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from so101_mjx import cli
+from so101_mjx import _argtypes, cli
 from so101_mjx.data import dataset_check
 from so101_mjx.follower import deploy as deploy_module
-from so101_mjx import _argtypes
 from so101_mjx.follower.deploy import LOG_META, deploy
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ import pytest
 from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 from so101_mjx.ik.solvers.path import select_continuous_path
+from so101_mjx.ik.solvers.solver import SO101Solver
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
-from so101_mjx.ik.solvers.solver import SO101Solver
 
 
 @pytest.fixture(scope="module")

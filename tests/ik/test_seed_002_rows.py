@@ -14,8 +14,16 @@ from so101_mjx.dynamics import JaxBackend
 from so101_mjx.dynamics.mujoco_backend import MujocoBackend
 from so101_mjx.errors import InputError
 from so101_mjx.ik import (
-    PinkSolverCfg, PinocchioSolverCfg, PytorchSolver, PytorchSolverCfg, RobotCfg, SO101AnalyticSolver, SolverCfg,
-    compute_batch_ik, levenberg_marquardt, pseudoinverse,
+    PinkSolverCfg,
+    PinocchioSolverCfg,
+    PytorchSolver,
+    PytorchSolverCfg,
+    RobotCfg,
+    SO101AnalyticSolver,
+    SolverCfg,
+    compute_batch_ik,
+    levenberg_marquardt,
+    pseudoinverse,
 )
 from so101_mjx.ik.solvers import learned_seeds as neural_ik
 from so101_mjx.ik.solvers.multistart import manipulability

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from so101_mjx.ik import iterative as ik
-from so101_mjx.robot.scenes import ARM_JOINTS, joint_qpos_ids
 from so101_mjx.ik.solvers.solver import SO101Solver
+from so101_mjx.robot.scenes import ARM_JOINTS, joint_qpos_ids
 
 N = 1000
 

@@ -9,10 +9,10 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx.render import batch as pixels
 from so101_mjx.envs import make
-from so101_mjx.render.worker import draw
 from so101_mjx.envs.rollout import run_episodes
+from so101_mjx.render import batch as pixels
+from so101_mjx.render.worker import draw
 from so101_mjx.robot.scenes import scenes_dir
 
 SIZE = 32

@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("mujoco_warp")
 
-from so101_mjx.render import batch as pixels
 from so101_mjx.envs import make
+from so101_mjx.render import batch as pixels
 from so101_mjx.render.warp import WarpBatchRenderer
 
 SIZE, WORLDS = 64, 6

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from so101_mjx import _argtypes as cliargs
-from so101_mjx.render import visual_randomization as vr
 from so101_mjx.envs import make
+from so101_mjx.render import visual_randomization as vr
 from so101_mjx.render.batch import render_model
 
 NAME = "SO101PickCube-v0"

@@ -135,8 +135,7 @@ def _carry(backend_after_grasp: str) -> tuple[float, float]:
     """
     import jax
 
-    from so101_mjx.envs import scripted
-    from so101_mjx.envs import make
+    from so101_mjx.envs import make, scripted
 
     c_env = make("SO101PickPlace-v0", backend="c", action_scale=0.025)
     env = c_env if backend_after_grasp == "c" else make("SO101PickPlace-v0", backend=backend_after_grasp, action_scale=0.025)

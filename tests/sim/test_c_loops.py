@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from so101_mjx.envs import make
-from so101_mjx.sim.servo import ServoModel, VoltageSag
 from so101_mjx.sim.randomization import Randomization
+from so101_mjx.sim.servo import ServoModel, VoltageSag
 
 WORLDS, STEPS = 8, 12
 

@@ -46,8 +46,8 @@ def test_quat_integrate_matches_mujoco_c(speed):
     mju_quatIntegrate, tiny velocities included."""
     from mujoco.mjx._src import math as mjx_math
 
-    from so101_mjx.sim.physics import make_physics
     from so101_mjx.robot.scenes import load_model
+    from so101_mjx.sim.physics import make_physics
 
     make_physics("mjx", load_model("reach"))
 

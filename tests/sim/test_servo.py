@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from so101_mjx import make
-from so101_mjx.sim import servo
 from so101_mjx.envs.base import asdict
+from so101_mjx.sim import servo
 from so101_mjx.sim.servo import RAD_PER_COUNT, ServoModel, ServoRanges, VoltageSag
 
 DT = 1 / 30

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from so101_mjx import cli, make
-from so101_mjx.sim.servo import ServoModel
 from so101_mjx.follower.deploy import deploy, excitation_plan
 from so101_mjx.robot import motors
 from so101_mjx.robot.calibration import Calibration, load_calibration
+from so101_mjx.sim.servo import ServoModel
 from so101_mjx.sysid import dataset, excitation, fit
 
 TASK = "SO101Reach-v0"

@@ -11,7 +11,7 @@ from brax.training.acme import running_statistics, specs
 
 from so101_mjx import cli
 from so101_mjx.envs import make
-from so101_mjx.training import checkpoint, presets, networks, ppo
+from so101_mjx.training import checkpoint, networks, ppo, presets
 from so101_mjx.training.export import NumpyPolicy, export
 from so101_mjx.training.onnx_graph import OPSET
 

@@ -12,11 +12,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import one_error_line
 
 from so101_mjx import cli
 from so101_mjx.errors import InputError
 from so101_mjx.training import checkpoint, pixel_policy, policies, progress
-from conftest import one_error_line
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "v0.1.0" / "pick_cube_run"
 STEP = "checkpoints/000000000256"

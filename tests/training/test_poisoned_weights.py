@@ -20,8 +20,8 @@ from so101_mjx.errors import InputError
 
 onnx = pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
-from onnx import numpy_helper  # noqa: E402
 from conftest import one_error_line  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "v0.1.0" / "pick_cube_run"
 SIZE = 36

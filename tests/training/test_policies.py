@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import one_error_line
 
 import so101_mjx
-from conftest import one_error_line
 from so101_mjx import cli
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.training import distill, pixel_policy, policies

@@ -10,13 +10,13 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from conftest import one_error_line
 
 from so101_mjx import cli
 from so101_mjx.errors import InputError
 from so101_mjx.training import checkpoint, presets
 from so101_mjx.training.preset import SacPreset
 from so101_mjx.training.progress import WALL_CLOCK_COLUMNS, read_csv
-from conftest import one_error_line
 from tests.training.test_poisoned_weights import digest
 from tests.training.test_resume import saved_arrays
 

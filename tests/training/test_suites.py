@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import one_error_line
+
 from so101_mjx import cli
 from so101_mjx.envs import make
 from so101_mjx.errors import InputError

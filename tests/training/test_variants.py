@@ -8,8 +8,8 @@ import pathlib
 import warnings
 
 import pytest
-
 from conftest import one_error_line, train_tiny
+
 from so101_mjx import cli
 from so101_mjx.cli.main import build_parser
 from so101_mjx.training import presets

@@ -4,9 +4,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx.validation import collision_study as cs
 from so101_mjx.ik.iterative import grasp_point_offset
 from so101_mjx.robot.scenes import JAW_PADS, load_model
+from so101_mjx.validation import collision_study as cs
 
 
 def _box_frame(model: mujoco.MjModel, data: mujoco.MjData, name: str):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from so101_mjx import cli
-from so101_mjx.validation import parity
 from so101_mjx.envs import make
+from so101_mjx.validation import parity
 
 
 def _short(ep: parity.Episode, n: int) -> parity.Episode:

@@ -12,13 +12,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.ik import iterative as ik
 from so101_mjx import gym as sgym
 from so101_mjx.envs import make, names
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.tasks.pick_cube import PickCubeConfig
 from so101_mjx.envs.tasks.pick_place import PickPlaceConfig
 from so101_mjx.envs.tasks.reach import ReachConfig
+from so101_mjx.ik import iterative as ik
+from so101_mjx.ik.solvers.solver import SO101Solver
+from so101_mjx.robot.kinematics import Kinematics
+from so101_mjx.robot.scenes import ARM_JOINTS
+from so101_mjx.sim.randomization import Randomization
 from so101_mjx.station.interface import (
     MotorizedArm_ActionChunk,
     MotorizedArm_ArmType,
@@ -27,10 +31,6 @@ from so101_mjx.station.interface import (
     MotorizedArm_Observation,
     MotorizedArmSpec,
 )
-from so101_mjx.robot.kinematics import Kinematics
-from so101_mjx.sim.randomization import Randomization
-from so101_mjx.robot.scenes import ARM_JOINTS
-from so101_mjx.ik.solvers.solver import SO101Solver
 from so101_mjx.station.sim_station import SimStation, _tick_period, run_chunks
 
 INF, NAN = float("inf"), float("nan")

@@ -13,8 +13,8 @@ from typing import Any
 
 import so101_mjx.gym as so101_gym
 from so101_mjx import _checks as checks
-from so101_mjx.envs.arm import AGENT_POS_SIZE
 from so101_mjx.envs import registry
+from so101_mjx.envs.arm import AGENT_POS_SIZE
 
 ACTION_SIZE = 4  # [dx, dy, dz, grasp], every task (SO101Env.action_size)
 # Task config fields the plugin forwards to gym.make, each where the task's config has it.

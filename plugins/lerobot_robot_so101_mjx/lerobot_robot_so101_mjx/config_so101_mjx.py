@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from lerobot.robots.config import RobotConfig
+
 from so101_mjx.follower import SimFollowerConfig
 
 

@@ -6,9 +6,9 @@ from typing import Any
 
 from lerobot.robots.robot import Robot
 from lerobot.utils.errors import DeviceAlreadyConnectedError, DeviceNotConnectedError
-from so101_mjx.follower import SimFollower
 
 from lerobot_robot_so101_mjx.config_so101_mjx import SO101MjxConfig
+from so101_mjx.follower import SimFollower
 
 
 class SO101Mjx(Robot):

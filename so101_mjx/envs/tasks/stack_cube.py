@@ -46,8 +46,15 @@ from so101_mjx.envs import scripted
 from so101_mjx.envs.base import as_qpos0, block_dof_adr, block_qpos_adr
 from so101_mjx.envs.block import BlockConfig, BlockTask
 from so101_mjx.envs.tasks.pick_place import (
-    FIXED_BLOCK_XY, FIXED_GOAL_XY, PLACE_MAX_BLOCK_SPEED, PLACE_OPEN_FRACTION, SAMPLING_BOUNDS, STAGED_WEIGHTS, WORKSPACE_XY,
-    sample_goal_xy, staged_terms,
+    FIXED_BLOCK_XY,
+    FIXED_GOAL_XY,
+    PLACE_MAX_BLOCK_SPEED,
+    PLACE_OPEN_FRACTION,
+    SAMPLING_BOUNDS,
+    STAGED_WEIGHTS,
+    WORKSPACE_XY,
+    sample_goal_xy,
+    staged_terms,
 )
 from so101_mjx.sim.physics import PhysicsState
 from so101_mjx.sim.state import Info, State

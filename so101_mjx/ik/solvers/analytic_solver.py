@@ -36,12 +36,12 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
+from so101_mjx.ik import analytic as analytic_ik
 from so101_mjx.ik.solvers import path as ik_path
-from so101_mjx.ik.solvers.multistart import SELECTIONS, manipulability
 from so101_mjx.ik.solvers.chain_config import ChainCfg, solver_arguments
+from so101_mjx.ik.solvers.multistart import SELECTIONS, manipulability
 from so101_mjx.ik.solvers.solver import SO101Solver, is_se3, pose_tolerance
 from so101_mjx.robot import rotations as R
 

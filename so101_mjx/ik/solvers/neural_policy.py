@@ -36,8 +36,8 @@ from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik import pose as P
-from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.ik.solvers.chain_config import ChainCfg
+from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.robot import rotations as R
 
 _LAYER = re.compile(r"agent/actor_mean\.(\d+)\.(weight|bias)")

@@ -32,8 +32,8 @@ import numpy as np
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.ik.solvers.chain_config import ChainCfg
+from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.robot import rotations as R
 
 

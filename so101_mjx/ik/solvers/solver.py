@@ -42,11 +42,21 @@ from scipy.stats import qmc
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik.solvers.base import BaseSolver, in_root_frame, on_device as _on_device
+from so101_mjx.ik.solvers.base import BaseSolver, in_root_frame
+from so101_mjx.ik.solvers.base import on_device as _on_device
 from so101_mjx.ik.solvers.config import check_tcp, resolve_device
 from so101_mjx.ik.solvers.multistart import (
-    DB_ENTRY_BYTES, JAC_TYPES, RETRIEVAL_BYTES, SELECTIONS, SolveConfig, as_vector, is_se3, pose_tolerance, solve,
-    tcp_fk, tcp_jacobian,
+    DB_ENTRY_BYTES,
+    JAC_TYPES,
+    RETRIEVAL_BYTES,
+    SELECTIONS,
+    SolveConfig,
+    as_vector,
+    is_se3,
+    pose_tolerance,
+    solve,
+    tcp_fk,
+    tcp_jacobian,
 )
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
