@@ -74,6 +74,11 @@ class Plan:
     task_policy: bool = True  # False: commands that read no object state and run whatever the task's outcome
 
     @property
+    def calibration(self):
+        """The joint-mode policy's follower calibration (its motor units), or None."""
+        return self.mode.calibration if self.mode is not None else None
+
+    @property
     def units(self) -> str:
         """The follower's units: the joint-mode policy's, or degrees for a Cartesian one."""
         return self.mode.units if self.mode is not None else "degrees"
@@ -127,7 +132,8 @@ def plan(path: str | Path) -> Plan:
     state_config = policies.without_cameras(env_config)
     options = {k: v for k, v in state_config.items() if k not in JOINT_FIELDS}
     units = mode.units if mode is not None else "degrees"
-    limits = motors.motor_limits(motors.joint_ranges(load_model(registry.task(name).scene)), units)
+    ranges = motors.joint_ranges(load_model(registry.task(name).scene))
+    limits = mode.limits(ranges) if mode is not None else motors.motor_limits(ranges, units)  # a calibration's too
     adapter = CartesianAdapter(name, state_config, units) if mode is None else None
     return Plan(str(path), policy.gym_fn, name, mode, round(fps), config.episode_length, policy.image_size, options,
                 limits, adapter)
@@ -168,7 +174,7 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
         return SimFollower(SimFollowerConfig(
             task=p.task, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
             camera_names=("front",) if p.image_size else (), camera_height=size, camera_width=size, fps=p.fps,
-            real_time=real_time, seed=seed, task_options=p.task_options))
+            real_time=real_time, seed=seed, task_options=p.task_options, calibration=p.calibration))
     if kind != "so101_follower":
         raise InputError(f"--robot.type must be one of {ROBOTS}, got {kind!r}")
     if p.image_size is None and p.task_policy:
@@ -198,7 +204,7 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
 def start_pose(p: Plan) -> np.ndarray:
     """The six motor positions (6,) the policy's episodes start from (its task's reset)."""
     with SimFollower(SimFollowerConfig(task=p.task, use_degrees=p.units == "degrees", camera_names=(), fps=p.fps,
-                                       task_options=p.task_options)) as sim:
+                                       task_options=p.task_options, calibration=p.calibration)) as sim:
         return sim.present_position()
 
 

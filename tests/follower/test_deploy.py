@@ -139,3 +139,29 @@ def test_record_logs_the_absolute_targets_a_follower_is_sent(joint_policy, tmp_p
     expected = np.clip(state + np.clip(offsets, -3, 3), *plan(joint_policy).limits.T)
     assert np.abs(offsets).max() > 1  # the policy moves: offsets and targets differ
     np.testing.assert_allclose(action, expected, atol=1e-3)
+
+
+def test_a_calibrated_policy_runs_on_the_simulator_in_its_calibrations_units(tmp_path):
+    """A joint-mode policy trained under a follower's calibration: its plan keeps the calibration, the
+    simulated follower speaks that arm's units (the start pose is the reset's angles in them), and
+    deploy runs it."""
+    from so101_mjx.envs import make
+    from so101_mjx.robot import motors
+    from so101_mjx.robot.calibration import load_calibration
+    from tests.robot.test_calibration import FILE
+
+    path = tmp_path / "follower.json"
+    path.write_text(json.dumps(FILE))
+    config = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 3.0, "calibration": str(path)}
+    train_tiny(tmp_path / "run", "--env", ENV, "--env-config", json.dumps(config))
+    p = plan(tmp_path / "run" / "policy.onnx")
+    calibration = load_calibration(path)
+    assert p.calibration == calibration
+    nominal = dataclasses.replace(p, mode=dataclasses.replace(p.mode, calibration=None))
+    start, start_nominal = deploy_module.start_pose(p), deploy_module.start_pose(nominal)
+    ranges = motors.joint_ranges(make(ENV, "c").mj_model)
+    np.testing.assert_allclose(motors.from_motor(start, ranges, "degrees", calibration),
+                               motors.from_motor(start_nominal, ranges, "degrees"), atol=1e-6)
+    assert np.abs(start - start_nominal).max() > 1.0  # the calibrated arm's degrees differ from the nominal ones
+    result = deploy(tmp_path / "run" / "policy.onnx", "so101_mjx", episodes=1, seed=2)
+    assert result["episodes"] == 1 and result["stopped"] == "done"
