@@ -51,8 +51,7 @@ def _import_mjx_quietly() -> list[str]:
 
 WARP_IMPORT_ERRORS = _import_mjx_quietly()  # empty when Warp imported, or when mjx was imported before us
 
-from mujoco.mjx._src import io as mjx_io  # noqa: E402
-from mujoco.mjx._src import math as mjx_math  # noqa: E402
+from mujoco.mjx._src import io as mjx_io, math as mjx_math  # noqa: E402
 
 MJX_CHECK_WARP_INSTALLED = mjx_io._check_warp_installed  # mujoco-mjx's own
 MJMINVAL = 1e-15  # MuJoCo C's mjMINVAL: below it, mju_normalize3 treats a vector as zero

@@ -41,9 +41,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx._files import atomic_write
-from so101_mjx.benchmarks import compile_cost, peak_device_bytes
-from so101_mjx.benchmarks import dynamics as dynamics_bench
-from so101_mjx.benchmarks import ik as ik_bench
+from so101_mjx.benchmarks import compile_cost, dynamics as dynamics_bench, ik as ik_bench, peak_device_bytes
 from so101_mjx.envs import make, rollout, scripted
 from so101_mjx.errors import InputError
 from so101_mjx.render.warp import warp_available

@@ -29,8 +29,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 from jax import Array
-from mujoco import batch as mj_batch
-from mujoco import rollout
+from mujoco import batch as mj_batch, rollout
 
 from so101_mjx.benchmarks import check_batches, compile_cost, interleaved_times, median_time, print_table
 from so101_mjx.envs import make

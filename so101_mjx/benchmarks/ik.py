@@ -31,8 +31,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx.benchmarks import check_batches, median_time, print_table
-from so101_mjx.ik import analytic as analytic_ik
-from so101_mjx.ik import iterative as ik
+from so101_mjx.ik import analytic as analytic_ik, iterative as ik
 from so101_mjx.ik.solvers import learned_seeds as neural_ik
 from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 from so101_mjx.robot.kinematics import Kinematics

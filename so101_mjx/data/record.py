@@ -30,14 +30,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx import _checks as checks
-from so101_mjx import _schema as schema
+from so101_mjx import _checks as checks, _schema as schema
 from so101_mjx._argtypes import dataset_kept, interruptible, sigterm_interrupts
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import make, scripted
 from so101_mjx.envs.base import SO101Env
-from so101_mjx.envs.registry import canonical, task
-from so101_mjx.envs.registry import names as task_names
+from so101_mjx.envs.registry import canonical, names as task_names, task
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
 from so101_mjx.errors import InputError
 from so101_mjx.render import visual_randomization

@@ -24,8 +24,7 @@ from jax import Array
 from so101_mjx import _checks as checks
 from so101_mjx.envs.joint_mode import JointMode
 from so101_mjx.errors import InputError
-from so101_mjx.ik import analytic as analytic_ik
-from so101_mjx.ik import iterative as ik
+from so101_mjx.ik import analytic as analytic_ik, iterative as ik
 from so101_mjx.robot import motors
 from so101_mjx.robot.gripper import ctrl_to_gripper_pose, ctrl_to_open_fraction, open_fraction_to_ctrl
 from so101_mjx.robot.kinematics import Kinematics

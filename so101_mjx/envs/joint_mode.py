@@ -8,8 +8,7 @@ import dataclasses
 import numpy as np
 from jax import Array
 
-from so101_mjx.robot import calibration as calib
-from so101_mjx.robot import motors
+from so101_mjx.robot import calibration as calib, motors
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,8 +36,10 @@ from flax import struct
 from jax import Array
 from mujoco import batch as mj_batch
 
-from so101_mjx import _checks as checks
-from so101_mjx import _compat as compat  # before mujoco.mjx: it captures MJX's Warp import failures
+from so101_mjx import (
+    _checks as checks,
+    _compat as compat,  # before mujoco.mjx: it captures MJX's Warp import failures
+)
 from so101_mjx.errors import InputError
 
 # isort: split

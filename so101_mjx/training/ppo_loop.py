@@ -42,8 +42,7 @@ import numpy as np
 import optax
 from brax.training import acting, gradients, pmap, types
 from brax.training.acme import running_statistics, specs
-from brax.training.agents.ppo import losses as ppo_losses
-from brax.training.agents.ppo import networks as ppo_networks
+from brax.training.agents.ppo import losses as ppo_losses, networks as ppo_networks
 from brax.training.agents.ppo.train import TrainingState
 from jax import Array
 from jax.experimental import multihost_utils

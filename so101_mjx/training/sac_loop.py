@@ -31,8 +31,7 @@ import numpy as np
 import optax
 from brax.training import acting, gradients, replay_buffers, types
 from brax.training.acme import running_statistics, specs
-from brax.training.agents.sac import losses as sac_losses
-from brax.training.agents.sac import networks as sac_networks
+from brax.training.agents.sac import losses as sac_losses, networks as sac_networks
 from brax.training.agents.sac.train import TrainingState
 from jax import Array
 

@@ -18,8 +18,7 @@ pytest.importorskip("imageio_ffmpeg")
 
 from so101_mjx import _files, cli  # noqa: E402
 from so101_mjx._lock import LOCK_FILE  # noqa: E402
-from so101_mjx.data import dataset_check, dataset_repair  # noqa: E402
-from so101_mjx.data import lerobot_format as fmt  # noqa: E402
+from so101_mjx.data import dataset_check, dataset_repair, lerobot_format as fmt  # noqa: E402
 from so101_mjx.data.lerobot_dataset import DatasetWriter  # noqa: E402
 from so101_mjx.data.record import record  # noqa: E402
 from so101_mjx.errors import InputError  # noqa: E402

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from so101_mjx.errors import InputError
-from so101_mjx.ik import SolverCfg
-from so101_mjx.ik import pose as P
+from so101_mjx.ik import SolverCfg, pose as P
 from so101_mjx.ik.solvers.differential import DEFAULT_IK_PARAMS, DifferentialSolver, DifferentialSolverCfg, delta_joint_pos
 from so101_mjx.robot import rotations as R
 

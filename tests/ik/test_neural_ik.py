@@ -6,8 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.ik import analytic as analytic_ik
-from so101_mjx.ik import iterative as ik
+from so101_mjx.ik import analytic as analytic_ik, iterative as ik
 from so101_mjx.ik.solvers import learned_seeds as neural_ik
 from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 from so101_mjx.robot.kinematics import Kinematics

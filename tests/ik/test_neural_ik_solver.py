@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from so101_mjx.errors import InputError, MissingFileError
-from so101_mjx.ik import SolverCfg
-from so101_mjx.ik import pose as P
+from so101_mjx.ik import SolverCfg, pose as P
 from so101_mjx.ik.solvers.neural_policy import NeuralIKSolver, NeuralIKSolverCfg, save_checkpoint
 
 pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)

@@ -7,8 +7,7 @@ import pytest
 
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.ik import PytorchSolverCfg
-from so101_mjx.robot import rotations as R
-from so101_mjx.robot import urdf
+from so101_mjx.robot import rotations as R, urdf
 from so101_mjx.robot.scenes import load_model
 
 

@@ -5,13 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.station.interface import (
-    MotorizedArm_ActionChunk,
-    MotorizedArm_ArmType,
-    MotorizedArm_GripperType,
-    MotorizedArm_JointPose,
-    MotorizedArmSpec,
-)
+from so101_mjx.station.interface import MotorizedArm_ActionChunk, MotorizedArm_ArmType, MotorizedArm_GripperType, MotorizedArm_JointPose, MotorizedArmSpec
 from so101_mjx.station.sim_station import SimStation, chunk_ticks, run_chunks
 from tests.station.shared import make_station, random_chunk
 

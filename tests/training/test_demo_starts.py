@@ -9,8 +9,7 @@ import pytest
 
 from so101_mjx.envs import make
 from so101_mjx.envs.wrappers import TrainingEnv
-from so101_mjx.training import ppo
-from so101_mjx.training import presets as tconfig
+from so101_mjx.training import ppo, presets as tconfig
 from so101_mjx.training.demo_starts import scripted_bank
 from so101_mjx.training.presets.pick_place import PLACE_TRAIN_CONFIG
 

@@ -65,8 +65,7 @@ def test_fresh_run_equals_brax_ppo_train(tiny_run, float32, monkeypatch):
     # brax 0.14.2's ppo.train calls jax.device_put_replicated, which jax 0.10 removed: for this call only
     monkeypatch.setattr(jax, "device_put_replicated", replicate, raising=False)
 
-    from so101_mjx.training import brax_env as envs
-    from so101_mjx.training import networks
+    from so101_mjx.training import brax_env as envs, networks
 
     preset = presets.preset(ENV, "tiny")
     env = envs.make_env(ENV, preset.env_overrides(), "c")

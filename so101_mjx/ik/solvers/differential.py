@@ -27,8 +27,7 @@ from jax import Array
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.ik import iterative as ik
-from so101_mjx.ik import pose as P
+from so101_mjx.ik import iterative as ik, pose as P
 from so101_mjx.ik.solvers.chain_config import ChainCfg
 from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.robot import rotations as R

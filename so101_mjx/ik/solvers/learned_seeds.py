@@ -46,12 +46,10 @@ import optax
 from flax import struct, traverse_util
 from jax import Array
 
-from so101_mjx import _checks as checks
-from so101_mjx import _schema as schema
+from so101_mjx import _checks as checks, _schema as schema
 from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError, MissingFileError
-from so101_mjx.ik import analytic as analytic_ik
-from so101_mjx.ik import iterative as ik
+from so101_mjx.ik import analytic as analytic_ik, iterative as ik
 from so101_mjx.ik.solvers.analytic_solver import PitchedSolver
 from so101_mjx.ik.solvers.multistart import manipulability
 from so101_mjx.robot.kinematics import Kinematics

@@ -30,12 +30,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import _checks as checks
-from so101_mjx import _schema as schema
+from so101_mjx import _checks as checks, _schema as schema
 from so101_mjx._files import atomic_path
 from so101_mjx.errors import InputError, MissingFileError
-from so101_mjx.ik import iterative as ik
-from so101_mjx.ik import pose as P
+from so101_mjx.ik import iterative as ik, pose as P
 from so101_mjx.ik.solvers.chain_config import ChainCfg
 from so101_mjx.ik.solvers.chain_solver import CfgSolver
 from so101_mjx.robot import rotations as R

@@ -42,22 +42,10 @@ from scipy.stats import qmc
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
-from so101_mjx.ik.solvers.base import BaseSolver, in_root_frame
-from so101_mjx.ik.solvers.base import on_device as _on_device
+from so101_mjx.ik.solvers import multistart
+from so101_mjx.ik.solvers.base import BaseSolver, in_root_frame, on_device as _on_device
 from so101_mjx.ik.solvers.config import check_tcp, resolve_device
-from so101_mjx.ik.solvers.multistart import (
-    DB_ENTRY_BYTES,
-    JAC_TYPES,
-    RETRIEVAL_BYTES,
-    SELECTIONS,
-    SolveConfig,
-    as_vector,
-    is_se3,
-    pose_tolerance,
-    solve,
-    tcp_fk,
-    tcp_jacobian,
-)
+from so101_mjx.ik.solvers.multistart import SolveConfig, as_vector, is_se3, pose_tolerance, solve, tcp_fk, tcp_jacobian
 from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
 
@@ -131,13 +119,13 @@ class SO101Solver(BaseSolver):
                              "(a config builds its solver with cfg.init_solver() or PytorchSolver(cfg))")
         self.kin = in_root_frame(Kinematics.from_model(model, joints, root))  # FK and targets in the root link's frame
         self.kin.site_id(site)
-        if not isinstance(selection, str) or selection not in SELECTIONS:
-            raise InputError(f"selection must be one of {SELECTIONS}, got {selection!r}")
+        if not isinstance(selection, str) or selection not in multistart.SELECTIONS:
+            raise InputError(f"selection must be one of {multistart.SELECTIONS}, got {selection!r}")
         if isinstance(approach_axis, bool) or approach_axis not in (None, 0, 1, 2):
             raise InputError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
         self.seed_selection = checks.flag("seed_selection", seed_selection)
         self.seed_db_size = checks.integer("seed_db_size", seed_db_size, ge=1)
-        checks.fits_memory(f"seed_db_size = {self.seed_db_size}", self.seed_db_size * DB_ENTRY_BYTES, "its FK database")
+        checks.fits_memory(f"seed_db_size = {self.seed_db_size}", self.seed_db_size * multistart.DB_ENTRY_BYTES, "its FK database")
         self.num_samples = self._check_samples(num_samples)
         d = as_vector(approach_dir, "approach_dir", 3)
         if not (np.all(np.isfinite(d)) and np.any(d != 0)):
@@ -324,8 +312,8 @@ class SO101Solver(BaseSolver):
 
         Returns (..., 6, n) ``[linear; angular]`` for ``"full"``, (..., 3, n) for ``"trans"``/``"rot"``.
         """
-        if jac_type not in JAC_TYPES:
-            raise InputError(f"jac_type must be one of {JAC_TYPES}, got {jac_type!r}")
+        if jac_type not in multistart.JAC_TYPES:
+            raise InputError(f"jac_type must be one of {multistart.JAC_TYPES}, got {jac_type!r}")
         q = self._q(qpos)
         tcp = jnp.asarray(self._tcp, q.dtype)
         offset = tcp[:3, 3]
@@ -390,7 +378,8 @@ class SO101Solver(BaseSolver):
             raise InputError(f"qpos_seed batch {seed.shape[:-1]} does not broadcast with target batch {pos.shape[:-1]}") from err
         k = self._check_samples(self.num_samples if num_samples is None else num_samples)
         if self.seed_selection:  # the retrieval: each target's distance to every database entry
-            checks.fits_memory(f"seed_db_size = {self.seed_db_size} for targets {batch}", np.prod(batch) * self.seed_db_size * RETRIEVAL_BYTES, "distances")
+            checks.fits_memory(f"seed_db_size = {self.seed_db_size} for targets {batch}",
+                               np.prod(batch) * self.seed_db_size * multistart.RETRIEVAL_BYTES, "distances")
         db_q, db_key = self._database()
         starts = jnp.asarray(db_q[: k - 1], dt)
         valid, q = solve(
