@@ -184,9 +184,9 @@ def servo_model(text: str) -> dict | str:
     return text if text == "off" else json_object(text)
 
 
-def env_config(text: str) -> str | dict:
-    """A named env variant (letters, digits and dashes, e.g. ``joint-30hz``) or a JSON object of env config
-    fields, inline or as a file (:func:`json_object`; both checked by the command)."""
+def name_or_json(text: str) -> str | dict:
+    """A name from a table (letters, digits and dashes: an env variant such as ``joint-30hz``, a suite such as
+    ``standard``) or a JSON object, inline or as a file (:func:`json_object`; both checked by the command)."""
     return text if re.fullmatch(r"[a-z0-9][a-z0-9-]*", text) and not Path(text).exists() else json_object(text)
 
 

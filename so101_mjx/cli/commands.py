@@ -69,7 +69,7 @@ def _train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
     parser.add_argument("--preset", default=None, help="a preset of the env (so101_mjx/training/presets/<task>.py; every "
                         "task has 'tiny' and 'tiny-sac'; default: the task's DEFAULT, or its 'sac' preset with --algo sac)")
-    parser.add_argument("--env-config", type=types.env_config, default=None, metavar="NAME|JSON",
+    parser.add_argument("--env-config", type=types.name_or_json, default=None, metavar="NAME|JSON",
                         help="an env variant laid over the preset: one of the task's named variants (e.g. PickCube's "
                         "'joint', 'joint-30hz', 'servo'; docs/training.md), or env config fields as JSON, inline or a file")
     parser.add_argument("--algo", choices=("ppo", "sac"), default=None,
@@ -95,12 +95,6 @@ def _train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address in a multi-process run")
 
 
-
-def _suite(text: str) -> str | dict:
-    """``--suite``: a suite's name (letters, digits, dashes) or a JSON suite file (checked by the command)."""
-    return types.env_config(text)
-
-
 def _camera_spec(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--camera-spec", type=types.camera_spec, action="append", default=None, metavar="CAMERA=FILE",
                         help="a camera's file (OpenCV conventions: pose, intrinsics, lens distortion, latency in ticks; "
@@ -109,7 +103,7 @@ def _camera_spec(parser: argparse.ArgumentParser) -> None:
 
 def _evaluate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", help="a checkpoint (run or step directory) or an exported .onnx / .npz")
-    parser.add_argument("--suite", type=_suite, default="smoke",
+    parser.add_argument("--suite", type=types.name_or_json, default="smoke",
                         help="'smoke' (3 conditions, 16 episodes), 'standard' (every condition, 128 episodes), or a JSON file "
                         "{\"episodes\": N, \"conditions\": [NAME | {\"name\": ..., \"env_config\": {...}}]}")
     parser.add_argument("--episodes", type=types.positive_int, default=None, help="episodes per condition (default: the suite's)")

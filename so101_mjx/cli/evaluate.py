@@ -11,11 +11,10 @@ def run(args: argparse.Namespace) -> int:
     from so101_mjx._files import atomic_write
     from so101_mjx.training import suites
 
-    spec = args.suite  # a suite's name, or a parsed suite file
-    result = suites.run_suite(args.policy, spec, seed=args.seed, backend=args.backend, episodes=args.episodes)
+    result = suites.run_suite(args.policy, args.suite, seed=args.seed, backend=args.backend, episodes=args.episodes)
     comparison = None
     if args.compare:
-        other = suites.run_suite(args.compare, spec, seed=args.seed, backend=args.backend, episodes=args.episodes)
+        other = suites.run_suite(args.compare, args.suite, seed=args.seed, backend=args.backend, episodes=args.episodes)
         comparison = suites.compare(result, other)
         result = {**result, "compared_with": other, "comparison": comparison}
     table = suites.markdown(result, comparison)

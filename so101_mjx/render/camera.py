@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -36,9 +35,10 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from so101_mjx import _checks as checks
+from so101_mjx import _checks as checks, _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.render import distortion
+from so101_mjx.robot import rotations
 from so101_mjx.robot.scenes import scenes_dir
 
 DIST_NAMES = ("k1", "k2", "p1", "p2", "k3")  # OpenCV's distortion coefficients, in its order
@@ -78,9 +78,7 @@ def _rotation_quat(name: str, value: Any) -> tuple[float, ...]:
     if arr.shape == (3, 3):
         if np.abs(arr.T @ arr - np.eye(3)).max() > 1e-6 or np.linalg.det(arr) < 0:
             raise InputError(f"{name} must be a rotation matrix (orthonormal, det +1), got {arr.tolist()}")
-        quat = np.zeros(4)
-        mujoco.mju_mat2Quat(quat, arr.reshape(-1))
-        return tuple(quat.tolist())
+        return tuple(rotations.mat_to_quat_np(arr).tolist())
     raise InputError(f"{name} must be a quaternion [w, x, y, z] or a 3x3 rotation matrix, got shape {arr.shape}")
 
 
@@ -177,15 +175,12 @@ def camera_files() -> list[str]:
 
 def _read(path: Path) -> Any:
     """The JSON or YAML value in ``path``; InputError naming the file when it is not valid text of that kind."""
+    if path.suffix == ".json":
+        return schema.read_json(path)
     try:
         text = path.read_text()
     except (UnicodeDecodeError, OSError) as err:
         raise InputError(f"{path}: unreadable as text ({type(err).__name__})") from None
-    if path.suffix == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as err:
-            raise InputError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     try:
         import yaml
     except ImportError:

@@ -27,6 +27,7 @@ import mujoco
 import numpy as np
 
 from so101_mjx.errors import InputError
+from so101_mjx.robot import rotations
 from so101_mjx.robot.scenes import scene_path
 
 MAX_SIZE = 1.0  # m, largest printed marker
@@ -121,10 +122,10 @@ class Mount:
 
     def matrix(self) -> np.ndarray:
         """(4, 4) the marker -> body transform (``body_point = T @ marker_point``)."""
-        rot = np.zeros(9)
-        mujoco.mju_quat2Mat(rot, np.asarray(self.quaternion, np.float64) / np.linalg.norm(self.quaternion))
         transform = np.eye(4)
-        transform[:3, :3], transform[:3, 3] = rot.reshape(3, 3), self.position
+        quat = np.asarray(self.quaternion, np.float64)
+        transform[:3, :3] = rotations.quat_to_mat_np(quat / np.linalg.norm(quat))
+        transform[:3, 3] = self.position
         return transform
 
 

@@ -30,11 +30,11 @@ from so101_mjx._files import atomic_write
 from so101_mjx.data import lerobot_format as fmt
 from so101_mjx.data.dataset_check import read_episodes, read_info
 from so101_mjx.errors import InputError
-from so101_mjx.robot import motors
+from so101_mjx.robot import motors, rotations
 from so101_mjx.robot.marker import NOMINAL_MOUNT, Marker, write_svg
 from so101_mjx.robot.scenes import ROBOT_JOINTS, joint_qpos_ids, load_model
 from so101_mjx.sysid import camera
-from so101_mjx.sysid.dataset import _indices, _positions, check_range
+from so101_mjx.sysid.dataset import check_range, motor_indices, motor_positions
 
 STATE = "observation.state"
 MAX_FRAMES = 500  # frames decoded and fitted at most
@@ -101,7 +101,7 @@ def read_frames(root: str | Path, key: str, *, units: str = "degrees", calibrati
     root = Path(root)
     info = read_info(root)
     height, width = _video_feature(info, key, root)
-    where = _indices(info, STATE, root)
+    where = motor_indices(info, STATE, root, "camera calibrate", (STATE,))
     ranges = motors.joint_ranges(load_model(scene))
     columns = ("episode_index", "frame_index", "timestamp", STATE)
     paths = fmt.files(root, "data/")
@@ -113,7 +113,7 @@ def read_frames(root: str | Path, key: str, *, units: str = "degrees", calibrati
     for episode in np.unique(table["episode_index"].to_numpy()):
         rows = table.filter(pc.equal(table["episode_index"], episode)).sort_by("frame_index")
         name = f"{root}: episode {episode}'s {STATE!r}"
-        values = _positions(rows, STATE, where, info["features"][STATE]["shape"][0], name)
+        values = motor_positions(rows, STATE, where, info["features"][STATE]["shape"][0], name)
         check_range(values, motors.motor_limits(ranges, units, calibration), units, name)
         q = np.asarray(motors.from_motor(values, ranges, units, calibration))
         keep = np.nonzero(_still(q, float(info["fps"]), max_speed))[0]
@@ -160,12 +160,9 @@ def intrinsics(value: float | str, width: int, height: int) -> tuple[np.ndarray,
 
 def camera_file(fit: camera.CameraFit, width: int, height: int) -> dict[str, Any]:
     """The fit as a camera file's fields (:class:`~so101_mjx.render.camera.CameraSpec`, fixed in the world)."""
-    import mujoco
-
     from so101_mjx.render.camera import CameraSpec
 
-    quat = np.zeros(4)
-    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(fit.rotation).ravel())
+    quat = rotations.mat_to_quat_np(fit.rotation)
     spec = CameraSpec(image_width=width, image_height=height, camera_matrix=fit.camera_matrix.tolist(),
                       dist_coeffs=fit.dist_coeffs.tolist(), body="world", position=fit.position.tolist(),
                       orientation=quat.tolist())
@@ -174,11 +171,8 @@ def camera_file(fit: camera.CameraFit, width: int, height: int) -> dict[str, Any
 
 def report(fit: camera.CameraFit, frames: Frames, settings: dict[str, Any]) -> dict[str, Any]:
     """The report's JSON: settings, errors, the marker's mount, the frames used and the MJCF camera."""
-    import mujoco
-
-    quat, mount = np.zeros(4), np.zeros(4)
-    mujoco.mju_mat2Quat(quat, np.ascontiguousarray(fit.rotation @ np.diag([1.0, -1.0, -1.0])).ravel())
-    mujoco.mju_mat2Quat(mount, np.ascontiguousarray(fit.mount_rotation).ravel())
+    quat = rotations.mat_to_quat_np(fit.rotation @ np.diag([1.0, -1.0, -1.0]))  # MuJoCo's camera: -z view, y up
+    mount = rotations.mat_to_quat_np(fit.mount_rotation)
     per_frame = fit.frame_rms_px()
     return {
         **settings, "frames_still": frames.still, "frames_read": len(frames.labels), "frames_used": len(fit.frames),

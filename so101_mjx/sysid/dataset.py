@@ -34,24 +34,25 @@ MIN_FRAMES = 30  # per episode
 RANGE_MARGIN = 0.1  # of each motor's span: how far outside its range a recorded position may lie (calibration differences)
 
 
-def _indices(info: dict, key: str, root: Path) -> list[int]:
+def motor_indices(info: dict, key: str, root: Path, user: str = "sysid", needs: tuple[str, ...] = COLUMNS) -> list[int]:
     """Where the six motors sit in feature ``key``'s vector: a float vector of one entry per name holding the
-    follower's :data:`~so101_mjx.robot.motors.FEATURE_NAMES`; InputError naming what is not."""
+    follower's :data:`~so101_mjx.robot.motors.FEATURE_NAMES`; InputError naming what is not and the command
+    (``user``) that needs it (the features ``needs``)."""
     feature = info["features"].get(key)
     if feature is None:
-        raise InputError(f"{root} has no {key!r} feature; sysid needs {list(COLUMNS)} with {list(motors.FEATURE_NAMES)}")
+        raise InputError(f"{root} has no {key!r} feature; {user} needs {list(needs)} with {list(motors.FEATURE_NAMES)}")
     names = feature.get("names")
     names = names.get("motors", names) if isinstance(names, dict) else names
     missing = [n for n in motors.FEATURE_NAMES if not isinstance(names, list) or n not in names]
     if missing:
-        raise InputError(f"{root}: feature {key!r} lacks {missing} (names: {names}); sysid needs a follower's joint positions")
+        raise InputError(f"{root}: feature {key!r} lacks {missing} (names: {names}); {user} needs a follower's joint positions")
     if feature["dtype"] not in ("float32", "float64") or feature["shape"] != [len(names)]:
-        raise InputError(f"{root}: feature {key!r} is {feature['dtype']} of shape {feature['shape']}; sysid needs a follower's: "
+        raise InputError(f"{root}: feature {key!r} is {feature['dtype']} of shape {feature['shape']}; {user} needs a follower's: "
                          f"float32 or float64 of shape [{len(names)}], one per name")
     return [names.index(n) for n in motors.FEATURE_NAMES]
 
 
-def _positions(rows: pa.Table, key: str, where: list[int], width: int, name: str) -> np.ndarray:
+def motor_positions(rows: pa.Table, key: str, where: list[int], width: int, name: str) -> np.ndarray:
     """Column ``key`` of one episode's ``rows`` as (T, 6) float64 motor values; InputError unless each frame holds ``width`` finite numbers."""
     try:
         values = np.stack(rows[key].to_numpy(zero_copy_only=False))
@@ -89,7 +90,7 @@ def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0
     info = read_info(root)
     ranges = motors.joint_ranges(load_model(registry.task(task).scene))
     limits = motors.motor_limits(ranges, units, calibration)
-    where = {key: _indices(info, key, root) for key in COLUMNS}
+    where = {key: motor_indices(info, key, root) for key in COLUMNS}
     tables = []
     for path in fmt.files(root, "data/"):
         try:
@@ -110,7 +111,7 @@ def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0
         values = {}
         for key in COLUMNS:
             name = f"{root}: episode {episode}'s {key!r}"
-            values[key] = _positions(rows, key, where[key], info["features"][key]["shape"][0], name)
+            values[key] = motor_positions(rows, key, where[key], info["features"][key]["shape"][0], name)
             check_range(values[key], limits, units, name)
         angles = (motors.from_motor(values[key], ranges, units, calibration) for key in COLUMNS)
         episodes.append(tuple(np.asarray(q) for q in angles))

@@ -13,8 +13,10 @@ network; its env unless ``--force``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +55,7 @@ def evaluate(
     same success)."""
     if episodes < 1:
         raise InputError(f"--episodes must be >= 1, got {episodes}")
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", x64)
-    try:
+    with precision(x64):
         policy = policies.load(path).require_state("eval")
         name, env_config = policy.env_for(env, force)
         env_config = policies.without_cameras(env_config)  # it reads the flat observation: no frames rendered
@@ -66,18 +66,35 @@ def evaluate(
         result: dict[str, Any] = {"policy": str(path), "env": name, "env_config": env_config, "episodes": episodes,
                                   "seed": seed, "dtype": "float64" if x64 else "float32", "backends": {}}
         for backend in backends:
-            jax_env = make(name, backend=backend, **env_config)  # bad fields: ValueError naming them
-            start = time.perf_counter()
-            out = jax.device_get(run_episodes(jax_env, policy.jax_fn, jax.random.PRNGKey(seed), episodes,
-                                              stop_when_done=True, setting=f"--episodes {episodes}"))
-            result["backends"][backend] = summary(out, time.perf_counter() - start)
-    finally:
-        jax.config.update("jax_enable_x64", previous)
+            result["backends"][backend] = run_policy(policy, name, env_config, backend, episodes, seed)
     if len(backends) >= 2:
         first, *others = (np.asarray(result["backends"][b]["success"]) for b in backends)
         result["agreement"] = float(np.mean(np.all([first == o for o in others], axis=0)))
     report(result)
     return result
+
+
+@contextlib.contextmanager
+def precision(x64: bool) -> Iterator[None]:
+    """JAX's global float64 flag set to ``x64`` inside the block (evaluations run in float32 unless asked),
+    restored after."""
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", x64)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
+def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], backend: str, episodes: int,
+               seed: int) -> dict[str, Any]:
+    """The :func:`summary` of ``episodes`` episodes of ``policy`` in env ``name`` under ``env_config`` on
+    ``backend``, episode ``i`` from the ``i``-th key of ``seed``'s stream (bad config fields: InputError)."""
+    env = make(name, backend=backend, **env_config)
+    start = time.perf_counter()
+    out = jax.device_get(run_episodes(env, policy.jax_fn, jax.random.PRNGKey(seed), episodes, stop_when_done=True,
+                                      setting=f"--episodes {episodes}"))
+    return summary(out, time.perf_counter() - start)
 
 
 def summary(out: dict[str, Array], seconds: float) -> dict[str, Any]:

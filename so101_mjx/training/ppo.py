@@ -182,7 +182,7 @@ def train(
             checkpoint.save(out, step, params, run, state)
             checkpoint.kill_point("checkpoint", step)
 
-        shown = "" if variant is None else f" env-config={variant if isinstance(variant, str) else 'custom'}"
+        shown = f" env-config={presets.variant_label(variant)}" if presets.variant_label(variant) else ""
         print(f"{env_name} preset={preset_name}{shown} ({preset.algo}) backend={env.backend} seed={seed} obs={run['obs_size']} "
               f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
         wrap = functools.partial(brax_env.wrap_env_fn, success_bonus=preset.success_bonus)
@@ -213,13 +213,11 @@ def run(args: argparse.Namespace) -> int:
 
     distributed.check(args.num_processes, args.process_id, args.coordinator)
     env_name = canonical(args.env)
-    renamed = presets.RENAMED.get(env_name, {}).get(args.preset or "")
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", FutureWarning)
-        preset_name, preset = presets.resolve(env_name, args.preset, args.algo, args.env_config)
+        preset_name, preset, variant = presets.resolve(env_name, args.preset, args.algo, args.env_config)
     for warning in said:
         print(f"so101-mjx train: note: {warning.message}", file=sys.stderr)
-    variant = renamed.variant if renamed else args.env_config
     if preset.algo == "sac" and args.num_processes > 1:
         raise InputError(f"--num-processes {args.num_processes}: SAC (preset {preset_name!r}) trains in one process")
     if args.num_processes > 1 and args.process_id is None:
@@ -228,8 +226,8 @@ def run(args: argparse.Namespace) -> int:
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
-    label = preset_name + (f"-{variant}" if isinstance(variant, str) else "-custom" if variant else "")
-    out = Path(cliargs.output_dir(args.out or f"runs/{env_name}-{label}-s{args.seed}"))
+    label = "-".join(filter(None, (env_name, preset_name, presets.variant_label(variant))))
+    out = Path(cliargs.output_dir(args.out or f"runs/{label}-s{args.seed}"))
     if args.export or args.replay_episodes:  # refused before training, not after
         check_out(out / "policy.onnx", out / "policy.npz", option="--export")
     start = time.perf_counter()

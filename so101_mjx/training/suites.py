@@ -15,7 +15,6 @@ differences with McNemar's exact test (:mod:`so101_mjx.validation.stats`). The n
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -98,20 +97,13 @@ SUITES: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclasses.dataclass(frozen=True)
-class Cell:
-    """One condition's outcome: per-episode successes and lengths, and the wall time (compile included)."""
-
-    condition: str
-    success: tuple[bool, ...]
-    length: tuple[int, ...]
-    seconds: float
-
-    def row(self) -> dict[str, Any]:
-        k, n = sum(self.success), len(self.success)
-        low, high = wilson(k, n)
-        return {"condition": self.condition, "successes": k, "episodes": n, "rate": k / n, "wilson95": [low, high],
-                "mean_length": float(np.mean(self.length)), "episodes_per_s": n / self.seconds}
+def table_row(condition: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    """A table row of one condition's :func:`~so101_mjx.training.evaluate.summary`: success k/N with its
+    Wilson interval, the mean length, episodes/s (compile included) and the per-episode successes."""
+    k, n = sum(outcome["success"]), len(outcome["success"])
+    return {"condition": condition, "successes": k, "episodes": n, "rate": k / n, "wilson95": list(wilson(k, n)),
+            "mean_length": outcome["mean_length"], "episodes_per_s": n / outcome["seconds"],
+            "success": [bool(s) for s in outcome["success"]]}
 
 
 def suite(spec: str | dict[str, Any], source: str = "--suite") -> tuple[int, list[tuple[str, Any]]]:
@@ -143,32 +135,24 @@ def suite(spec: str | dict[str, Any], source: str = "--suite") -> tuple[int, lis
 def run_suite(path: str | Path, spec: str | dict[str, Any], seed: int = 0, backend: str = "c",
               episodes: int | None = None, progress: Callable[[str], None] = print) -> dict[str, Any]:
     """Run the state policy at ``path`` over the suite ``spec`` on ``backend`` (float32, as ``eval``); returns
-    ``{"policy", "env", "seed", "episodes", "cells": [Cell.row() + per-episode success], "skipped"}``."""
-    import jax
-
-    from so101_mjx.envs import make
-    from so101_mjx.envs.rollout import run_episodes
-    from so101_mjx.training import policies
+    ``{"policy", "env", "seed", "backend", "episodes", "cells": [table_row()], "skipped"}``."""
+    from so101_mjx.training import evaluate, policies
 
     count, cells = suite(spec)
     count = episodes or count
-    policy = policies.load(path).require_state("evaluate")
-    name, base = policy.env_for()
-    base = policies.without_cameras(base)
     rows, skipped = [], []
-    for i, (condition, change) in enumerate(cells):
-        overrides = change(base)
-        if overrides is None:
-            skipped.append(condition)
-            continue
-        env = make(name, backend=backend, **{**base, **overrides})  # bad fields: InputError naming them
-        start = time.perf_counter()
-        out = jax.device_get(run_episodes(env, policy.jax_fn, jax.random.PRNGKey(seed), count, stop_when_done=True,
-                                          setting=f"--episodes {count}"))
-        cell = Cell(condition, tuple(bool(s) for s in out["success"]), tuple(int(n) for n in out["length"]),
-                    time.perf_counter() - start)
-        rows.append({**cell.row(), "success": list(cell.success)})
-        progress(f"[{i + 1}/{len(cells)}] {condition}: {rows[-1]['successes']}/{count} ({cell.seconds:.0f} s)")
+    with evaluate.precision(False):  # float32, as eval
+        policy = policies.load(path).require_state("evaluate")
+        name, base = policy.env_for()
+        base = policies.without_cameras(base)
+        for i, (condition, change) in enumerate(cells):
+            overrides = change(base)
+            if overrides is None:
+                skipped.append(condition)
+                continue
+            outcome = evaluate.run_policy(policy, name, {**base, **overrides}, backend, count, seed)
+            rows.append(table_row(condition, outcome))
+            progress(f"[{i + 1}/{len(cells)}] {condition}: {rows[-1]['successes']}/{count} ({outcome['seconds']:.0f} s)")
     return {"policy": str(path), "env": name, "seed": seed, "backend": backend, "episodes": count,
             "cells": rows, "skipped": skipped}
 

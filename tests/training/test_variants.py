@@ -34,15 +34,16 @@ def test_every_name_gives_the_preset_it_gave(env, name):
 @pytest.mark.parametrize("env, old", FORMER)
 def test_a_former_name_warns_with_a_spelling_that_gives_the_same_run(env, old):
     with pytest.warns(FutureWarning, match=f"preset '{old}' of {env} is now --preset ") as said:
-        former = presets.resolve(env, old)[1]
+        former_name, former, former_variant = presets.resolve(env, old)
     spelling = str(said[0].message).split(" is now ")[1].split()
     args = build_parser().parse_args(["train", "--env", env, *spelling])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new spelling warns of nothing
-        name, preset = presets.resolve(env, args.preset, None, args.env_config)
+        name, preset, spec = presets.resolve(env, args.preset, None, args.env_config)
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals}
     assert dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None}) == former
-    assert name == presets.RENAMED[env][old].preset
+    assert name == former_name == presets.RENAMED[env][old].preset
+    assert spec == former_variant == presets.RENAMED[env][old].variant
 
 
 @pytest.mark.parametrize("env", sorted(presets.PRESETS))

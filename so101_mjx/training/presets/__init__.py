@@ -26,7 +26,7 @@ from so101_mjx.errors import InputError
 from so101_mjx.training.preset import Preset, Renamed, SacPreset, TrainingPreset, Variant, tiny, tiny_sac
 
 __all__ = ["DEFAULT_PRESET", "PRESETS", "RENAMED", "VARIANTS", "Preset", "Renamed", "SacPreset", "TrainingPreset", "Variant",
-           "default_preset", "preset", "resolve", "tiny", "tiny_sac", "variant"]
+           "default_preset", "preset", "resolve", "tiny", "tiny_sac", "variant", "variant_label"]
 
 
 def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, dict[str, Variant]], dict[str, dict[str, Renamed]]]:
@@ -75,20 +75,28 @@ def variant(env: str, spec: str | dict[str, Any]) -> Variant:
 
 
 def resolve(env: str, name: str | None = None, algo: str | None = None,
-            env_config: str | dict[str, Any] | None = None) -> tuple[str, TrainingPreset]:
-    """``(preset name, preset)``: the preset ``name`` (default: the env's default for ``algo``) of ``env``
-    with the variant ``env_config`` (:func:`variant`) laid over it. A former name (``RENAMED``) resolves
-    to its run, with a FutureWarning giving the new spelling. InputError naming the choices."""
+            env_config: str | dict[str, Any] | None = None) -> tuple[str, TrainingPreset, str | dict[str, Any] | None]:
+    """``(preset name, preset, variant)``: the preset ``name`` (default: the env's default for ``algo``) of
+    ``env`` with the variant ``env_config`` (:func:`variant`) laid over it, and that variant as given (a name
+    or env config fields; None without one). A former name (``RENAMED``) resolves to its run and its
+    variant, with a FutureWarning giving the new spelling. InputError naming the choices."""
     renamed = RENAMED.get(canonical(env), {}).get(name or "")
     if renamed is not None:
         if env_config is not None:
             raise InputError(f"preset {name!r} is now {renamed.spelling()}: give the preset and --env-config that way")
         warnings.warn(f"preset {name!r} of {canonical(env)} is now {renamed.spelling()}", FutureWarning, stacklevel=2)
         chosen = preset(env, renamed.preset, algo)
-        return renamed.preset, dataclasses.replace(variant(env, renamed.variant).apply(chosen), **renamed.length)
+        run = dataclasses.replace(variant(env, renamed.variant).apply(chosen), **renamed.length)
+        return renamed.preset, run, renamed.variant
     name = name or default_preset(env, algo)
     chosen = preset(env, name, algo)
-    return name, chosen if env_config is None else variant(env, env_config).apply(chosen)
+    return name, chosen if env_config is None else variant(env, env_config).apply(chosen), env_config
+
+
+def variant_label(spec: str | dict[str, Any] | None) -> str | None:
+    """How a run names its variant (run directories, logs): its name, ``custom`` for env config fields, or None
+    without one."""
+    return spec if isinstance(spec, str) else "custom" if spec else None
 
 
 def preset(env: str, name: str | None = None, algo: str | None = None) -> TrainingPreset:
