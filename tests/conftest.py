@@ -6,12 +6,20 @@ and in the CLI subprocesses the tests start: most of the suite's time is compila
 halves it. To test optimized code, name another level in ``XLA_FLAGS``
 (``--xla_backend_optimization_level=3``, XLA's default).
 
+After a test module, where the worker holds more than ``CLEAR_ABOVE_BYTES`` of memory, JAX's
+in-memory caches are cleared (compiled programs, traced jaxprs) and freed memory is handed back to
+the OS: a worker's memory stays bounded instead of growing with every module it has run, and a
+later module that builds the same program loads it from the persistent cache.
+
 A persistent compilation cache (``JAX_COMPILATION_CACHE_DIR``) in a temporary directory of the run
 is shared by the pytest-xdist workers and the CLI subprocesses (they inherit the variable): a
 program that several tests build (the same env, new instances) compiles once per run. The process
 that creates it removes it at exit; a directory given in the environment is used as it is."""
 
 import atexit
+import ctypes
+import ctypes.util
+import gc
 import os
 import shutil
 import tempfile
@@ -34,6 +42,28 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from so101_mjx.robot.scenes import load_model  # noqa: E402
+
+CLEAR_ABOVE_BYTES = 3 << 30
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory (Linux), else 0."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _bound_memory():
+    yield
+    if _resident_bytes() <= CLEAR_ABOVE_BYTES:
+        return
+    jax.clear_caches()
+    gc.collect()
+    if (libc := ctypes.util.find_library("c")) is not None and hasattr(ctypes.CDLL(libc), "malloc_trim"):
+        ctypes.CDLL(libc).malloc_trim(0)  # glibc keeps freed heap pages mapped otherwise
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
-"""Each command's most likely failures on a user's machine, run as a user runs them (a subprocess):
-a missing file, no display, no GL backend, a MUJOCO_GL that mujoco rejects. Each ends with one
-error line on stderr and a non-zero exit; no traceback, and nothing written into the working directory."""
+"""Each command's most likely failures on a user's machine: a missing file (through ``cli.main``, which
+the console script calls), and, run as a user runs them (a subprocess), no display, no GL backend, a
+MUJOCO_GL that mujoco rejects. Each ends with one error line on stderr and a non-zero exit; no
+traceback, and nothing written into the working directory."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import ctypes.util
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -37,14 +37,16 @@ def _assert_one_line(out: subprocess.CompletedProcess, status: int, text: str) -
     assert lines[0].startswith("so101-mjx ") and text in lines[0], lines[0]
 
 
-def test_a_missing_file_is_one_line_for_every_command(tmp_path):
-    with ThreadPoolExecutor(2) as pool:
-        outs = list(pool.map(lambda case: _run(case[0], tmp_path, HEADLESS), MISSING_FILES))
-    for (argv, text), out in zip(MISSING_FILES, outs):
-        if "unrecognized arguments" in out.stderr:  # a command without that option
-            pytest.fail(f"{argv}: {out.stderr}")
-        lines = [line for line in out.stderr.splitlines() if line.strip()]
-        assert out.returncode == 2 and "Traceback" not in out.stderr and text in lines[-1], (argv, out.stderr)
+@pytest.mark.parametrize("argv, text", MISSING_FILES, ids=lambda v: v[0] if isinstance(v, list) else None)
+def test_a_missing_file_is_one_line_for_every_command(tmp_path, monkeypatch, capsys, argv, text):
+    from so101_mjx import cli
+
+    monkeypatch.chdir(tmp_path)
+    status = cli.main(argv)  # an exception here is the traceback a user would see
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" not in err, f"{argv}: a command without that option: {err}"
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2 and text in lines[-1], (argv, err)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 

@@ -146,9 +146,10 @@ def test_reset_after_steps_and_real_time_pacing():
     with SimFollower(config) as f:
         with pytest.raises(DeviceAlreadyConnectedError):
             f.connect()
+        start = time.perf_counter()  # before the reset that starts the motor clock the pacing follows
+        f.reset()
         home = f.present_position()
         action = dict(zip(FOLLOWER_MOTORS, home + [20, 0, 0, 0, 20, 0], strict=True))
-        start = time.perf_counter()
         for _ in range(2):
             f.send_action(action)
         assert time.perf_counter() - start >= 2 / 30  # never ahead of the wall clock

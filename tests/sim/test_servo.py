@@ -160,13 +160,17 @@ def test_effects_in_the_env():
 
 
 def test_c_and_mjx_are_equal_with_every_effect_on():
-    """Fixed per-motor values with the position loop's gain, damping and torque limit, then per-motor draws
-    (the same from the same reset key on both backends)."""
+    """Fixed per-motor values with the position loop's gain, damping and torque limit."""
     model = ServoModel(delay_ticks=(2, 1, 2, 0, 3, 1), deadband=0.002, backlash=(0.02, 0.03, 0.01, 0.02, 0.0, 0.02),
                        kp=(20.0, 24.0, 18.0, 16.0, 15.0, 17.8), damping=0.8, torque_limit=3.0,
                        voltage_sag=VoltageSag(per_torque=0.05, time_constant=0.05))
     c, mjx = joint_run("c", model, 100), joint_run("mjx", model, 100)
     np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
+
+
+@pytest.mark.slow  # a second MJX compile on a CPU
+def test_c_and_mjx_draw_the_same_per_motor_values():
+    """Per-motor draws from ranges: the same from the same reset key on both backends."""
     model = ServoModel(ranges=ServoRanges(delay_ticks=(0, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0), deadband=(0.0, 0.003)))
     c, mjx = joint_run("c", model, 100), joint_run("mjx", model, 100)
     np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)

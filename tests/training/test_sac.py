@@ -181,6 +181,7 @@ def test_replay_buffer_positions_outside_it_are_refused_on_resume(sac_run, tmp_p
     assert digest(copy) == before  # refused before anything is written
 
 
+@pytest.mark.slow  # test_sac_resume_equals_the_uninterrupted_run resumes a SAC run in the default suite
 def test_sac_resume_with_more_timesteps_grows_the_replay_buffer(sac_run, tmp_path, capsys):
     """As PPO's, a SAC run resumes with a larger --num-timesteps: its replay buffer (num_timesteps
     transitions) grows, the transitions so far kept; a smaller one is refused naming the buffer."""
