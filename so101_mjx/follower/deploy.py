@@ -277,6 +277,7 @@ def run_episodes(robot, p: Plan, episodes: int, steps: int, dry_run: bool, deadl
     """``episodes`` episodes on the connected ``robot`` (the simulator reset to ``seed + i``; a real
     follower checked against ``start``); returns why they stopped, ``"done"`` or ``"time limit"``."""
     for episode in range(episodes):
+        print(f"deploy: episode {episode + 1}/{episodes}", file=sys.stderr, flush=True)
         if isinstance(robot, SimFollower):
             robot.reset(seed + episode)
         else:

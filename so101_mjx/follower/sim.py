@@ -24,6 +24,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.envs import registry
 from so101_mjx.errors import InputError
 from so101_mjx.follower.actions import FEATURE_KEYS, OUT_OF_RANGE, as_dict, check_max_relative, clamp_relative, motor_targets
+from so101_mjx.render import camera, latency
 from so101_mjx.robot import calibration as calib
 
 # the config fields the follower sets itself (joint mode's); relative targets and clamps are the caller's
@@ -52,6 +53,10 @@ class SimFollowerConfig:
             (docs/calibration.md), or None: the model's joint ranges stand for the calibration.
         max_relative_target: motor units per action (one number, or one per motor name), or None.
         camera_names: cameras of the scene rendered into each observation (``front``, ``wrist``).
+        camera_specs: the user's cameras in place of the scene's, by camera name: a camera file
+            (JSON/YAML), a shipped camera's name, or a :class:`~so101_mjx.render.camera.CameraSpec` or its
+            dict, with its pose, lens and ``latency`` (an observation shows the frame of ``latency``
+            actions back; docs/camera_calibration.md); None: the scene's cameras as they are.
         camera_height, camera_width: pixels of each camera frame (1 to 8192).
         shadows: render the lights' shadows (a software GL renders a frame about 4x faster without).
         fps: control rate in Hz; the physics rate (``physics_dt``, 480 Hz by default) must be a whole multiple of it.
@@ -69,6 +74,7 @@ class SimFollowerConfig:
     calibration: str | None = None
     max_relative_target: float | dict[str, float] | None = None
     camera_names: tuple[str, ...] = ("front", "wrist")
+    camera_specs: dict[str, Any] | None = None
     camera_height: int = 480
     camera_width: int = 640
     shadows: bool = True
@@ -90,6 +96,7 @@ class SimFollowerConfig:
         if isinstance(self.camera_names, str) or not all(isinstance(c, str) for c in self.camera_names):
             raise InputError(f"camera_names must be a list of camera names, got {self.camera_names!r}")
         self.camera_names = tuple(self.camera_names)
+        self._camera_specs = dict(camera.parse_specs(self.camera_specs, self.camera_names, "camera_names") or ())
         checks.integer("camera_height", self.camera_height, ge=1, le=MAX_CAMERA_SIZE)
         checks.integer("camera_width", self.camera_width, ge=1, le=MAX_CAMERA_SIZE)
         checks.integer("fps", self.fps, ge=1), checks.flag("shadows", self.shadows)
@@ -187,8 +194,15 @@ class SimFollower:
             env.close()
             raise InputError(f"camera_names: {unknown} not in the {self.config.task} scene's cameras {cameras}")
         self.limits = env.env.arm.joint_mode.limits(env.env.arm.motor_ranges)
-        height, width = self.config.camera_height, self.config.camera_width
-        self._renderers = {c: FrameRenderer(env._model, height, width, c, self.config.shadows) for c in self.config.camera_names}
+        height, width, specs = self.config.camera_height, self.config.camera_width, self.config._camera_specs
+        try:
+            self._renderers = {c: FrameRenderer(env._model, height, width, c, self.config.shadows, specs.get(c))
+                               for c in self.config.camera_names}
+        except InputError as err:
+            env.close()
+            raise InputError(f"camera_specs: {err}") from None
+        self._lags = {c: specs[c].latency if c in specs else 0 for c in self.config.camera_names}
+        self._scenes = latency.History(max(self._lags.values(), default=0))
         self.env = env
         self.reset(self.config.seed)
 
@@ -212,6 +226,7 @@ class SimFollower:
         self._obs, self.info = self.env.reset(seed=seed)
         self.terminated = False
         self._resets, self._steps, self._clock = self._resets + 1, 0, time.perf_counter()
+        self._scenes.start(self.env._scene())
 
     def present_position(self) -> np.ndarray:
         """The six measured motor positions (6,) in the follower's units."""
@@ -226,9 +241,8 @@ class SimFollower:
     def get_observation(self) -> dict[str, Any]:
         """``{"<motor>.pos": float}`` measured positions and one uint8 frame per camera."""
         obs: dict[str, Any] = as_dict(self.present_position())
-        qpos, markers = np.asarray(self.env.data.qpos), self.env._marker_positions()
         for name, renderer in self._renderers.items():
-            obs[name] = renderer.frame(qpos, markers)
+            obs[name] = renderer.frame(*self._scenes.ago(self._lags[name]))
         return obs
 
     def send_action(self, action: dict[str, Any]) -> dict[str, float]:
@@ -239,6 +253,7 @@ class SimFollower:
         goal = clamp_relative(goal, self.present_position(), self.config.max_relative_target)
         self._obs, _, self.terminated, _, self.info = self.env.step(goal)
         self._steps += 1
+        self._scenes.push(self.env._scene())
         if self.config.real_time:
             time.sleep(max(0.0, self._clock + self._steps / self.config.fps - time.perf_counter()))
         if self.config.reset_after_steps is not None and self._steps >= self.config.reset_after_steps:

@@ -14,7 +14,7 @@ import sys
 import threading
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import mujoco
@@ -24,6 +24,9 @@ from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.render.frames import FrameRenderer, display, mujoco_gl
 from so101_mjx.robot.scenes import load_model
+
+if TYPE_CHECKING:
+    from so101_mjx.render.camera import CameraSpec
 
 _logger = logging.getLogger(__name__)
 
@@ -133,6 +136,7 @@ class MujocoGymEnv(gymnasium.Env):
         self._n_substeps = int(control_dt // physics_dt)
         self._random = np.random.RandomState(seed)
         self._viewer: FrameRenderer | None = None  # the offscreen renderer, built on first use
+        self._camera_spec: CameraSpec | None = None  # the user's camera in place of the render camera's own
         self._human_viewer: Any = None  # MuJoCo's passive viewer (render_mode "human"), opened on first use
         self._human_threads: list[threading.Thread] = []  # the viewer's threads, joined by close()
         self._human_unavailable = False  # no window can open (warned once): human mode renders offscreen only
@@ -148,13 +152,17 @@ class MujocoGymEnv(gymnasium.Env):
             self._sync_viewer()
         return self._frame()
 
-    def _frame(self) -> np.ndarray:
-        """The offscreen frame (the renderer is built on first use, so a headless run that never
-        renders needs no GL context)."""
+    def _frame(self, scene: tuple[np.ndarray, dict[str, np.ndarray]] | None = None) -> np.ndarray:
+        """The offscreen frame of the current state, or of ``scene`` = (qpos, marker positions) (the
+        renderer is built on first use, so a headless run that never renders needs no GL context)."""
         if self._viewer is None:
             spec = self._render_specs
-            self._viewer = FrameRenderer(self._model, spec.height, spec.width, self._render_camera)
-        return self._viewer.frame(np.asarray(self.data.qpos), self._marker_positions())
+            self._viewer = FrameRenderer(self._model, spec.height, spec.width, self._render_camera, spec=self._camera_spec)
+        return self._viewer.frame(*(scene or self._scene()))
+
+    def _scene(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """What a frame of the current state draws: (qpos copy, marker positions)."""
+        return np.array(self.data.qpos), self._marker_positions()
 
     def _marker_positions(self) -> dict[str, np.ndarray]:
         """World positions of marker sites to draw, by site name (none here)."""

@@ -21,6 +21,7 @@ from so101_mjx.envs import registry
 from so101_mjx.envs.base import layout_text
 from so101_mjx.envs.registry import NAMESPACE
 from so101_mjx.envs.tasks.pick_cube import LIFT_SUCCESS_HEIGHT, PickCube
+from so101_mjx.errors import InputError
 from so101_mjx.gym.mujoco_env import CAMERA, GymRenderingSpec
 from so101_mjx.gym.so101_env import CARTESIAN_BOUNDS, HOME_POSITION, SO101GymEnv
 
@@ -74,6 +75,11 @@ class SO101MjxGymEnv(SO101GymEnv):
         render_spec: frame size and camera of ``render()`` and of ``pixels.front``.
         render_mode: ``"rgb_array"`` or ``"human"`` (MuJoCo's passive viewer, synced every step).
         image_obs: replace ``environment_state`` by ``pixels.front`` (H, W, 3) uint8.
+        camera_spec: the user's camera in place of the render camera's own pose and lens, for
+            :meth:`render` and ``pixels.front``: a camera file (JSON/YAML), a shipped camera's name,
+            a :class:`~so101_mjx.render.camera.CameraSpec` or its dict (:mod:`so101_mjx.render.camera`).
+            Its ``latency`` L delays ``pixels.front`` by L steps (the reset's frame until then);
+            :meth:`render` shows the current state.
         xml_path, home_position, cartesian_bounds: as :class:`SO101GymEnv` (xml_path None: the task's scene).
         **config: task config overrides with the reference's names (``action_scale``,
             ``control_dt``, ``physics_dt``, ``reward_type``, ``random_block_position``,
@@ -89,8 +95,10 @@ class SO101MjxGymEnv(SO101GymEnv):
         config = named_arguments(type(self).__name__, order, args, config)
         render_spec = config.pop("render_spec", GymRenderingSpec())
         render_mode, image_obs = config.pop("render_mode", "rgb_array"), config.pop("image_obs", False)
+        camera_spec = config.pop("camera_spec", None)
         self._setup(registry.task(self.task), xml_path, seed, render_spec, render_mode, image_obs, home_position,
                     cartesian_bounds, config)
+        self._set_camera(camera_spec)
         agent = spaces.Box(-np.inf, np.inf, (self.env.agent_pos_size,), np.float32)
         spec = self._render_specs
         if self.image_obs:
@@ -99,6 +107,27 @@ class SO101MjxGymEnv(SO101GymEnv):
         else:
             env_box = spaces.Box(-np.inf, np.inf, (self.env.task_obs_size(),), np.float32)
             self.observation_space = spaces.Dict({"agent_pos": agent, "environment_state": env_box})
+
+    def _set_camera(self, value: Any) -> None:
+        """Parse ``camera_spec`` (None: the scene's camera) and start its frame history."""
+        from so101_mjx.render import camera, latency
+
+        if value is not None:
+            if self._render_camera == -1:
+                raise InputError("camera_spec replaces a camera of the scene: render_spec.camera_id must name one, not -1")
+            try:
+                self._camera_spec = camera.parse(value)
+                self._camera_spec.check_body(self._model)
+            except InputError as err:
+                raise InputError(f"camera_spec: {err}") from None
+        self._lag = self._camera_spec.latency if self._camera_spec and self.image_obs else 0
+        self._scenes = latency.History(self._lag)
+        self._remember(start=True)
+
+    def _remember(self, start: bool) -> None:
+        """Keep the current scene for the lagged ``pixels.front`` (only where there is a lag)."""
+        if self._lag:
+            (self._scenes.start if start else self._scenes.push)(self._scene())
 
     # -- gymnasium API --------------------------------------------------------------------------
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[dict, dict]:
@@ -115,6 +144,7 @@ class SO101MjxGymEnv(SO101GymEnv):
         else:
             self._set_state(self._compiled.reset_to(key, **{k: jnp.asarray(v, self._dtype) for k, v in fixed.items()}))
         self.reset_robot()
+        self._remember(start=True)
         if self.render_mode == "human":
             self._sync_viewer()
         return self._compute_observation(), {}
@@ -122,6 +152,7 @@ class SO101MjxGymEnv(SO101GymEnv):
     def reset_to(self, state) -> tuple[dict, dict]:
         """Start an episode from an exact functional state (e.g. ``self.env.reset_to(key, block_xy=...)``)."""
         self._set_state(state)
+        self._remember(start=True)
         return self._observation(), {}
 
     def step(self, action) -> tuple[dict, float, bool, bool, dict]:
@@ -130,6 +161,7 @@ class SO101MjxGymEnv(SO101GymEnv):
         ``terminated``: success, or the task's failure (the block left the area). ``info``:
         ``succeed`` (the reference's key) and ``is_success`` (the key lerobot-eval reads)."""
         self.apply_action(action)
+        self._remember(start=False)
         s = self._state
         succeed = bool(s.info.succeed)
         return self._observation(), float(s.reward), bool(s.done), False, {"succeed": succeed, "is_success": succeed}
@@ -180,10 +212,14 @@ class SO101MjxGymEnv(SO101GymEnv):
     def _marker_positions(self) -> dict[str, np.ndarray]:
         return {site: np.asarray(pos) for site, pos in self.env.marker_positions(self._state.info).items()}
 
+    def _pixels(self) -> np.ndarray:
+        """``pixels.front``: the frame of the state ``camera_spec.latency`` steps back."""
+        return self._frame(self._scenes.ago(self._lag) if self._lag else None)
+
     def _observation(self) -> dict:
         obs = np.asarray(self._state.obs, np.float32)
         if self.image_obs:
-            return {"pixels": {CAMERA: self._frame()}, "agent_pos": obs[:self.env.agent_pos_size]}
+            return {"pixels": {CAMERA: self._pixels()}, "agent_pos": obs[:self.env.agent_pos_size]}
         return {"agent_pos": obs[:self.env.agent_pos_size], "environment_state": obs[self.env.agent_pos_size:]}
 
 

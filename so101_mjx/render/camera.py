@@ -233,9 +233,10 @@ def parse(value: CameraSpec | dict | str | Path) -> CameraSpec:
     raise InputError(f"camera must be a CameraSpec, its dict form or a camera file, got {value!r}")
 
 
-def parse_specs(value: Any, cameras: tuple[str, ...]) -> tuple[tuple[str, CameraSpec], ...] | None:
-    """A config's ``camera_specs``: None, or a mapping (or ``(camera, option)`` pairs) from image cameras
-    to camera options (:func:`parse`), as ``((camera, CameraSpec), ...)`` in ``cameras``' order."""
+def parse_specs(value: Any, cameras: tuple[str, ...], field: str = "image_cameras") -> tuple[tuple[str, CameraSpec], ...] | None:
+    """A config's ``camera_specs``: None, or a mapping (or ``(camera, option)`` pairs) from the cameras
+    rendered (the config's ``field``) to camera options (:func:`parse`), as ``((camera, CameraSpec), ...)``
+    in ``cameras``' order."""
     if value is None:
         return None
     if isinstance(value, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2 for p in value):
@@ -245,7 +246,7 @@ def parse_specs(value: Any, cameras: tuple[str, ...]) -> tuple[tuple[str, Camera
                          f"got {value!r:.80}")
     unknown = [c for c in value if c not in cameras]
     if unknown:
-        raise InputError(f"camera_specs names {unknown}, which are not among image_cameras {list(cameras)}")
+        raise InputError(f"camera_specs names {unknown}, which are not among {field} {list(cameras)}")
     out = []
     for name in (c for c in cameras if c in value):
         try:

@@ -31,12 +31,16 @@ def started(*argv: str) -> subprocess.Popen:
 
 def stopped_deploy(tmp_path: Path, sig: int) -> tuple[int, str, str]:
     """``deploy excitation`` on the simulated follower at the wall clock's pace (one 132 s episode), sent ``sig``
-    2 s after it started its episodes; returns its exit status, stdout and stderr."""
+    2.5 s after its episode started (its first action compiles the step: not before); returns its exit status,
+    stdout and stderr."""
     proc = started("deploy", "excitation", "--robot.type", "so101_mjx", "--real-time", "--dataset", str(tmp_path / "log"))
     try:
         first = proc.stderr.readline()
         assert "Ctrl-C stops it" in first, first + proc.stderr.read()
-        time.sleep(2.0)
+        episode = proc.stderr.readline()
+        assert episode.strip() == "deploy: episode 1/1", first + episode + proc.stderr.read()
+        first += episode
+        time.sleep(2.5)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
     finally:
