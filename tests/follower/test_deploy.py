@@ -1,7 +1,9 @@
 """so101-mjx deploy (issue 33, item 3) against the simulated follower: the observation it builds, the
 actions it sends, its log, and its refusals (nothing sent, nothing half-written)."""
 
+import contextlib
 import dataclasses
+import io
 import json
 from pathlib import Path
 
@@ -19,11 +21,25 @@ ENV = "SO101Reach-v0"
 
 
 @pytest.fixture(scope="module")
-def joint_policy(tmp_path_factory) -> Path:
-    """The tiny Reach preset in joint mode (its joint variant), trained and exported (relative targets, degrees, 30 Hz)."""
+def joint_run(tmp_path_factory) -> tuple[Path, str]:
+    """The tiny Reach preset in joint mode (its joint variant), trained and exported (relative targets, degrees,
+    30 Hz): the run's directory and what train printed."""
     out = tmp_path_factory.mktemp("deploy") / "run"
-    train_tiny(out, "--env", ENV, "--env-config", "joint")
-    return out / "policy.onnx"
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        train_tiny(out, "--env", ENV, "--env-config", "joint")
+    return out, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def joint_policy(joint_run) -> Path:
+    return joint_run[0] / "policy.onnx"
+
+
+def test_the_run_records_its_variant(joint_run):
+    """``train --env-config joint`` (the run deploy takes here): run.json and train's header name the variant."""
+    run = json.loads((joint_run[0] / "run.json").read_text())
+    assert run["env_variant"] == "joint" and run["env_config"]["control_mode"] == "joint"
+    assert "env-config=joint" in joint_run[1]
 
 
 @pytest.fixture
