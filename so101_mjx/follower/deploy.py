@@ -72,6 +72,7 @@ class Plan:
     limits: np.ndarray  # (6, 2) the motors' ranges in the policy's units
     adapter: CartesianAdapter | None = None
     task_policy: bool = True  # False: commands that read no object state and run whatever the task's outcome
+    camera_specs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the pixel policy's camera files, by camera
 
     @property
     def calibration(self):
@@ -136,7 +137,7 @@ def plan(path: str | Path) -> Plan:
     limits = mode.limits(ranges) if mode is not None else motors.motor_limits(ranges, units)  # a calibration's too
     adapter = CartesianAdapter(name, state_config, units) if mode is None else None
     return Plan(str(path), policy.gym_fn, name, mode, round(fps), config.episode_length, policy.image_size, options,
-                limits, adapter)
+                limits, adapter, camera_specs=policies.camera_files(env_config) if policy.image_size else {})
 
 
 class Sequence:
@@ -174,6 +175,7 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
         return SimFollower(SimFollowerConfig(
             task=p.task, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
             camera_names=("front",) if p.image_size else (), camera_height=size, camera_width=size, fps=p.fps,
+            camera_specs={c: s for c, s in p.camera_specs.items() if c == "front"} or None,
             real_time=real_time, seed=seed, task_options=p.task_options, calibration=p.calibration))
     if kind != "so101_follower":
         raise InputError(f"--robot.type must be one of {ROBOTS}, got {kind!r}")

@@ -51,6 +51,13 @@ def without_cameras(env_config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in env_config.items() if k not in IMAGE_OPTIONS}
 
 
+def camera_files(env_config: dict[str, Any]) -> dict[str, Any]:
+    """The camera specs a pixel policy was trained with (``camera_specs``: a mapping, or the pairs a
+    saved config holds), by camera name; empty for the scene's own cameras. The host-side envs that run
+    it render through them (the gym env's ``camera_spec``, the simulated follower's ``camera_specs``)."""
+    return dict(env_config.get("camera_specs") or ())
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Policy:
     """A loaded, checked policy (:func:`load`). A state policy maps the flat observation ``(..., obs_size)``

@@ -30,7 +30,8 @@ from so101_mjx.validation import reference as reference_envs
 
 def make_gym_env(name: str, env_config: dict[str, Any], image_size: int | None = None):
     """``so101_mjx/<name>`` with ``env_config``, truncated at its ``episode_length``; ``image_size``:
-    with ``image_obs=True`` and (image_size, image_size) frames (the gym env's full-scene camera)."""
+    with ``image_obs=True`` and (image_size, image_size) frames (the gym env's full-scene camera, through
+    the policy's ``front`` camera file if it has one)."""
     import gymnasium
 
     import so101_mjx.gym  # noqa: F401  (registers the ids)
@@ -42,6 +43,8 @@ def make_gym_env(name: str, env_config: dict[str, Any], image_size: int | None =
     config = without_cameras(env_config)
     if image_size is not None:
         config.update(image_obs=True, render_spec=GymRenderingSpec(height=image_size, width=image_size))
+        if "front" in (specs := policies.camera_files(env_config)):  # the camera file the policy was trained with
+            config["camera_spec"] = specs["front"]
     return gymnasium.make(NAMESPACE + name, max_episode_steps=length, disable_env_checker=True, **config)
 
 

@@ -78,3 +78,25 @@ def test_replay_runs_the_student_on_the_gym_envs_camera(student_dir):
     assert result["episodes"] == 1 and result["mean_length"] == 3  # truncated at the config's episode length
     with pytest.raises(ValueError, match="runs only there"):
         replay.replay(path, env="SO101PickPlace-v0", episodes=1)
+
+
+def test_the_students_camera_file_reaches_replay_and_the_simulated_follower(tmp_path):
+    """A student distilled through a camera file (``distill --camera-spec front=FILE``) is replayed and deployed
+    on the simulator through that file: the gym env's ``camera_spec``, the simulated follower's ``camera_specs``."""
+    from so101_mjx.follower.deploy import make_robot, plan
+
+    student = pixel_policy.PixelStudent(channels=(4, 6, 5), hidden=16)
+    params = student.init(jax.random.PRNGKey(0), jnp.zeros((1, SIZE, SIZE, 3), jnp.uint8), jnp.zeros((1, 14)))
+    lens = {"fovy": 25.0, "latency": 1}
+    env_config = {"image_obs": True, "image_size": SIZE, "image_quality": "fast", "episode_length": 3, "camera_specs": {"front": lens}}
+    distill.save(tmp_path, params, {"teacher": "t.onnx", "env": "SO101PickCube-v0", "env_config": env_config})
+    path = pixel_policy.export(tmp_path)
+    env = replay.make_gym_env("SO101PickCube-v0", policies.load(path).env_config, SIZE)
+    try:
+        assert (env.unwrapped._camera_spec.fovy, env.unwrapped._lag) == (25.0, 1)
+    finally:
+        env.close()
+    p = plan(path)
+    assert p.camera_specs == {"front": lens}
+    follower = make_robot("so101_mjx", p)
+    assert follower.config._camera_specs["front"].fovy == 25.0 and follower.config._camera_specs["front"].latency == 1
