@@ -2,7 +2,8 @@
 
 - ``on_files``: generates the API reference, one page per unit of the package (``api/<unit>.md``),
   each listing every public module of the unit for mkdocstrings, so a new module is documented
-  without editing the site; ``api/index.md`` lists the names ``so101_mjx`` exports.
+  without editing the site; ``api/index.md`` lists the names ``so101_mjx`` exports; ``cli.md`` holds
+  every command's ``--help``, from the parser the console script runs (which imports no command).
 - ``on_page_content``: the docstrings' Sphinx roles (``:func:`~so101_mjx.ik.solvers.solver.SO101Solver```)
   become code spans linked to the API reference where the target is documented there.
 """
@@ -61,7 +62,33 @@ def _index_page() -> str:
     ])
 
 
+def _cli_page() -> str:
+    import argparse
+    import os
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    from so101_mjx.cli.main import build_parser
+
+    os.environ["COLUMNS"] = "100"  # argparse wraps at the terminal's width: the same page everywhere
+    lines = ["# Command line", "",
+             "`so101-mjx COMMAND --help` prints each section below. Generated from the parser the console script runs.", ""]
+
+    def add(parser: argparse.ArgumentParser, title: str) -> None:
+        lines.extend([f"## `{title}`", "", "```text", parser.format_help().rstrip(), "```", ""])
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    add(sub, f"{title} {name}")
+
+    root = build_parser()
+    root.prog = "so101-mjx"
+    add(root, "so101-mjx")
+    return "\n".join(lines)
+
+
 def on_files(files, config):
+    files.append(File.generated(config, "cli.md", content=_cli_page()))
     files.append(File.generated(config, "api/index.md", content=_index_page()))
     for unit in UNITS:
         files.append(File.generated(config, f"api/{unit}.md", content=_unit_page(unit)))
