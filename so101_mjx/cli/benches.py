@@ -93,6 +93,14 @@ def _device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=types.steps, default=None, help="control steps per env program (default 25)")
 
 
+def _timestep(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default=None, help="one task (default: every registered task)")
+    parser.add_argument("--physics-dt", type=types.positive_float, nargs="+", default=[0.002, 0.004, 0.005],
+                        help="physics steps in seconds; the first is the baseline (the reference's 0.002)")
+    parser.add_argument("--episodes", type=types.positive_int, default=64, help="scripted episodes per task and step")
+    parser.add_argument("--seed", type=types.seed, default=0)
+
+
 BENCHES: dict[str, Command] = {
     "fk": Command("FK + Jacobian evaluations/s vs MuJoCo C", "so101_mjx.benchmarks.fk", _fk),
     "ik": Command("batched IK solves/s vs the reference numpy solver", "so101_mjx.benchmarks.ik", _ik),
@@ -100,5 +108,7 @@ BENCHES: dict[str, Command] = {
     "dynamics": Command("M, C, g, ID, FD, regressor evaluations/s vs MuJoCo C", "so101_mjx.benchmarks.dynamics", _dynamics),
     "render": Command("batched camera frames/s vs a plain mujoco.Renderer loop; pixel env cost", "so101_mjx.benchmarks.render", _render),
     "train": Command("PPO env-steps/s vs the raw env rate (collection and SGD shares)", "so101_mjx.benchmarks.train", _train),
+    "timestep": Command("a coarser physics step per task: scripted success, deviation and speed vs 2 ms",
+                        "so101_mjx.benchmarks.timestep", _timestep),
     "device": Command("the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown", "so101_mjx.benchmarks.device", _device),
 }

@@ -189,3 +189,18 @@ def test_render_bench_reports_frames_and_env_rates(capsys):
     assert all(float(r[5]) > 0 and float(r[6]) == pytest.approx(float(r[2]) / float(r[5]), rel=3e-3) for r in frames)
     size, worlds, pix, plain, ratio = lines[-1].split()
     assert (int(size), int(worlds)) == (16, 2) and float(pix) > 0 and float(ratio) == pytest.approx(float(pix) / float(plain), rel=3e-3)
+
+
+def test_timestep_study_compares_each_step_with_the_baseline(capsys, monkeypatch):
+    """The baseline row deviates from itself by nothing; a 5 ms step deviates, with 20 substeps per
+    control period, and the command prints one row per step."""
+    from so101_mjx.benchmarks import timestep
+
+    rows = timestep.study("SO101Reach-v0", [0.002, 0.005], episodes=2)
+    base, coarse = rows
+    assert (base["substeps"], coarse["substeps"]) == (50, 20) and base["speedup"] == 1.0
+    assert base["arm_1_step"] == base["arm_episode"] == base["objects_episode"] == 0.0
+    assert 0 < coarse["arm_1_step"] <= coarse["arm_episode"] < 0.1 and coarse["speedup"] > 0
+    monkeypatch.setattr(timestep, "study", lambda *args: rows)  # the command's table, without running it again
+    assert cli.main(["bench", "timestep", "--env", "SO101Reach-v0", "--physics-dt", "0.002", "0.005"]) == 0
+    assert capsys.readouterr().out.count("SO101Reach-v0") == 2
