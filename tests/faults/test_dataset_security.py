@@ -23,11 +23,13 @@ from so101_mjx.data.lerobot_dataset import DatasetWriter  # noqa: E402
 from so101_mjx.data.record import record  # noqa: E402
 from so101_mjx.errors import InputError  # noqa: E402
 from tests.conftest import one_error_line  # noqa: E402
+from tests.data import test_dataset_check as written  # noqa: E402
 from tests.data.dataset_reader import assert_consistent, read_parquets  # noqa: E402
 from tests.data.test_dataset_check import FEATURES, write  # noqa: E402
 from tests.data.test_record import REACH, SHORT  # noqa: E402
 
 CAM = "videos/observation.images.cam/"
+pristine, dataset = written.pristine, written.dataset  # six episodes with video in three commits; a copy per test
 
 
 @pytest.fixture(scope="module")
@@ -43,20 +45,6 @@ def site(recorded, tmp_path) -> Path:
     """``tmp_path/ds`` (a copy of the recorded dataset) beside ``tmp_path/victim.txt``."""
     shutil.copytree(recorded, tmp_path / "ds")
     (tmp_path / "victim.txt").write_text("keep")
-    return tmp_path / "ds"
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory) -> Path:
-    """Six episodes with video, in three commits (:data:`tests.data.test_dataset_check.LENGTHS`)."""
-    root = tmp_path_factory.mktemp("pristine") / "ds"
-    write(root)
-    return root
-
-
-@pytest.fixture
-def dataset(pristine, tmp_path) -> Path:
-    shutil.copytree(pristine, tmp_path / "ds")
     return tmp_path / "ds"
 
 
