@@ -62,8 +62,9 @@ def _bound_memory():
         return
     jax.clear_caches()
     gc.collect()
-    if (libc := ctypes.util.find_library("c")) is not None and hasattr(ctypes.CDLL(libc), "malloc_trim"):
-        ctypes.CDLL(libc).malloc_trim(0)  # glibc keeps freed heap pages mapped otherwise
+    libc = ctypes.CDLL(ctypes.util.find_library("c"))
+    if hasattr(libc, "malloc_trim"):
+        libc.malloc_trim(0)  # glibc keeps freed heap pages mapped otherwise
 
 
 @pytest.fixture(scope="session")

@@ -56,23 +56,23 @@ def study(name: str, physics_dts: list[float], episodes: int, seed: int = 0) -> 
     rng = jax.random.PRNGKey(seed)
     reset_keys = jax.vmap(lambda k: jax.random.split(k)[1])(jax.random.split(rng, episodes))  # run_episodes' resets
     config = {**presets.preset(name).env_config, **placement_config(name, True)}
-    rows, base = [], None
+    rows: list[dict] = []
     for dt in physics_dts:
         env = make(name, "c", physics_dt=dt, **config)
         policy = "demonstrator" if env.demonstrator() is not None else "scripted"
-        out = run_episodes(env, policy, rng, episodes, trajectory=True)
-        if base is None:
-            base = {"actions": out["actions"], "length": np.asarray(out["length"])}
-        (arm, objects), rate = _replay(env, reset_keys, base["actions"])
-        if "replay" not in base:
-            base.update(replay=(arm, objects), rate=rate)
-        live = np.arange(arm.shape[1])[None, :] < np.maximum(base["length"], 1)[:, None]  # (B, T) up to each end
-        d_arm = np.abs(arm - base["replay"][0]).max(-1)
-        d_obj = np.abs(objects - base["replay"][1]).max(-1) if objects.shape[-1] else np.zeros_like(d_arm)
+        out = run_episodes(env, policy, rng, episodes, trajectory=not rows)  # the baseline's actions are replayed
+        if not rows:
+            actions, length = out["actions"], np.asarray(out["length"])
+        (arm, objects), rate = _replay(env, reset_keys, actions)
+        if not rows:
+            base_arm, base_objects, base_rate = arm, objects, rate
+        live = np.arange(arm.shape[1])[None, :] < np.maximum(length, 1)[:, None]  # (B, T) up to each end
+        d_arm = np.abs(arm - base_arm).max(-1)
+        d_obj = np.abs(objects - base_objects).max(-1) if objects.shape[-1] else np.zeros_like(d_arm)
         rows.append({"task": name, "physics_dt": dt, "substeps": env.n_substeps, "scripted": float(np.mean(out["success"])),
                      "arm_1_step": float(d_arm[:, 0].max()), "arm_episode": float(np.where(live, d_arm, 0).max()),
                      "objects_episode": float(np.where(live, d_obj, 0).max()), "env_steps_per_s": rate,
-                     "speedup": rate / base["rate"]})
+                     "speedup": rate / base_rate})
     return rows
 
 

@@ -226,7 +226,8 @@ class SimFollower:
         self._obs, self.info = self.env.reset(seed=seed)
         self.terminated = False
         self._resets, self._steps, self._clock = self._resets + 1, 0, time.perf_counter()
-        self._scenes.start(self.env._scene())
+        if self._renderers:  # the states the cameras draw (a lagged camera draws an older one)
+            self._scenes.start(self.env._scene())
 
     def present_position(self) -> np.ndarray:
         """The six measured motor positions (6,) in the follower's units."""
@@ -253,7 +254,8 @@ class SimFollower:
         goal = clamp_relative(goal, self.present_position(), self.config.max_relative_target)
         self._obs, _, self.terminated, _, self.info = self.env.step(goal)
         self._steps += 1
-        self._scenes.push(self.env._scene())
+        if self._renderers:
+            self._scenes.push(self.env._scene())
         if self.config.real_time:
             time.sleep(max(0.0, self._clock + self._steps / self.config.fps - time.perf_counter()))
         if self.config.reset_after_steps is not None and self._steps >= self.config.reset_after_steps:
