@@ -157,12 +157,12 @@ def output_dir(text: str) -> str:
 
 
 def visual_randomization(text: str):
-    """``'standard'`` or a JSON object of :class:`~so101_mjx.render.visual_randomization.VisualRandomization`'s
-    fields, inline or as a file (:func:`json_object`)."""
+    """A level's name (``standard``, ``wide``) or a JSON object of
+    :class:`~so101_mjx.render.visual_randomization.VisualRandomization`'s fields, inline or as a file (:func:`json_object`)."""
     from so101_mjx.render import visual_randomization as vr
 
     try:
-        return vr.parse(text if text == "standard" else json_object(text))
+        return vr.parse(text if text in vr.LEVELS else json_object(text))
     except (ValueError, TypeError) as err:
         raise ArgumentValueError(str(err)) from None
 
@@ -177,6 +177,14 @@ def calibration(text: str):
         return load_calibration(text)
     except InputError as err:
         raise ArgumentValueError(str(err)) from None
+
+
+def camera_names(text: str) -> tuple[str, ...]:
+    """Comma-separated distinct camera names (``front,wrist``); the env checks them against its scene."""
+    names = tuple(n.strip() for n in text.split(","))
+    if not all(names) or len(set(names)) != len(names):
+        raise ArgumentValueError(f"camera names must be distinct and comma-separated (front,wrist), got {_short(text)!r}")
+    return names
 
 
 def servo_model(text: str) -> dict | str:

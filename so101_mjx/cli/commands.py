@@ -27,7 +27,7 @@ DISTILL_IMAGE_SIZES, RECORD_IMAGE_SIZES = (36, 1024), (16, 8192)
 # DistillConfig's fields (so101_mjx.training.distill), each an option; None keeps the dataclass default.
 DISTILL_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps,
                   "updates": types.steps, "batch_size": types.positive_int,
-                  "learning_rate": types.positive_float, "seed": types.seed}
+                  "learning_rate": types.positive_float, "seed": types.seed, "shift": types.int_in(0, 16, "shift")}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,8 +150,9 @@ def _eval(parser: argparse.ArgumentParser) -> None:
 
 
 def _visual_randomization(parser: argparse.ArgumentParser, what: str) -> None:
-    parser.add_argument("--visual-randomization", type=types.visual_randomization, default=None, metavar="standard|JSON",
-                        help=f"randomize lighting, colours and camera pose per episode of {what}: 'standard' or a JSON "
+    parser.add_argument("--visual-randomization", type=types.visual_randomization, default=None, metavar="standard|wide|JSON",
+                        help=f"randomize lighting, colours, camera pose and lens, and image effects per episode of {what}: "
+                             "'standard', 'wide' or a JSON "
                              "object of so101_mjx.render.visual_randomization.VisualRandomization's fields")
 
 
@@ -163,7 +164,12 @@ def _distill(parser: argparse.ArgumentParser) -> None:
                         help="frame height and width, pixels: {0} to {1} (the student's convolutions need {0})".format(*DISTILL_IMAGE_SIZES))
     parser.add_argument("--image-quality", type=QUALITY, default="shadowed",
                         help=f"{QUALITY_HELP} of the training frames (shadowed: what the gym envs' full renders look like)")
+    parser.add_argument("--cameras", type=types.camera_names, default=("front",), metavar="NAMES",
+                        help="comma-separated image cameras the student sees (front, wrist), one conv tower each")
     _visual_randomization(parser, "the training frames")
+    parser.add_argument("--servo-model", type=types.servo_model, default=None, metavar="JSON",
+                        help="distil under this servo model instead of the teacher's (so101_mjx.sim.servo.ServoModel's "
+                             "fields as a JSON object, {} for the defaults, or a .json file), or without one: off")
     for name, kind in DISTILL_FIELDS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help="default: DistillConfig's")
 
@@ -214,6 +220,8 @@ def _deploy(parser: argparse.ArgumentParser) -> None:
                         help="motor units per action a target may lie from the measured position (lerobot's clamp)")
     parser.add_argument("--robot.front_camera", dest="robot_front_camera", default=None,
                         help="OpenCV index or path of the 'front' camera (a pixel policy on so101_follower)")
+    parser.add_argument("--robot.wrist_camera", dest="robot_wrist_camera", default=None,
+                        help="OpenCV index or path of the 'wrist' camera (a pixel policy that sees it, on so101_follower)")
     parser.add_argument("--episodes", type=types.positive_int, default=1)
     parser.add_argument("--episode-time-s", type=types.positive_float, default=None, help="default: the task's episode length")
     parser.add_argument("--time-limit-s", type=types.positive_float, default=None, help="stop the whole run after this long")

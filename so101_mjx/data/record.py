@@ -237,8 +237,12 @@ class _Frames:
         params = None
         if self.visual is not None:
             draw = jax.device_get(visual_randomization.sample(self.model, self.visual, key, jnp.float32))
-            params = {k: np.broadcast_to(v, (t, *v.shape)) for k, v in draw.items()}
+            params = {k: np.broadcast_to(v, (t, *v.shape)) for k, v in visual_randomization.model_arrays(draw).items()}
         frames = {c: r.render(qpos, markers, params) for c, r in self.renderers.items()}
+        if self.visual is not None and self.visual.image_effects:  # as the jitted env draws them
+            effects = jax.vmap(visual_randomization.apply_image, in_axes=(0, None, 0))
+            frames = {c: np.asarray(effects(f, draw, jax.vmap(visual_randomization.state_salt, (0, None))(qpos, i)))
+                      for i, (c, f) in enumerate(frames.items())}
         # a camera's latency: step t shows the frame of step t - latency (the first frame before that)
         delay = {c: self.specs[c].latency if c in self.specs else 0 for c in frames}
         return {f"observation.images.{c}": f[np.maximum(np.arange(t) - delay[c], 0)] if delay[c] else f

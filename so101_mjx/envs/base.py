@@ -251,8 +251,11 @@ class SO101Env(abc.ABC):
         if self.cameras is None:
             return flat
         markers = jnp.stack(list(self.marker_positions(info).values())) if self.markers else None
-        params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")} | (info.render_params or {})
-        pixels = {f"pixels/{c}": r.jax_render(physics.qpos, markers, params) for c, r in self.cameras.items()}
+        draw = info.render_params
+        params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")} | visual_randomization.model_arrays(draw)
+        pixels = {f"pixels/{c}": visual_randomization.apply_image(r.jax_render(physics.qpos, markers, params), draw,
+                                                                    visual_randomization.state_salt(physics.qpos, i))
+                  for i, (c, r) in enumerate(self.cameras.items())}
         return {"agent_pos": flat[:self.agent_pos_size], **pixels, "state": flat}
 
     @staticmethod

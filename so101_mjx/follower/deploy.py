@@ -67,12 +67,13 @@ class Plan:
     mode: JointMode | None  # None: a Cartesian-mode policy, through ``adapter``
     fps: int
     episode_steps: int
-    image_size: int | None
+    image_size: int | None  # a pixel policy's frame side (px)
     task_options: dict[str, Any]
     limits: np.ndarray  # (6, 2) the motors' ranges in the policy's units
     adapter: CartesianAdapter | None = None
     task_policy: bool = True  # False: commands that read no object state and run whatever the task's outcome
     camera_specs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the pixel policy's camera files, by camera
+    cameras: tuple[str, ...] = ()  # the cameras a pixel policy sees
 
     @property
     def calibration(self):
@@ -95,15 +96,17 @@ class Plan:
         measured = np.asarray([robot_obs[k] for k in FEATURE_KEYS], np.float64)
         agent = self.adapter.agent_pos(measured) if self.adapter is not None else measured.astype(np.float32)
         obs: dict[str, Any] = {"agent_pos": agent, "motors": measured}
-        if self.image_size is not None:
-            frame = np.asarray(robot_obs["front"])
-            if frame.shape != (self.image_size, self.image_size, 3):
-                raise InputError(f"the robot's 'front' frames are {frame.shape}; {self.path} sees "
-                                 f"({self.image_size}, {self.image_size}, 3)")
-            obs["pixels"] = {"front": frame}
+        if self.cameras:
+            obs["pixels"] = {c: self.frame(c, robot_obs[c]) for c in self.cameras}
         else:
             obs["environment_state"] = environment_state
         return obs
+
+    def frame(self, camera: str, frame: Any) -> np.ndarray:
+        """``camera``'s frame at the policy's size (:func:`~so101_mjx.render.frames.fit_frame`)."""
+        from so101_mjx.render.frames import fit_frame
+
+        return fit_frame(frame, self.image_size, f"the robot's {camera!r} frames ({self.path} sees them)")
 
     def targets(self, obs: dict[str, Any]) -> np.ndarray:
         """Absolute motor targets (6,) for ``obs`` within the motor ranges (where training's actuators held
@@ -137,7 +140,8 @@ def plan(path: str | Path) -> Plan:
     limits = mode.limits(ranges) if mode is not None else motors.motor_limits(ranges, units)  # a calibration's too
     adapter = CartesianAdapter(name, state_config, units) if mode is None else None
     return Plan(str(path), policy.gym_fn, name, mode, round(fps), config.episode_length, policy.image_size, options,
-                limits, adapter, camera_specs=policies.camera_files(env_config) if policy.image_size else {})
+                limits, adapter, camera_specs=policies.camera_files(env_config) if policy.image_size else {},
+                cameras=policy.cameras)
 
 
 class Sequence:
@@ -167,15 +171,16 @@ def excitation_plan(task: str = EXCITATION_TASK, fps: int = 30, units: str = "de
 
 
 def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | None = None, max_relative_target=None,
-               real_time: bool = False, seed: int = 0, front_camera: str | None = None):
-    """The robot ``kind`` (:data:`ROBOTS`) set up for plan ``p``; ValueError naming what is wrong."""
+               real_time: bool = False, seed: int = 0, front_camera: str | None = None, wrist_camera: str | None = None):
+    """The robot ``kind`` (:data:`ROBOTS`) set up for plan ``p`` (a real follower's cameras: ``front_camera`` and
+    ``wrist_camera``, OpenCV indices or paths); ValueError naming what is wrong."""
     max_relative_target = check_max_relative(max_relative_target)
     if kind == "so101_mjx":
         size = p.image_size or 480
         return SimFollower(SimFollowerConfig(
             task=p.task, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
-            camera_names=("front",) if p.image_size else (), camera_height=size, camera_width=size, fps=p.fps,
-            camera_specs={c: s for c, s in p.camera_specs.items() if c == "front"} or None,
+            camera_names=p.cameras, camera_height=size, camera_width=size, fps=p.fps,
+            camera_specs={c: s for c, s in p.camera_specs.items() if c in p.cameras} or None,
             real_time=real_time, seed=seed, task_options=p.task_options, calibration=p.calibration))
     if kind != "so101_follower":
         raise InputError(f"--robot.type must be one of {ROBOTS}, got {kind!r}")
@@ -187,8 +192,15 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
     if not Path(port).exists():
         raise InputError(f"--robot.port {port} does not exist: connect the follower's controller board "
                          "(lerobot-find-port finds its port)")
-    if front_camera is None and p.image_size is not None:
-        raise InputError("--robot.front-camera (an OpenCV index or path) is required for a pixel policy on so101_follower")
+    paths = {"front": front_camera, "wrist": wrist_camera}
+    unknown = [c for c in p.cameras if c not in paths]
+    if unknown:
+        raise InputError(f"{p.path} sees cameras {unknown}; a real follower here has front and wrist cameras only")
+    for camera in p.cameras:
+        if paths[camera] is None:
+            raise InputError(f"--robot.{camera}_camera (an OpenCV index or path) is required: {p.path} sees the {camera} camera")
+    from so101_mjx.render.camera import capture_size
+
     try:
         from lerobot.cameras.opencv import OpenCVCameraConfig
         from lerobot.robots import make_robot_from_config
@@ -196,9 +208,8 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
     except ImportError:
         raise InputError("--robot.type so101_follower needs lerobot >= 0.6 with its Feetech extra "
                          "(Python >= 3.12): pip install 'lerobot[feetech]>=0.6'") from None
-    cameras = {} if p.image_size is None else {"front": OpenCVCameraConfig(
-        index_or_path=int(front_camera) if front_camera.isdigit() else Path(front_camera), width=p.image_size,
-        height=p.image_size, fps=p.fps)}
+    cameras = {c: OpenCVCameraConfig(index_or_path=int(paths[c]) if paths[c].isdigit() else Path(paths[c]), fps=p.fps,
+                                     **capture_size(p.camera_specs.get(c))) for c in p.cameras}
     return make_robot_from_config(SO101FollowerConfig(
         port=port, id=robot_id, use_degrees=p.units == "degrees", max_relative_target=max_relative_target, cameras=cameras))
 
@@ -372,7 +383,7 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
 @interruptible("deploy", lambda args: "the robot was not connected: nothing was sent")  # a stop before connect()
 def run(args) -> int:
     options = {"port": args.robot_port, "robot_id": args.robot_id, "max_relative_target": args.robot_max_relative_target,
-               "real_time": args.real_time, "front_camera": args.robot_front_camera}
+               "real_time": args.real_time, "front_camera": args.robot_front_camera, "wrist_camera": args.robot_wrist_camera}
     result = deploy(args.policy, args.robot_type, episodes=args.episodes, episode_time_s=args.episode_time_s,
                     time_limit_s=args.time_limit_s, dry_run=args.dry_run, start_tolerance=args.start_tolerance,
                     dataset=args.dataset, seed=args.seed, servo_model=args.servo_model, **options)

@@ -19,7 +19,7 @@ import warnings
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
@@ -157,3 +157,20 @@ def render_trajectory(env, qpos: np.ndarray, path: str | Path, fps: float, site_
         return write_video((renderer.frame(q, site_pos) for q in np.asarray(qpos)), path, fps)
     finally:
         renderer.close()
+
+
+def fit_frame(frame: Any, size: int, what: str) -> np.ndarray:
+    """``frame`` (H, W, 3) uint8 at ``size`` x ``size``: as it is, or a larger camera frame resized by OpenCV's area
+    average (the whole field of view, as the simulator renders a calibration at a smaller size); InputError
+    naming ``what`` for a frame that is not a larger RGB one, or without OpenCV."""
+    frame = np.asarray(frame)
+    if frame.shape == (size, size, 3):
+        return frame
+    if frame.ndim != 3 or frame.shape[2] != 3 or min(frame.shape[:2]) < size:
+        raise InputError(f"{what} are {frame.shape}, not ({size}, {size}, 3) or a larger RGB frame to resize")
+    try:
+        import cv2
+    except ImportError:
+        raise InputError(f'resizing {what} from {frame.shape[1]}x{frame.shape[0]} to {size}x{size} needs OpenCV: '
+                         'pip install "so101-mjx[camera]"') from None
+    return cv2.resize(frame, (size, size), interpolation=cv2.INTER_AREA)

@@ -1,4 +1,4 @@
-"""Visual domain randomization: per-episode lighting, colours and camera poses of the rendered frames.
+"""Visual domain randomization: per-episode lighting, colours, camera poses and lenses, and image effects.
 
 A :class:`VisualRandomization` (``config.visual_randomization``, with ``image_obs=True``) changes
 only what the cameras see, never the physics: every reset draws, per world,
@@ -10,12 +10,24 @@ only what the cameras see, never the physics: every reset draws, per world,
   tint, the blocks, the goal marker),
 - ``camera_shift``: each camera's position moved by up to this many metres along each axis,
 - ``camera_tilt``: each camera turned by an angle uniform in [0, tilt] radians about a uniformly
-  random axis (in its parent body's frame).
+  random axis (in its parent body's frame),
+- ``camera_zoom``: each camera's focal length (``cam_fovy``'s tangent, or ``cam_intrinsic``'s fx, fy)
+  scaled by a factor uniform in [1 - zoom, 1 + zoom];
 
-The drawn arrays (:data:`FIELDS`, shaped as in the render model) live in
-``state.info.render_params``; the batch renderer writes them into its per-thread model before
-drawing each world (:class:`so101_mjx.render.batch.BatchRenderer`). Defaults randomize nothing;
-:data:`STANDARD` is a moderate set for training camera policies.
+and, on the rendered frames (:func:`apply_image`, in JAX: the same on every renderer),
+
+- ``exposure``: one brightness gain per episode (uniform in a range),
+- ``white_balance``: a gain per colour channel uniform in [1 - w, 1 + w],
+- ``blur``: a Gaussian blur of standard deviation uniform in [0, blur] px (a 5-tap separable kernel),
+- ``noise``: per-pixel Gaussian noise of this standard deviation (of full scale), drawn anew each frame
+  (from the episode's key and the frame's state).
+
+The model arrays (:data:`FIELDS`, shaped as in the render model) and the image effects' (:data:`IMAGE`)
+live in ``state.info.render_params``; the batch renderer writes the model arrays into its per-thread
+model before drawing each world (:class:`so101_mjx.render.batch.BatchRenderer`). Defaults randomize
+nothing, and a field left at its default draws nothing (its frames are bitwise as without it);
+:data:`STANDARD` is a moderate set for training camera policies, :data:`WIDE` a wider one with the lens
+and image effects of real rigs.
 """
 
 from __future__ import annotations
@@ -32,7 +44,11 @@ from jax import Array
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 
-FIELDS = ("light_diffuse", "light_pos", "mat_rgba", "geom_rgba", "cam_pos", "cam_quat")
+FIELDS = ("light_diffuse", "light_pos", "mat_rgba", "geom_rgba", "cam_pos", "cam_quat", "cam_fovy", "cam_intrinsic")
+IMAGE = ("image_gain", "image_blur", "image_noise", "image_key")  # the image effects' draws (apply_image)
+MAX_ZOOM = 0.5  # largest relative focal length change
+MAX_BLUR = 3.0  # px: largest blur standard deviation
+BLUR_TAPS = 2  # the blur kernel's half width (px)
 MAX_INTENSITY = 10.0  # largest light scale factor
 MAX_SHIFT = 0.5  # m: largest light / camera position offset
 MAX_TILT = float(np.pi / 4)  # rad: largest camera rotation
@@ -49,33 +65,49 @@ class VisualRandomization:
     colour_shift: float = 0.0  # per RGB channel, of 1
     camera_shift: float = 0.0  # m per axis
     camera_tilt: float = 0.0  # rad
+    camera_zoom: float = 0.0  # relative focal length change
+    exposure: tuple[float, float] = (1.0, 1.0)  # brightness gain of the frames
+    white_balance: float = 0.0  # relative gain change per colour channel
+    blur: float = 0.0  # px: largest Gaussian blur standard deviation
+    noise: float = 0.0  # per-pixel Gaussian noise standard deviation, of full scale
 
     def __post_init__(self) -> None:
         """Check every field (naming it) and store plain floats (lists from JSON accepted)."""
-        pair = checks.range_pair("visual_randomization.light_intensity", self.light_intensity, lowest=0, highest=MAX_INTENSITY)
-        object.__setattr__(self, "light_intensity", pair)
-        for name, top in (("light_shift", MAX_SHIFT), ("colour_shift", 1.0), ("camera_shift", MAX_SHIFT), ("camera_tilt", MAX_TILT)):
+        for name in ("light_intensity", "exposure"):
+            pair = checks.range_pair(f"visual_randomization.{name}", getattr(self, name), lowest=0, highest=MAX_INTENSITY)
+            object.__setattr__(self, name, pair)
+        for name, top in (("light_shift", MAX_SHIFT), ("colour_shift", 1.0), ("camera_shift", MAX_SHIFT), ("camera_tilt", MAX_TILT),
+                          ("camera_zoom", MAX_ZOOM), ("white_balance", 1.0), ("blur", MAX_BLUR), ("noise", 1.0)):
             object.__setattr__(self, name, checks.real(f"visual_randomization.{name}", getattr(self, name), ge=0, le=top))
+
+    @property
+    def image_effects(self) -> bool:
+        """Whether any image effect is drawn (:func:`apply_image` changes the frames)."""
+        return self.exposure != (1.0, 1.0) or self.white_balance > 0 or self.blur > 0 or self.noise > 0
 
 
 STANDARD = VisualRandomization(light_intensity=(0.6, 1.4), light_shift=0.2, colour_shift=0.1, camera_shift=0.01, camera_tilt=0.05)
+# STANDARD widened, with the focal length, exposure, white balance, blur and sensor noise of real USB cameras
+WIDE = VisualRandomization(light_intensity=(0.4, 1.6), light_shift=0.3, colour_shift=0.2, camera_shift=0.02, camera_tilt=0.08,
+                           camera_zoom=0.05, exposure=(0.7, 1.3), white_balance=0.1, blur=1.0, noise=0.02)
+LEVELS = {"standard": STANDARD, "wide": WIDE}
 
 
 def parse(value: VisualRandomization | dict | str | None) -> VisualRandomization | None:
     """A config's ``visual_randomization``: None, a :class:`VisualRandomization`, its dict form, or
-    (command lines) ``"standard"`` (:data:`STANDARD`) or a JSON object of its fields."""
+    (command lines) a level's name (:data:`LEVELS`: ``"standard"``, ``"wide"``) or a JSON object of its fields."""
     if value is None or isinstance(value, VisualRandomization):
         return value
     if isinstance(value, str):
-        if value == "standard":
-            return STANDARD
+        if value in LEVELS:
+            return LEVELS[value]
         try:
             value = json.loads(value)
         except json.JSONDecodeError as err:
-            raise InputError(f"visual_randomization must be 'standard' or a JSON object of {_names()}, got {value!r}") from err
+            raise InputError(f"visual_randomization must be one of {list(LEVELS)} or a JSON object of {_names()}, got {value!r}") from err
     if isinstance(value, dict):
         return checks.dataclass_from_dict(VisualRandomization, "visual_randomization", value)
-    raise InputError(f"visual_randomization must be None, a VisualRandomization, its dict form or 'standard', got {value!r}")
+    raise InputError(f"visual_randomization must be None, a VisualRandomization, its dict form or one of {list(LEVELS)}, got {value!r}")
 
 
 def _names() -> list[str]:
@@ -83,8 +115,10 @@ def _names() -> list[str]:
 
 
 def sample(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype) -> dict[str, Array]:
-    """One world's render arrays (keys :data:`FIELDS`, shapes as in ``model``), finite for any key."""
+    """One world's draws, finite for any key: the render model's arrays (:data:`FIELDS`, shapes as in ``model``;
+    ``cam_fovy`` and ``cam_intrinsic`` only with ``camera_zoom``) and, with image effects, :data:`IMAGE`'s."""
     k = jax.random.split(rng, 7)
+    extra = jax.random.split(jax.random.fold_in(rng, 1), 5)  # the lens and image effects' keys (k's draws stay as they were)
     c = lambda x: jnp.asarray(np.asarray(x), dtype)  # noqa: E731
     shift = lambda key, shape, s: jax.random.uniform(key, shape, dtype, -s, s)  # noqa: E731
     lo, hi = config.light_intensity
@@ -97,7 +131,7 @@ def sample(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype
     half = 0.5 * jax.random.uniform(k[6], (len(quat), 1), dtype, 0.0, config.camera_tilt)
     turn = jnp.concatenate([jnp.cos(half), jnp.sin(half) * axis], axis=-1)
     turned = jax.vmap(_quat_mul)(turn, quat)
-    return {
+    draw = {
         "light_diffuse": c(model.light_diffuse) * jax.random.uniform(k[0], (model.nlight, 1), dtype, lo, hi),
         "light_pos": c(model.light_pos) + shift(k[1], (model.nlight, 3), config.light_shift),
         "mat_rgba": rgb(k[2], c(model.mat_rgba)),
@@ -105,6 +139,49 @@ def sample(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype
         "cam_pos": c(model.cam_pos) + shift(k[4], (model.ncam, 3), config.camera_shift),
         "cam_quat": turned / jnp.linalg.norm(turned, axis=-1, keepdims=True),
     }
+    if config.camera_zoom:  # focal length x f: tan(fovy / 2) / f, and fx, fy x f
+        focal = jax.random.uniform(extra[0], (model.ncam,), dtype, 1.0 - config.camera_zoom, 1.0 + config.camera_zoom)
+        half_fovy = jnp.arctan(jnp.tan(jnp.deg2rad(c(model.cam_fovy)) / 2) / focal)
+        draw["cam_fovy"] = jnp.rad2deg(2 * half_fovy)
+        draw["cam_intrinsic"] = c(model.cam_intrinsic).at[:, :2].multiply(focal[:, None])
+    if config.image_effects:
+        balance = jax.random.uniform(extra[1], (3,), dtype, 1.0 - config.white_balance, 1.0 + config.white_balance)
+        draw["image_gain"] = jax.random.uniform(extra[2], (), dtype, *config.exposure) * balance
+        draw["image_blur"] = jax.random.uniform(extra[3], (), dtype, 0.0, config.blur)
+        draw["image_noise"] = jnp.asarray(config.noise, dtype)
+        draw["image_key"] = extra[4]
+    return draw
+
+
+def model_arrays(draw: dict[str, Array] | None) -> dict[str, Array]:
+    """The render model's arrays of a draw (:data:`FIELDS`), what a renderer writes into its model."""
+    return {k: v for k, v in (draw or {}).items() if k in FIELDS}
+
+
+def apply_image(frames: Array, draw: dict[str, Array] | None, salt: Array | int = 0) -> Array:
+    """``frames`` (..., H, W, 3) uint8 of one world under a draw's image effects (:data:`IMAGE`; none: as they
+    are): the gain per channel, the blur, then the noise drawn from ``image_key`` folded with ``salt`` (uint32:
+    a frame's own, e.g. its camera and state), rounded and clipped to uint8."""
+    if not draw or "image_gain" not in draw:
+        return frames
+    x = frames.astype(jnp.float32) * draw["image_gain"].astype(jnp.float32)
+    sigma = jnp.maximum(draw["image_blur"].astype(jnp.float32), 1e-3)
+    taps = jnp.exp(-0.5 * (jnp.arange(-BLUR_TAPS, BLUR_TAPS + 1, dtype=jnp.float32) / sigma) ** 2)
+    taps = taps / taps.sum()
+    for axis in (-3, -2):  # rows, then columns; edges repeated
+        pad = [(0, 0)] * x.ndim
+        pad[axis] = (BLUR_TAPS, BLUR_TAPS)
+        padded, n = jnp.pad(x, pad, mode="edge"), x.shape[axis]
+        x = sum(w * jax.lax.slice_in_dim(padded, i, i + n, axis=axis) for i, w in enumerate(taps))
+    key = jax.random.fold_in(jnp.asarray(draw["image_key"], jnp.uint32), jnp.asarray(salt, jnp.uint32))
+    x = x + 255.0 * draw["image_noise"].astype(jnp.float32) * jax.random.normal(key, x.shape, jnp.float32)
+    return jnp.clip(jnp.round(x), 0, 255).astype(jnp.uint8)
+
+
+def state_salt(qpos: Array, camera: int) -> Array:
+    """A uint32 that differs from frame to frame: the bits of the state's ``qpos`` sum, and the camera's index."""
+    bits = jax.lax.bitcast_convert_type(jnp.sum(qpos).astype(jnp.float32), jnp.uint32)
+    return bits ^ jnp.uint32(camera * 0x9E3779B9 & 0xFFFFFFFF)
 
 
 def _quat_mul(a: Array, b: Array) -> Array:

@@ -1,15 +1,17 @@
 """``so101-mjx distill``: a pixel policy (the student) distilled from a state policy (the teacher) with DAgger.
 
-The student sees what a real SO-101 sees, the front camera's ``pixels/front`` (H, W, 3) uint8 and
-``agent_pos`` (14,); the teacher sees the privileged flat observation (``obs["state"]``). Both act
-in the env's action space ([dx, dy, dz] in [-1, 1], grasp in [0, 1]). DAgger (Ross et al., 2011,
-with β = 1 on the first iteration and 0 after): iteration 0 lets the teacher drive; every later
-iteration lets the current student drive, labels every visited frame with the teacher's action,
-adds the frames to the dataset and refits the student on all of it (mean squared error). The
-student-driven episodes of iteration k measure the student fitted after iteration k − 1 (success
-rate from the task's normal reset), so the learning curve costs no extra rollouts.
+The student sees what a real SO-101 sees: the frames of the env's image cameras (``pixels/<camera>``
+(H, W, 3) uint8, ``image_cameras``) and ``agent_pos`` (in joint mode the six motor positions in the
+follower's units, quantized as the servo model's encoders report them); the teacher sees the privileged
+flat observation (``obs["state"]``). Both act in the env's action space (Cartesian [dx, dy, dz, grasp],
+or joint-mode targets). DAgger (Ross et al., 2011, with β = 1 on the first iteration and 0 after):
+iteration 0 lets the teacher drive; every later iteration lets the current student drive, labels every
+visited frame with the teacher's action, adds the frames to the dataset and refits the student on all
+of it (mean squared error, each minibatch's frames shifted by up to ``shift`` px as in DrQ). The
+student-driven episodes of iteration k measure the student fitted after iteration k − 1 (success rate
+from the task's normal reset), so the learning curve costs no extra rollouts.
 
-Runs on backend ``c`` (the camera is MuJoCo C, :mod:`so101_mjx.render.batch`). Writes ``student.npz``
+Runs on backend ``c`` (the cameras are MuJoCo C, :mod:`so101_mjx.render.batch`). Writes ``student.npz``
 (the flax params, flattened by path), ``distill.json`` (config and per-iteration figures) and,
 with onnx installed, ``student.onnx``; the student network and its ONNX graph are in
 :mod:`so101_mjx.training.pixel_policy`.
@@ -36,11 +38,10 @@ from so101_mjx import _checks as checks
 from so101_mjx._files import atomic_path, atomic_write
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import SO101Env
-from so101_mjx.envs.arm import AGENT_POS_SIZE
+from so101_mjx.envs.arm import agent_pos_layout
 from so101_mjx.errors import InputError
-from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, conv_sides
-
-PIXELS = "pixels/front"
+from so101_mjx.sim import servo
+from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, Spec, conv_sides
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,43 +56,61 @@ class DistillConfig:
     batch_size: int = 128
     learning_rate: float = 3e-4
     seed: int = 0
+    shift: int = 0  # px: each fitted frame shifted by up to this many pixels per axis (edges repeated)
 
     def __post_init__(self) -> None:
         for name in ("iterations", "episodes", "steps", "updates", "batch_size"):
             checks.integer(name, getattr(self, name), ge=1)
+        checks.integer("shift", self.shift, ge=0, le=16)
         checks.real("learning_rate", self.learning_rate, gt=0)
         checks.integer("seed", self.seed, ge=0)
 
 
-def check_sizes(config: DistillConfig, size: int, student: PixelStudent) -> None:
-    """InputError naming the options unless ``size`` x ``size`` frames suit the student and the run's arrays fit
-    the machine's memory. A frame is its pixels, agent_pos and label; the aggregated dataset (RAM) holds up to
-    every step's frame, twice while it is concatenated; the device one iteration's frames and a minibatch's
+def spec_of(env: SO101Env) -> Spec:
+    """The student :class:`Spec` of an image env: its cameras and frame size, agent_pos, and in joint mode its action bounds."""
+    config = env.config
+    bounds = tuple(tuple(map(float, b)) for b in env.arm.action_bounds()) if config.control_mode == "joint" else None
+    return Spec(config.image_size, tuple(config.image_cameras), sum(n for _, n in agent_pos_layout(config.control_mode)), bounds)
+
+
+def frames(obs: dict[str, Array], spec: Spec) -> tuple[Array, ...]:
+    """The student's frames of an observation, by camera: ``pixels/<camera>`` (..., H, W, 3) uint8."""
+    return tuple(obs[f"pixels/{c}"] for c in spec.cameras)
+
+
+def check_sizes(config: DistillConfig, spec: Spec, student: PixelStudent) -> None:
+    """InputError naming the options unless the frames suit the student and the run's arrays fit the machine's
+    memory. A frame is its pixels (every camera's), agent_pos and label; the aggregated dataset (RAM) holds up
+    to every step's frame, twice while it is concatenated; the device one iteration's frames and a minibatch's
     float32 activations three times (forward, backward, gradients)."""
+    size = spec.size
     if size < MIN_IMAGE_SIZE:
         raise InputError(f"image_size must be >= {MIN_IMAGE_SIZE} px (the student's convolutions leave nothing of a smaller frame), got {size}")
-    frame = 3 * size**2 + 4 * (AGENT_POS_SIZE + 4)
+    frame = len(spec.cameras) * 3 * size**2 + 4 * (spec.agent_pos + spec.actions)
     frames = config.iterations * config.episodes * config.steps
     checks.fits_memory(f"--iterations {config.iterations} x --episodes {config.episodes} x --steps {config.steps}",
                        2 * frames * frame, f"up to {frames:,} frames of {frame:,} B in the aggregated dataset, twice")
     checks.fits_memory(f"--episodes {config.episodes} x --steps {config.steps}", 2 * config.episodes * config.steps * frame,
                        "one iteration's frames", device=True)
-    activations = 4 * (3 * size**2 + sum(c * side**2 for c, side in zip(student.channels, conv_sides(size))))
+    activations = 4 * len(spec.cameras) * (3 * (size + 2 * config.shift) ** 2
+                                           + sum(c * side**2 for c, side in zip(student.channels, conv_sides(size))))
     checks.fits_memory(f"--batch-size {config.batch_size}", 3 * config.batch_size * activations,
                        f"{activations:,} B of activations per frame, three times", device=True)
 
 
 def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelStudent, steps: int):
-    """Jitted ``collect(params, keys (B, 2), teacher_drives) -> per-step arrays (B, T, ...)``: the
-    frames and agent_pos before each step, the teacher's label, and done / success after it."""
+    """Jitted ``collect(params, keys (B, 2), teacher_drives) -> per-step arrays (B, T, ...)``: each
+    camera's frames (``pixels/<camera>``) and agent_pos before each step, the teacher's label, and done /
+    success after it."""
+    spec = spec_of(env)
 
     def one(params, key, teacher_drives):
         def body(state, _):
             label = teacher(state.obs["state"])
-            own = student.apply(params, state.obs[PIXELS], state.obs["agent_pos"])
+            own = student.apply(params, frames(state.obs, spec), state.obs["agent_pos"])
             after = env.step(state, jnp.where(teacher_drives, label, own.astype(label.dtype)))
-            out = {PIXELS: state.obs[PIXELS], "agent_pos": state.obs["agent_pos"], "label": label,
-                   "done": after.done > 0, "success": after.info.succeed}
+            out = {**{f"pixels/{c}": state.obs[f"pixels/{c}"] for c in spec.cameras}, "agent_pos": state.obs["agent_pos"],
+                   "label": label, "done": after.done > 0, "success": after.info.succeed}
             return after, out
 
         return jax.lax.scan(body, env.reset(key), None, length=steps)[1]
@@ -107,14 +126,28 @@ def visited(out: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return before == 0, out["success"][np.arange(len(done)), first] & done.any(1)
 
 
-def fit(student: PixelStudent, params, data: dict[str, np.ndarray], config: DistillConfig, key: Array):
+def shifted(pixels: Array, shift: int, key: Array) -> Array:
+    """``pixels`` (B, H, W, 3), each frame moved by up to ``shift`` px per axis (a random crop of the frame
+    padded by repeating its edges; Kostrikov et al., 2020, DrQ)."""
+    if shift == 0:
+        return pixels
+    b, h, w, _ = pixels.shape
+    padded = jnp.pad(pixels, ((0, 0), (shift, shift), (shift, shift), (0, 0)), mode="edge")
+    offsets = jax.random.randint(key, (b, 2), 0, 2 * shift + 1)
+    return jax.vmap(lambda frame, o: jax.lax.dynamic_slice(frame, (o[0], o[1], 0), (h, w, 3)))(padded, offsets)
+
+
+def fit(student: PixelStudent, params, data: dict[str, np.ndarray], spec: Spec, config: DistillConfig, key: Array):
     """``updates`` Adam steps on the mean squared error to the labels, minibatches drawn uniformly
-    with replacement; (params, mean loss of the last tenth of the updates)."""
+    with replacement, their frames shifted by up to ``config.shift`` px (:func:`shifted`); (params, mean
+    loss of the last tenth of the updates)."""
     optimizer = optax.adam(config.learning_rate)
     opt_state = optimizer.init(params)
 
     @jax.jit
-    def update(params, opt_state, pixels, agent_pos, label):
+    def update(params, opt_state, pixels, agent_pos, label, key):
+        pixels = tuple(shifted(p, config.shift, k) for p, k in zip(pixels, jax.random.split(key, len(pixels))))
+
         def loss_fn(p):
             return jnp.mean(jnp.sum((student.apply(p, pixels, agent_pos) - label) ** 2, axis=-1))
 
@@ -125,8 +158,10 @@ def fit(student: PixelStudent, params, data: dict[str, np.ndarray], config: Dist
     n = len(data["label"])
     losses = []
     for k in range(config.updates):
-        idx = np.asarray(jax.random.randint(jax.random.fold_in(key, k), (min(config.batch_size, n),), 0, n))
-        params, opt_state, loss = update(params, opt_state, data[PIXELS][idx], data["agent_pos"][idx], data["label"][idx])
+        draw, move = jax.random.split(jax.random.fold_in(key, k))
+        idx = np.asarray(jax.random.randint(draw, (min(config.batch_size, n),), 0, n))
+        params, opt_state, loss = update(params, opt_state, tuple(data[f"pixels/{c}"][idx] for c in spec.cameras),
+                                         data["agent_pos"][idx], data["label"][idx], move)
         losses.append(loss)
     return params, float(np.mean(jax.device_get(losses[-max(config.updates // 10, 1):])))
 
@@ -136,15 +171,18 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     """DAgger; returns ``(student, params, rows)``, one row per iteration: ``driver``, ``success``
     (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds``; then a last
     row (``driver`` "final student") for the final student on ``episodes`` fresh episodes, nothing added."""
-    if env.cameras is None or PIXELS not in env.observation_size:
-        raise InputError("distill needs an env made with image_obs=True (backend c) and the front camera")
-    student = student or PixelStudent()
+    if env.cameras is None:
+        raise InputError("distill needs an env made with image_obs=True (backend c)")
+    spec = spec_of(env)
+    student = student or PixelStudent(bounds=spec.bounds)
+    if student.bounds != spec.bounds:
+        raise InputError(f"the student's action bounds {student.bounds} are not the env's {spec.bounds}")
     key = jax.random.PRNGKey(config.seed)
-    size = env.config.image_size
-    check_sizes(config, size, student)
-    params = student.init(jax.random.fold_in(key, 1), jnp.zeros((1, size, size, 3), jnp.uint8), jnp.zeros((1, AGENT_POS_SIZE)))
+    check_sizes(config, spec, student)
+    blank = tuple(jnp.zeros((1, spec.size, spec.size, 3), jnp.uint8) for _ in spec.cameras)
+    params = student.init(jax.random.fold_in(key, 1), blank, jnp.zeros((1, spec.agent_pos)))
     collect = collector(env, teacher, student, config.steps)
-    data: dict[str, list[np.ndarray]] = {PIXELS: [], "agent_pos": [], "label": []}
+    data: dict[str, list[np.ndarray]] = {**{f"pixels/{c}": [] for c in spec.cameras}, "agent_pos": [], "label": []}
     rows = []
     for it in range(config.iterations):
         start = time.perf_counter()
@@ -154,7 +192,7 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
         for name in data:
             data[name].append(np.asarray(out[name])[mask])
         dataset = {name: np.concatenate(parts) for name, parts in data.items()}
-        params, loss = fit(student, params, dataset, config, jax.random.fold_in(key, 2000 + it))
+        params, loss = fit(student, params, dataset, spec, config, jax.random.fold_in(key, 2000 + it))
         row = {"iteration": it, "driver": "teacher" if it == 0 else "student", "success": float(success.mean()),
                "frames": int(mask.sum()), "dataset": len(dataset["label"]), "loss": loss, "seconds": time.perf_counter() - start}
         rows.append(row)
@@ -182,17 +220,22 @@ def run(args: argparse.Namespace) -> int:
     teacher = policies.load(args.teacher).require_state("distill's teacher")
     config = DistillConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DistillConfig)
                               if getattr(args, f.name) is not None})
-    cameras = {"image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
-               "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization),
-               **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in args.camera_spec}} if args.camera_spec else {})}
-    env = teacher.make_env("c", **cameras)
+    overrides = {"image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
+                 "image_cameras": list(args.cameras),
+                 "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization),
+                 **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in args.camera_spec}} if args.camera_spec else {})}
+    if args.servo_model is not None:  # as a dict: the metadata is JSON
+        overrides["servo_model"] = None if args.servo_model == "off" else dataclasses.asdict(servo.parse(args.servo_model))
+    env = teacher.make_env("c", **overrides)
+    spec = spec_of(env)
     with exclusive(args.out, "distillation"):  # one writer per --out, from the start (a second run is refused at once)
         print(f"distill {args.teacher} ({teacher.env}) into a pixel student: {config}", flush=True)
         log = lambda r: print(f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "  # noqa: E731
                               f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
         _, params, rows = distill(env, teacher.jax_fn, config, log=log)
         path = save(Path(args.out), params, {"teacher": str(args.teacher), "env": teacher.env,
-                                             "env_config": {**teacher.env_config, **cameras},
+                                             "env_config": {**teacher.env_config, **overrides},
+                                             **({} if spec.bounds is None else {"action_bounds": [list(b) for b in spec.bounds]}),
                                              "config": dataclasses.asdict(config), "iterations": rows})
         print(f"student: {path}")
         try:

@@ -12,10 +12,11 @@ What it reads (:attr:`Policy.format`):
   (:func:`~so101_mjx.training.policy.forward`), so an ONNX policy runs inside jit on any backend; numpy form:
   onnxruntime for a ``.onnx`` (the numpy runner when it is missing), the numpy runner for a ``.npz``. Without
   onnx a ``.onnx`` is read from the ``.npz`` beside it.
-- a pixel student (:mod:`so101_mjx.training.pixel_policy`): ``student.onnx`` (a graph with a ``pixels``
-  input; its weights and graph checked) or a distill directory's ``student.npz``. Both forms take
-  ``(pixels (B, H, W, 3) uint8, agent_pos (B, 14))``; numpy: onnxruntime for the ``.onnx``, else the flax
-  student, jitted.
+- a pixel student (:mod:`so101_mjx.training.pixel_policy`): ``student.onnx`` (a graph with ``pixels``
+  inputs; its weights and graph checked) or a distill directory's ``student.npz``. Both forms take
+  ``(frames, agent_pos (B, P))``, ``frames`` one (B, H, W, 3) uint8 array per camera of its
+  :attr:`Policy.cameras` (a bare array for one camera); numpy: onnxruntime for the ``.onnx``, else the
+  flax student, jitted.
 
 A bad file is one :class:`~so101_mjx.errors.InputError` line naming it. ``so101-mjx eval``, ``replay``,
 ``record``, ``distill`` and ``deploy`` all load their policies here.
@@ -62,14 +63,14 @@ def camera_files(env_config: dict[str, Any]) -> dict[str, Any]:
 class Policy:
     """A loaded, checked policy (:func:`load`). A state policy maps the flat observation ``(..., obs_size)``
     (agent_pos, then environment_state) to env actions ``(..., action_size)``; a pixel policy maps
-    ``(pixels (B, H, W, 3) uint8, agent_pos (B, 14))`` to ``(B, 4)``."""
+    ``(frames, agent_pos (B, P))`` to ``(B, A)`` (:attr:`spec`)."""
 
     source: Path  # the checkpoint step directory, .onnx or .npz read
     format: str  # "checkpoint", "onnx" or "npz"
     env: str  # the registered env id it was trained in
     # the run or export metadata (env, env_config, obs_size, action_map, ...)
     metadata: dict[str, Any] = dataclasses.field(repr=False)
-    pixel: bool = False  # a distilled pixel student (observes pixels.front and agent_pos)
+    pixel: bool = False  # a distilled pixel student (observes its cameras' frames and agent_pos)
     # a state policy's checked weights (its numpy runner)
     weights: NumpyPolicy | None = dataclasses.field(default=None, repr=False)
     # a checkpoint's Brax params; a pixel student's params, flattened by '/'-joined path
@@ -109,6 +110,19 @@ class Policy:
         return int(self.env_config["image_size"]) if self.pixel else None
 
     @functools.cached_property
+    def spec(self):
+        """A pixel student's :class:`~so101_mjx.training.pixel_policy.Spec` (cameras, agent_pos, action bounds); None
+        for a state policy."""
+        from so101_mjx.training import pixel_policy
+
+        return pixel_policy.Spec.of(self.metadata) if self.pixel else None
+
+    @property
+    def cameras(self) -> tuple[str, ...]:
+        """The cameras a pixel student sees, in its inputs' order; none for a state policy."""
+        return self.spec.cameras if self.pixel else ()
+
+    @functools.cached_property
     def jax_fn(self) -> Callable[..., Any]:
         """The policy in JAX: jit-traceable (a checkpoint's is Brax's jitted inference function, a pixel student's
         its flax network, jitted)."""
@@ -118,8 +132,9 @@ class Policy:
         if self.pixel:
             from so101_mjx.training import pixel_policy
 
-            student, tree = pixel_policy.student(self.params)
-            return functools.partial(jax.jit(student.apply), tree)
+            student, tree = pixel_policy.student(self.params, self.spec)
+            apply = jax.jit(student.apply)
+            return lambda frames, agent_pos: apply(tree, _frames(frames), agent_pos)
         if self.format == "checkpoint":
             from so101_mjx.training import checkpoint
 
@@ -133,22 +148,26 @@ class Policy:
         runner (a pixel student: :attr:`jax_fn`)."""
         session = _session(self.source, "flax" if self.pixel else "the numpy runner") if self.format == "onnx" else None
         if self.pixel:
+            from so101_mjx.training.pixel_policy import input_name
+
+            names = [input_name(c) for c in self.cameras]
             if session is not None:
-                return lambda pixels, agent_pos: session.run(["actions"], {
-                    "pixels": np.asarray(pixels, np.uint8), "agent_pos": np.asarray(agent_pos, np.float32)})[0]
+                return lambda frames, agent_pos: session.run(["actions"], {
+                    **{n: np.asarray(f, np.uint8) for n, f in zip(names, _frames(frames), strict=True)},
+                    "agent_pos": np.asarray(agent_pos, np.float32)})[0]
             import jax.numpy as jnp
 
-            return lambda pixels, agent_pos: np.asarray(
-                self.jax_fn(jnp.asarray(pixels, jnp.uint8), jnp.asarray(agent_pos, jnp.float32)))
+            return lambda frames, agent_pos: np.asarray(self.jax_fn(
+                tuple(jnp.asarray(f, jnp.uint8) for f in _frames(frames)), jnp.asarray(agent_pos, jnp.float32)))
         if session is not None:
             return lambda obs: session.run(["actions"], {"obs": np.asarray(obs, np.float32)})[0]
         return self.weights
 
     def gym_fn(self, obs: dict[str, Any]) -> np.ndarray:
         """The action ``(action_size,)`` for one observation of its gym env (``agent_pos`` and
-        ``environment_state``; a pixel student's ``pixels.front`` and ``agent_pos``), by :attr:`numpy_fn`."""
+        ``environment_state``; a pixel student's ``pixels.<camera>`` and ``agent_pos``), by :attr:`numpy_fn`."""
         if self.pixel:
-            return self.numpy_fn(obs["pixels"]["front"][None], obs["agent_pos"][None])[0]
+            return self.numpy_fn(tuple(obs["pixels"][c][None] for c in self.cameras), obs["agent_pos"][None])[0]
         return self.numpy_fn(np.concatenate([obs["agent_pos"], obs["environment_state"]])[None])[0]
 
     def require_state(self, use: str) -> Policy:
@@ -248,7 +267,7 @@ def load(path: str | Path) -> Policy:
         print(f"onnx is not installed: using {npz}")
         return _state(npz, "npz", NumpyPolicy.load(npz))
     model = onnx_graph.load(path)
-    if any(i.name == "pixels" for i in model.graph.input):
+    if any(i.name == "pixels" or i.name.startswith("pixels_") for i in model.graph.input):
         return _pixel_onnx(path, model)
     return _state(path, "onnx", _state_onnx(path, model))
 
@@ -272,6 +291,11 @@ def _obs_size(name: str, env_config: dict[str, Any]) -> int:
     """Flat observation size of env ``name`` under ``env_config`` (agent_pos, by control mode, + environment_state)."""
     layout = agent_pos_layout(env_config.get("control_mode", "cartesian"))
     return sum(size for _, size in layout) + registry.task(name).task_obs_size()
+
+
+def _frames(frames: Any) -> tuple[Any, ...]:
+    """A pixel student's frames as a tuple, one array per camera (a bare array: the one camera's)."""
+    return tuple(frames) if isinstance(frames, (tuple, list)) else (frames,)
 
 
 def _session(path: Path, runner: str):
@@ -326,18 +350,19 @@ def _pixel_onnx(path: Path, model) -> Policy:
 
     meta = onnx_graph.read_metadata(model, path)
     schema.fields(path, meta, {"kind": schema.one_of([pp.KIND])}, label="metadata field")
-    _, env_config = pp.check_meta(meta, path)
+    _, _, spec = pp.check_meta(meta, path)
     inits = onnx_graph.initializers(model, path)
+    convs = len(spec.cameras) * len(pp.CONV_KERNELS)
     names = {f"params/Dense_{1 - i}/{part}": f"dense_{i}_{part}" for i in range(2) for part in ("kernel", "bias")}
     names |= {f"params/Conv_{i}/{part}": f"conv_{i}_{'weight' if part == 'kernel' else 'bias'}"
-              for i in range(len(pp.CONV_KERNELS)) for part in ("kernel", "bias")}
+              for i in range(convs) for part in ("kernel", "bias")}
     missing = sorted(v for v in names.values() if v not in inits)
     if missing:
         raise InputError(f"{path} is not an exported so101_mjx pixel student: initializers {missing} missing")
     params = {k: inits[v] for k, v in names.items()}
-    for i in range(len(pp.CONV_KERNELS)):  # ONNX OIHW -> flax HWIO
+    for i in range(convs):  # ONNX OIHW -> flax HWIO
         weight = schema.array(path, f"conv_{i}_weight", params[f"params/Conv_{i}/kernel"], ndim=4)
         params[f"params/Conv_{i}/kernel"] = np.transpose(weight, (2, 3, 1, 0))
-    pp.check_params(params, path, env_config["image_size"])
-    onnx_graph.check_structure(model, pp.student_graph(params, env_config["image_size"]), path)
+    pp.check_params(params, path, spec)
+    onnx_graph.check_structure(model, pp.student_graph(params, spec), path)
     return Policy(path, "onnx", _env(meta, path), meta, True, params=params)

@@ -74,6 +74,9 @@ def replay(
         reference_envs.reference_class(env)  # before loading the policy: the env the user named must exist there
     policy = policies.load(path)
     name, env_config = policy.env_for(env, force)
+    if set(policy.cameras) - {"front"}:
+        raise InputError(f"{path} sees cameras {list(policy.cameras)}; the gymnasium envs render the front camera only: "
+                         "run it on the simulated follower (so101-mjx deploy --robot.type so101_mjx)")
     if reference:
         reference_envs.reference_class(name)
     gym_env = (make_reference_env if reference else make_gym_env)(name, env_config, policy.image_size)

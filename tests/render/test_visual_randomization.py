@@ -17,7 +17,7 @@ NAME = "SO101PickCube-v0"
 
 
 def test_parse_forms_and_errors():
-    assert vr.parse(None) is None and vr.parse("standard") == vr.STANDARD
+    assert vr.parse(None) is None and vr.parse("standard") == vr.STANDARD and vr.parse("wide") == vr.WIDE
     assert vr.parse(json.dumps(dataclasses.asdict(vr.STANDARD))) == vr.STANDARD
     assert vr.parse({"camera_tilt": 0.1}) == vr.VisualRandomization(camera_tilt=0.1)
     with pytest.raises(ValueError, match=r"unknown visual_randomization field\(s\) \['tilt'\]"):
@@ -28,7 +28,7 @@ def test_parse_forms_and_errors():
         vr.VisualRandomization(camera_tilt=2.0)
     with pytest.raises(ValueError, match="visual_randomization.colour_shift must be"):
         vr.VisualRandomization(colour_shift=float("nan"))
-    with pytest.raises(ValueError, match="'standard' or a JSON object"):
+    with pytest.raises(ValueError, match=r"one of \['standard', 'wide'\] or a JSON object"):
         vr.parse("strong")
     with pytest.raises(cliargs.ArgumentValueError, match="unknown visual_randomization"):
         cliargs.visual_randomization('{"hue": 1}')
@@ -42,7 +42,7 @@ def test_env_config_needs_image_obs():
 def test_sample_defaults_are_the_model_and_ranges_hold():
     model = render_model("pick_cube", "fast")
     nominal = vr.sample(model, vr.VisualRandomization(), jax.random.PRNGKey(0), jnp.float32)
-    assert set(nominal) == set(vr.FIELDS)
+    assert set(nominal) == set(vr.FIELDS) - {"cam_fovy", "cam_intrinsic"}  # the lens only with camera_zoom
     for name, value in nominal.items():
         np.testing.assert_allclose(value, getattr(model, name), atol=1e-6, err_msg=name)
     config = vr.STANDARD
@@ -83,7 +83,52 @@ def test_randomized_worlds_look_different_and_match_the_renderer():
     assert min(diffs) > 1.0, diffs
     assert np.abs(frames.astype(int) - plain).mean() > 1.0
     renderer = env.cameras["front"]
-    again = renderer.render(np.asarray(states.physics.qpos), None, jax.tree.map(np.asarray, states.info.render_params))
+    again = renderer.render(np.asarray(states.physics.qpos), None, jax.tree.map(np.asarray, vr.model_arrays(states.info.render_params)))
     np.testing.assert_array_equal(again, frames)
     stepped = jax.jit(jax.vmap(env.step))(states, jnp.zeros((4, 4)))  # the episode keeps its draw
     jax.tree.map(np.testing.assert_array_equal, stepped.info.render_params, states.info.render_params)
+
+
+def test_wide_draws_the_lens_and_image_effects_within_their_ranges():
+    model = render_model("pick_cube", "fast")
+    config = vr.WIDE
+    draws = jax.vmap(lambda k: vr.sample(model, config, k, jnp.float32))(jax.random.split(jax.random.PRNGKey(3), 64))
+    assert set(draws) == set(vr.FIELDS) | set(vr.IMAGE)
+    focal = np.tan(np.deg2rad(model.cam_fovy) / 2) / np.tan(np.deg2rad(np.asarray(draws["cam_fovy"])) / 2)
+    assert 1 - config.camera_zoom - 1e-5 <= focal.min() and focal.max() <= 1 + config.camera_zoom + 1e-5 and focal.std() > 0.01
+    np.testing.assert_allclose(np.asarray(draws["cam_intrinsic"])[..., :2] / np.maximum(model.cam_intrinsic[:, :2], 1e-12), focal[..., None]
+                               * np.ones(2), rtol=1e-5)
+    gain = np.asarray(draws["image_gain"])
+    lo, hi = config.exposure[0] * (1 - config.white_balance), config.exposure[1] * (1 + config.white_balance)
+    assert lo - 1e-6 <= gain.min() and gain.max() <= hi + 1e-6 and gain.std() > 0.05
+    assert 0 <= float(draws["image_blur"].min()) and float(draws["image_blur"].max()) <= config.blur
+    # the draws that STANDARD has are the same under any lens and image fields (their keys are apart)
+    standard = vr.sample(model, vr.STANDARD, jax.random.PRNGKey(4), jnp.float32)
+    more = vr.sample(model, dataclasses.replace(vr.STANDARD, camera_zoom=0.1, noise=0.1), jax.random.PRNGKey(4), jnp.float32)
+    jax.tree.map(np.testing.assert_array_equal, standard, {k: more[k] for k in standard})
+
+
+def test_image_effects_gain_blur_and_noise():
+    frames = jnp.asarray(np.random.default_rng(0).integers(0, 256, (16, 20, 3), dtype=np.uint8))
+    draw = {"image_gain": jnp.ones(3), "image_blur": jnp.zeros(()), "image_noise": jnp.zeros(()), "image_key": jax.random.PRNGKey(0)}
+    np.testing.assert_array_equal(vr.apply_image(frames, draw), frames)  # neutral draws: the frame as it was
+    assert vr.apply_image(frames, None) is frames
+    darker = np.asarray(vr.apply_image(frames, {**draw, "image_gain": jnp.asarray([0.5, 1.0, 1.0])}))
+    np.testing.assert_array_equal(darker[..., 0], np.round(np.asarray(frames[..., 0]) * 0.5).astype(np.uint8))
+    blurred = np.asarray(vr.apply_image(frames, {**draw, "image_blur": jnp.asarray(1.5)})).astype(float)
+    assert np.abs(np.diff(blurred, axis=1)).mean() < 0.5 * np.abs(np.diff(np.asarray(frames, float), axis=1)).mean()
+    assert abs(blurred.mean() - float(frames.mean())) < 3.0  # a blur keeps the brightness
+    noisy = {**draw, "image_noise": jnp.asarray(0.05)}
+    a, b = (np.asarray(vr.apply_image(frames, noisy, salt)).astype(float) for salt in (1, 2))
+    assert 5 < np.abs(a - np.asarray(frames)).mean() < 15 and not np.array_equal(a, b)  # 0.05 of 255: ~10 per pixel, new each frame
+
+
+def test_wide_frames_in_the_env_are_the_renderers_under_the_image_effects():
+    env, states, frames = _frames(visual_randomization="wide")
+    draw = jax.tree.map(np.asarray, states.info.render_params)
+    drawn = env.cameras["front"].render(np.asarray(states.physics.qpos), None, vr.model_arrays(draw))
+    salts = jax.vmap(vr.state_salt, (0, None))(states.physics.qpos, 0)
+    np.testing.assert_array_equal(jax.vmap(vr.apply_image)(jnp.asarray(drawn), draw, salts), frames)
+    assert min(np.abs(frames[0].astype(int) - f).mean() for f in frames[1:]) > 1.0
+    stepped = jax.jit(jax.vmap(env.step))(states, jnp.zeros((4, 4)))
+    assert not np.array_equal(stepped.obs["pixels/front"], frames)  # the noise is drawn anew each frame

@@ -50,7 +50,8 @@ def test_save_and_load_round_trip(tmp_path):
     student = pixel_policy.PixelStudent(channels=(4, 4, 4), hidden=8)
     params = student.init(jax.random.PRNGKey(0), jnp.zeros((1, 36, 36, 3), jnp.uint8), jnp.zeros((1, 14)))
     path = distill.save(tmp_path, params, {"env": "x"})
-    jax.tree.map(np.testing.assert_array_equal, pixel_policy.student(pixel_policy.read_params(path))[1], params)
+    spec = pixel_policy.Spec(36)
+    jax.tree.map(np.testing.assert_array_equal, pixel_policy.student(pixel_policy.read_params(path, spec), spec)[1], params)
 
 
 def test_distill_needs_an_image_env():
@@ -62,3 +63,28 @@ def test_distill_needs_an_image_env():
 def test_bad_cli_sizes_are_one_line(argv, argument, capsys, tmp_path):
     assert cli.main(["distill", "teacher.onnx", "--out", str(tmp_path / "s"), *argv]) == 2
     assert f"argument {argument}" in capsys.readouterr().err
+
+
+def test_shifted_frames_are_crops_of_the_edge_padded_frame():
+    frames = jnp.asarray(np.random.default_rng(0).integers(0, 256, (6, 10, 12, 3), dtype=np.uint8))
+    assert distill.shifted(frames, 0, jax.random.PRNGKey(0)) is frames
+    out = np.asarray(distill.shifted(frames, 2, jax.random.PRNGKey(3)))
+    padded = np.pad(np.asarray(frames), ((0, 0), (2, 2), (2, 2), (0, 0)), mode="edge")
+    crops = [[padded[b, i:i + 10, j:j + 12] for i in range(5) for j in range(5)] for b in range(6)]
+    assert all(any(np.array_equal(out[b], c) for c in crops[b]) for b in range(6))
+    assert any(not np.array_equal(out[b], frames[b]) for b in range(6))  # moved
+
+
+@pytest.mark.slow  # a DAgger run on two cameras
+def test_dagger_in_joint_mode_sees_front_and_wrist_and_acts_within_the_bounds():
+    env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=36, episode_length=4, image_cameras=("front", "wrist"),
+               control_mode="joint", relative_joint_targets=True, max_relative_target=6.0)
+    spec = distill.spec_of(env)
+    assert (spec.cameras, spec.agent_pos, spec.bounds) == (("front", "wrist"), 6, ((-6.0,) * 6, (6.0,) * 6))
+    config = distill.DistillConfig(iterations=2, episodes=3, steps=4, updates=20, batch_size=8, shift=2)
+    student, params, rows = distill.distill(env, lambda obs: 6.0 * jnp.tanh(obs[:6] / 30.0), config)
+    assert [r["driver"] for r in rows] == ["teacher", "student", "final student"] and rows[1]["dataset"] > rows[0]["dataset"]
+    data = jax.device_get(distill.collector(env, lambda obs: jnp.zeros(6), student, 4)(params, jax.random.split(jax.random.PRNGKey(1), 2), False))
+    assert data["pixels/wrist"].shape == (2, 4, 36, 36, 3) and data["agent_pos"].shape == (2, 4, 6)
+    actions = np.asarray(student.apply(params, (data["pixels/front"], data["pixels/wrist"]), data["agent_pos"]))
+    assert actions.shape == (2, 4, 6) and np.all(np.abs(actions) <= 6.0)

@@ -100,3 +100,81 @@ def test_the_students_camera_file_reaches_replay_and_the_simulated_follower(tmp_
     assert p.camera_specs == {"front": lens}
     follower = make_robot("so101_mjx", p)
     assert follower.config._camera_specs["front"].fovy == 25.0 and follower.config._camera_specs["front"].latency == 1
+
+
+# -- a student in the follower's language: front and wrist frames, motor positions, joint-mode targets ------------
+JOINT_CONFIG = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 6.0, "episode_length": 3,
+                "image_obs": True, "image_size": SIZE, "image_quality": "fast", "image_cameras": ["front", "wrist"]}
+BOUNDS = ((-6.0,) * 6, (6.0,) * 6)
+
+
+@pytest.fixture(scope="module")
+def joint_student(tmp_path_factory):
+    """A small random front + wrist joint-mode student of PickCube, saved as ``so101-mjx distill`` saves one, and exported."""
+    out = tmp_path_factory.mktemp("joint_student")
+    student = pixel_policy.PixelStudent(channels=(4, 6, 5), hidden=16, bounds=BOUNDS)
+    blank = (jnp.zeros((1, SIZE, SIZE, 3), jnp.uint8),) * 2
+    params = jax.tree.map(lambda x: 3.0 * x, student.init(jax.random.PRNGKey(1), blank, jnp.zeros((1, 6))))
+    distill.save(out, params, {"teacher": "t.onnx", "env": "SO101PickCube-v0", "env_config": JOINT_CONFIG,
+                               "action_bounds": [list(b) for b in BOUNDS]})
+    return pixel_policy.export(out), student, params
+
+
+def test_a_two_camera_joint_student_is_the_same_in_onnx_and_flax(joint_student):
+    path, student, params = joint_student
+    rng = np.random.default_rng(1)
+    front, wrist = (rng.integers(0, 256, (5, SIZE, SIZE, 3), dtype=np.uint8) for _ in range(2))
+    motors = rng.normal(0, 30, (5, 6)).astype(np.float32)
+    want = np.asarray(student.apply(params, (front, wrist), motors))
+    assert want.shape == (5, 6) and np.all(np.abs(want) <= 6.0) and np.ptp(want) > 1.0
+    other = np.asarray(student.apply(params, (front, np.zeros_like(wrist)), motors))
+    assert np.abs(other - want).max() > 1e-3  # the wrist frames matter: a tower of their own
+    for loaded in (path, path.parent / pixel_policy.STUDENT_FILE):  # onnxruntime, and the npz with flax
+        policy = policies.load(loaded)
+        assert policy.cameras == ("front", "wrist") and policy.spec.agent_pos == 6 and policy.spec.bounds == BOUNDS
+        np.testing.assert_allclose(policy.numpy_fn((front, wrist), motors), want, atol=1e-4)
+        obs = {"pixels": {"front": front[0], "wrist": wrist[0]}, "agent_pos": motors[0]}
+        np.testing.assert_allclose(policy.gym_fn(obs), want[0], atol=1e-4)
+
+
+def test_the_exported_students_inputs_are_exactly_what_a_follower_returns(joint_student):
+    """A follower returns its six motor positions and its cameras' frames, nothing else: the graph's inputs are
+    those (one frame input per camera the follower is set up with, agent_pos as wide as its motors), and the
+    simulated follower that ``deploy`` sets up for the student returns exactly what the graph takes."""
+    import onnx
+
+    from so101_mjx.follower.actions import FEATURE_KEYS
+    from so101_mjx.follower.deploy import make_robot, plan
+
+    path, _, _ = joint_student
+    graph = onnx.load(str(path)).graph
+    inputs = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in graph.input}
+    p = plan(path)
+    with make_robot("so101_mjx", p) as follower:
+        features = follower.observation_features
+        cameras = [k for k, v in features.items() if isinstance(v, tuple)]
+        assert sorted(k for k in features if k not in cameras) == sorted(FEATURE_KEYS)
+        assert inputs == {**{pixel_policy.input_name(c): ["batch", *features[c]] for c in cameras},
+                          "agent_pos": ["batch", len(FEATURE_KEYS)]}
+        obs = p.observation(follower.get_observation(), None)
+        assert set(obs) == {"agent_pos", "motors", "pixels"} and list(obs["pixels"]) == cameras == ["front", "wrist"]
+        target = p.targets(obs)
+        assert target.shape == (6,) and np.all(np.abs(target - obs["motors"]) <= 6.0 + 1e-9)
+
+
+def test_a_larger_camera_frame_is_resized_to_the_students(joint_student):
+    cv2 = pytest.importorskip("cv2")
+    from so101_mjx.follower.deploy import plan
+
+    path, _, _ = joint_student
+    p = plan(path)
+    frame = np.random.default_rng(2).integers(0, 256, (480, 640, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(p.frame("wrist", frame), cv2.resize(frame, (SIZE, SIZE), interpolation=cv2.INTER_AREA))
+    with pytest.raises(InputError, match=r"the robot.s .front. frames \(.*\) are \(20, 20, 3\)"):
+        p.frame("front", frame[:20, :20])
+
+
+def test_replay_refuses_a_wrist_camera_student_in_one_line(joint_student):
+    path, _, _ = joint_student
+    with pytest.raises(InputError, match="the gymnasium envs render the front camera only"):
+        replay.replay(path, episodes=1)

@@ -128,7 +128,7 @@ def test_a_pixel_student_onnx_without_metadata_is_one_line(student, tmp_path, ca
 @pytest.mark.parametrize(("edit", "message"), [
     (lambda p: p.__setitem__("params/Dense_0/kernel", p["params/Dense_0/kernel"] * np.nan), "params/Dense_0/kernel holds"),
     (lambda p: p.__setitem__("params/Conv_1/bias", p["params/Conv_1/bias"] + 1j), "params/Conv_1/bias must be a float array, got complex"),
-    (lambda p: p.pop("params/Conv_2/bias"), "must be 3 Conv and 2 Dense layers"),
+    (lambda p: p.pop("params/Conv_2/bias"), "must be 3 Conv layers for each of 1 camera"),
     (lambda p: p.__setitem__("params/Conv_0/kernel", p["params/Conv_0/kernel"][:4]), "Conv kernel (4, 8, 3, 4)"),
 ])
 def test_a_poisoned_student_npz_is_refused_by_export_and_load(student, tmp_path, edit, message, capsys):
