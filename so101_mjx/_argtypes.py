@@ -167,6 +167,11 @@ def visual_randomization(text: str):
         raise ArgumentValueError(str(err)) from None
 
 
+def visual_randomization_or_off(text: str):
+    """``off`` (no visual randomization), or :func:`visual_randomization`'s forms."""
+    return text if text == "off" else visual_randomization(text)
+
+
 def calibration(text: str):
     """A real follower's lerobot calibration file (:func:`~so101_mjx.robot.calibration.load_calibration`), read
     and checked while parsing."""

@@ -146,6 +146,9 @@ def _eval(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--servo-model", type=types.servo_model, default=None, metavar="JSON",
                         help="run under this servo model instead of the policy's (so101_mjx.sim.servo.ServoModel's fields "
                              "as a JSON object, {} for the defaults, or a .json file), or without one: off")
+    parser.add_argument("--visual-randomization", type=types.visual_randomization_or_off, default=None, metavar="standard|wide|JSON|off",
+                        help="a pixel policy's frames under this visual randomization instead of its own (a level, or a JSON "
+                             "object of VisualRandomization's fields), or none: off")
     parser.add_argument("--json", type=types.output_file, default=None, help="also write the results (per-episode outcomes too) to this file")
 
 

@@ -1,8 +1,9 @@
 """``so101-mjx eval POLICY``: a policy's episodes in the jitted, batched env on backend ``mjx`` and/or ``c``.
 
 ``POLICY`` is a checkpoint (run, ``checkpoints/`` or step directory: Brax's own deterministic
-inference function) or an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP, so an ONNX
-policy runs inside jit on any backend), loaded by :func:`so101_mjx.training.policies.load`. Every episode is
+inference function), an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP, so an ONNX
+policy runs inside jit on any backend) or a pixel student (its flax network on the frames its env
+renders: backend ``c``, or ``mjx`` with MuJoCo Warp), loaded by :func:`so101_mjx.training.policies.load`. Every episode is
 one vmapped world of :func:`so101_mjx.envs.rollout.run_episodes` (stopping once all are done), in the
 policy's own env config; episode ``i`` starts from the same state on every backend (one PRNG
 stream from ``--seed``), so ``--backend mjx,c`` also reports the per-episode outcome agreement.
@@ -29,6 +30,7 @@ from so101_mjx.envs import make
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.errors import InputError
+from so101_mjx.render import visual_randomization as vr
 from so101_mjx.sim import servo
 from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.training import policies
@@ -44,11 +46,13 @@ def parse_backends(text: str) -> tuple[str, ...]:
 
 def evaluate(
     path: str | Path, env: str | None = None, backends: tuple[str, ...] = ("c",), episodes: int = 100,
-    seed: int = 0, x64: bool = False, force: bool = False, servo_model: Any = None,
+    seed: int = 0, x64: bool = False, force: bool = False, servo_model: Any = None, visual: Any = None,
 ) -> dict[str, Any]:
     """Run ``episodes`` episodes per backend (under ``servo_model``, a
     :class:`~so101_mjx.sim.servo.ServoModel` or its dict, when given, instead of the policy's own, or
-    without one for ``"off"``); returns
+    without one for ``"off"``; a pixel student's frames under ``visual``, a
+    :class:`~so101_mjx.render.visual_randomization.VisualRandomization`, its dict or level name, instead of its
+    own randomization, or none for ``"off"``); returns
     (and prints) per backend ``success_rate``,
     ``mean_return``, ``mean_length``, per-episode ``success`` / ``returns`` / ``length`` lists and
     ``seconds`` (compile + run), and with two backends ``agreement`` (fraction of episodes with the
@@ -56,9 +60,14 @@ def evaluate(
     if episodes < 1:
         raise InputError(f"--episodes must be >= 1, got {episodes}")
     with precision(x64):
-        policy = policies.load(path).require_state("eval")
+        policy = policies.load(path)
         name, env_config = policy.env_for(env, force)
-        env_config = policies.without_cameras(env_config)  # it reads the flat observation: no frames rendered
+        if not policy.pixel:
+            env_config = policies.without_cameras(env_config)  # it reads the flat observation: no frames rendered
+        if visual is not None:
+            if not policy.pixel:
+                raise InputError("--visual-randomization applies to a pixel policy's frames; a state policy renders none")
+            env_config = {**env_config, "visual_randomization": None if visual == "off" else asdict(vr.parse(visual))}
         if servo_model == "off":
             env_config = {**env_config, "servo_model": None}
         elif servo_model is not None:  # as a dict: the results are JSON
@@ -91,8 +100,11 @@ def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], b
     """The :func:`summary` of ``episodes`` episodes of ``policy`` in env ``name`` under ``env_config`` on
     ``backend``, episode ``i`` from the ``i``-th key of ``seed``'s stream (bad config fields: InputError)."""
     env = make(name, backend=backend, **env_config)
+    act = policy.jax_fn
+    if policy.pixel:  # its cameras' frames and agent_pos from the image env's observation
+        act = lambda obs: policy.jax_fn(tuple(obs[f"pixels/{c}"] for c in policy.cameras), obs["agent_pos"])  # noqa: E731
     start = time.perf_counter()
-    out = jax.device_get(run_episodes(env, policy.jax_fn, jax.random.PRNGKey(seed), episodes, stop_when_done=True,
+    out = jax.device_get(run_episodes(env, act, jax.random.PRNGKey(seed), episodes, stop_when_done=True,
                                       setting=f"--episodes {episodes}"))
     return summary(out, time.perf_counter() - start)
 
@@ -115,7 +127,7 @@ def report(result: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = evaluate(args.policy, args.env, parse_backends(args.backend), args.episodes, args.seed, args.x64, args.force,
-                      args.servo_model)
+                      args.servo_model, args.visual_randomization)
     if args.json:
         atomic_write(args.json, json.dumps(result, indent=1))
         print(f"results: {args.json}")

@@ -107,9 +107,21 @@ def test_a_pixel_student_is_recognized(student_dir, monkeypatch):
     np.testing.assert_array_equal(students["npz"].gym_fn(frame), students["npz"].numpy_fn(pixels[:1], agent_pos[:1])[0])
 
 
-def test_commands_that_feed_the_flat_observation_refuse_a_pixel_student(student_dir, capsys):
-    assert cli.main(["eval", str(student_dir / pixel_policy.ONNX_FILE), "--episodes", "1"]) == 2
-    one_error_line(capsys, "student.onnx is a pixel policy; eval takes a state policy")
+def test_commands_that_feed_the_flat_observation_refuse_a_pixel_student(student_dir, capsys, tmp_path):
+    assert cli.main(["distill", str(student_dir / pixel_policy.ONNX_FILE), "--out", str(tmp_path / "s")]) == 2
+    one_error_line(capsys, "student.onnx is a pixel policy; distill's teacher takes a state policy")
+
+
+def test_eval_runs_a_pixel_student_on_its_frames(student_dir, capsys):
+    """``so101-mjx eval student.onnx``: the student on the frames of its image env (backend c), under a visual
+    randomization of the command's; the flag is refused for a state policy, which renders no frames."""
+    from so101_mjx.training.evaluate import evaluate
+
+    result = evaluate(student_dir / pixel_policy.ONNX_FILE, episodes=2, visual="wide")
+    assert result["env_config"]["visual_randomization"]["noise"] > 0 and result["env_config"]["image_obs"]
+    assert result["backends"]["c"]["length"] == [3, 3]  # truncated at the student's episode length
+    assert cli.main(["eval", str(FORMS["onnx"]), "--episodes", "1", "--visual-randomization", "wide"]) == 2
+    one_error_line(capsys, "--visual-randomization applies to a pixel policy's frames")
 
 
 @pytest.mark.parametrize(("name", "content", "error", "message"), [
