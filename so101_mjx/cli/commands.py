@@ -221,6 +221,9 @@ def _deploy(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--robot.id", dest="robot_id", default=None, help="the follower's calibration id (so101_follower)")
     parser.add_argument("--robot.max_relative_target", dest="robot_max_relative_target", type=types.positive_float, default=None,
                         help="motor units per action a target may lie from the measured position (lerobot's clamp)")
+    parser.add_argument("--calibration", type=types.calibration, default=None, metavar="FILE",
+                        help="the follower's lerobot calibration file when its units differ from the policy's: readings and "
+                             "targets are converted through the joint angles (so101_mjx: the simulated follower takes its units)")
     parser.add_argument("--robot.front_camera", dest="robot_front_camera", default=None,
                         help="OpenCV index or path of the 'front' camera (a pixel policy on so101_follower)")
     parser.add_argument("--robot.wrist_camera", dest="robot_wrist_camera", default=None,

@@ -48,7 +48,7 @@ from so101_mjx.errors import ExistingFileError, InputError
 from so101_mjx.follower.actions import FEATURE_KEYS, as_dict, check_max_relative
 from so101_mjx.follower.cartesian import CartesianAdapter
 from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
-from so101_mjx.robot import motors
+from so101_mjx.robot import calibration as calib, motors
 from so101_mjx.robot.scenes import load_model
 from so101_mjx.sysid import excitation
 
@@ -74,6 +74,8 @@ class Plan:
     task_policy: bool = True  # False: commands that read no object state and run whatever the task's outcome
     camera_specs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the pixel policy's camera files, by camera
     cameras: tuple[str, ...] = ()  # the cameras a pixel policy sees
+    ranges: np.ndarray | None = None  # (6, 2) rad: the motors' joint ranges (the units' nominal calibration)
+    arm: Any = None  # the follower's own calibration (robot.calibration.Calibration) when it differs from the policy's
 
     @property
     def calibration(self):
@@ -85,6 +87,29 @@ class Plan:
         """The follower's units: the joint-mode policy's, or degrees for a Cartesian one."""
         return self.mode.units if self.mode is not None else "degrees"
 
+    def for_arm(self, calibration: Any) -> Plan:
+        """This plan on a follower whose motor units follow ``calibration`` (a lerobot calibration file, or None:
+        the policy's own units): readings and targets are converted through the joint angles, and the targets
+        kept within that arm's calibrated limits."""
+        arm = calib.parse(calibration)
+        if arm is None:
+            return self
+        return dataclasses.replace(self, arm=arm, limits=motors.motor_limits(self.ranges, self.units, arm))
+
+    def to_policy(self, values: np.ndarray) -> np.ndarray:
+        """Motor values (6,) of the follower in the policy's units (the same values without :attr:`arm`)."""
+        if self.arm is None:
+            return values
+        return np.asarray(motors.to_motor(motors.from_motor(values, self.ranges, self.units, self.arm), self.ranges,
+                                          self.units, self.calibration), np.float64)
+
+    def to_arm(self, values: np.ndarray) -> np.ndarray:
+        """Motor values (6,) in the policy's units as the follower's (the inverse of :meth:`to_policy`)."""
+        if self.arm is None:
+            return values
+        return np.asarray(motors.to_motor(motors.from_motor(values, self.ranges, self.units, self.calibration), self.ranges,
+                                          self.units, self.arm), np.float64)
+
     def reset(self) -> None:
         """A new episode (the Cartesian adapter's history, the excitation's first command)."""
         for part in (self.adapter, self.act):
@@ -92,10 +117,12 @@ class Plan:
                 part.reset()
 
     def observation(self, robot_obs: dict[str, Any], environment_state: np.ndarray | None) -> dict[str, Any]:
-        """The policy's observation (the gym env's keys, and ``motors``: the measured values) from the robot's."""
+        """The policy's observation (the gym env's keys; ``motors``: the values the robot measured, ``policy_motors``:
+        them in the policy's units) from the robot's."""
         measured = np.asarray([robot_obs[k] for k in FEATURE_KEYS], np.float64)
-        agent = self.adapter.agent_pos(measured) if self.adapter is not None else measured.astype(np.float32)
-        obs: dict[str, Any] = {"agent_pos": agent, "motors": measured}
+        own = self.to_policy(measured)
+        agent = self.adapter.agent_pos(own) if self.adapter is not None else own.astype(np.float32)
+        obs: dict[str, Any] = {"agent_pos": agent, "motors": measured, "policy_motors": own}
         if self.cameras:
             obs["pixels"] = {c: self.frame(c, robot_obs[c]) for c in self.cameras}
         else:
@@ -109,17 +136,18 @@ class Plan:
         return fit_frame(frame, self.image_size, f"the robot's {camera!r} frames ({self.path} sees them)")
 
     def targets(self, obs: dict[str, Any]) -> np.ndarray:
-        """Absolute motor targets (6,) for ``obs`` within the motor ranges (where training's actuators held
-        them); RuntimeError for a non-finite policy output."""
+        """Absolute motor targets (6,) of the follower for ``obs`` within the motor ranges (where training's
+        actuators held them); RuntimeError for a non-finite policy output."""
         action = np.asarray(self.act(obs), np.float64)
         size = 4 if self.adapter is not None else len(FEATURE_KEYS)
         if action.shape != (size,) or not np.all(np.isfinite(action)):
             raise RuntimeError(f"{self.path} produced {action}: not {size} finite values; nothing of it was sent")
+        own = obs["policy_motors"]
         if self.adapter is not None:
-            goal = self.adapter.targets(obs["motors"], action)
+            goal = self.adapter.targets(own, action)
         else:
-            goal = obs["motors"] + action if self.mode.relative else action
-        return np.clip(goal, self.limits[:, 0], self.limits[:, 1])
+            goal = own + action if self.mode.relative else action
+        return np.clip(self.to_arm(goal), self.limits[:, 0], self.limits[:, 1])
 
 
 def plan(path: str | Path) -> Plan:
@@ -141,7 +169,7 @@ def plan(path: str | Path) -> Plan:
     adapter = CartesianAdapter(name, state_config, units) if mode is None else None
     return Plan(str(path), policy.gym_fn, name, mode, round(fps), config.episode_length, policy.image_size, options,
                 limits, adapter, camera_specs=policies.camera_files(env_config) if policy.image_size else {},
-                cameras=policy.cameras)
+                cameras=policy.cameras, ranges=ranges)
 
 
 class Sequence:
@@ -156,6 +184,29 @@ class Sequence:
         self.i += 1
         return row
 
+    def for_arm(self, calibration: Any) -> Plan:
+        """This plan on a follower whose motor units follow ``calibration`` (a lerobot calibration file, or None:
+        the policy's own units): readings and targets are converted through the joint angles, and the targets
+        kept within that arm's calibrated limits."""
+        arm = calib.parse(calibration)
+        if arm is None:
+            return self
+        return dataclasses.replace(self, arm=arm, limits=motors.motor_limits(self.ranges, self.units, arm))
+
+    def to_policy(self, values: np.ndarray) -> np.ndarray:
+        """Motor values (6,) of the follower in the policy's units (the same values without :attr:`arm`)."""
+        if self.arm is None:
+            return values
+        return np.asarray(motors.to_motor(motors.from_motor(values, self.ranges, self.units, self.arm), self.ranges,
+                                          self.units, self.calibration), np.float64)
+
+    def to_arm(self, values: np.ndarray) -> np.ndarray:
+        """Motor values (6,) in the policy's units as the follower's (the inverse of :meth:`to_policy`)."""
+        if self.arm is None:
+            return values
+        return np.asarray(motors.to_motor(motors.from_motor(values, self.ranges, self.units, self.calibration), self.ranges,
+                                          self.units, self.arm), np.float64)
+
     def reset(self) -> None:
         self.i = 0
 
@@ -167,7 +218,7 @@ def excitation_plan(task: str = EXCITATION_TASK, fps: int = 30, units: str = "de
     start = np.append(np.asarray(config.home_position, np.float64), 0.0)  # the gripper's start: ctrl 0
     commands = motors.to_motor(excitation.trajectory(start, ranges, fps), ranges, units)
     return Plan(EXCITATION, Sequence(commands), task, JointMode(units), fps, len(commands), None, {},
-                motors.motor_limits(ranges, units), task_policy=False)
+                motors.motor_limits(ranges, units), task_policy=False, ranges=ranges)
 
 
 def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | None = None, max_relative_target=None,
@@ -181,7 +232,7 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
             task=p.task, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
             camera_names=p.cameras, camera_height=size, camera_width=size, fps=p.fps,
             camera_specs={c: s for c, s in p.camera_specs.items() if c in p.cameras} or None,
-            real_time=real_time, seed=seed, task_options=p.task_options, calibration=p.calibration))
+            real_time=real_time, seed=seed, task_options=p.task_options, calibration=p.arm or p.calibration))
     if kind != "so101_follower":
         raise InputError(f"--robot.type must be one of {ROBOTS}, got {kind!r}")
     if p.image_size is None and p.task_policy:
@@ -336,19 +387,21 @@ def write_log(writer, log: Log, p: Plan, stopped: str) -> None:
 
 def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1, episode_time_s: float | None = None,
            time_limit_s: float | None = None, dry_run: bool = False, start_tolerance: float = 10.0, dataset: str | None = None,
-           seed: int = 0, servo_model: dict | None = None, **robot_options: Any) -> dict[str, Any]:
+           seed: int = 0, servo_model: dict | None = None, calibration: Any = None, **robot_options: Any) -> dict[str, Any]:
     """Run ``episodes`` episodes of the policy at ``path`` (or :data:`EXCITATION`) on the robot; print and
     return a summary (``success_rate`` counts the simulator's task success; a real follower reports none;
     ``stopped``: ``done``, ``time limit``, ``Ctrl-C`` or ``SIGTERM``; ``cut_short``: episodes stopped early).
-    ``servo_model``: ``ServoModel``'s fields for the simulated follower (``so101_mjx`` only)."""
-    p = excitation_plan() if str(path) == EXCITATION else plan(path)
+    ``servo_model``: ``ServoModel``'s fields for the simulated follower (``so101_mjx`` only); ``calibration``: the
+    follower's lerobot calibration when its units differ from the policy's (:meth:`Plan.for_arm`; the simulated
+    follower then takes these units)."""
+    p = (excitation_plan() if str(path) == EXCITATION else plan(path)).for_arm(calibration)
     if servo_model is not None:
         if robot_type != "so101_mjx":
             raise InputError("--servo-model applies to --robot.type so101_mjx (the simulated follower); a real one has its own servos")
         p = dataclasses.replace(p, task_options={**p.task_options, "servo_model": servo_model})
     steps = p.episode_steps if episode_time_s is None else max(1, round(episode_time_s * p.fps))
     robot = make_robot(robot_type, p, seed=seed, **robot_options)
-    start = start_pose(p) if not isinstance(robot, SimFollower) else None
+    start = p.to_arm(start_pose(p)) if not isinstance(robot, SimFollower) else None
     log, stopped = Log(), "error"
     deadline = time.monotonic() + (float("inf") if time_limit_s is None else time_limit_s)
     with contextlib.ExitStack() as stack, sigterm_interrupts():
@@ -386,5 +439,5 @@ def run(args) -> int:
                "real_time": args.real_time, "front_camera": args.robot_front_camera, "wrist_camera": args.robot_wrist_camera}
     result = deploy(args.policy, args.robot_type, episodes=args.episodes, episode_time_s=args.episode_time_s,
                     time_limit_s=args.time_limit_s, dry_run=args.dry_run, start_tolerance=args.start_tolerance,
-                    dataset=args.dataset, seed=args.seed, servo_model=args.servo_model, **options)
+                    dataset=args.dataset, seed=args.seed, servo_model=args.servo_model, calibration=args.calibration, **options)
     return INTERRUPTED if result["stopped"] in ("Ctrl-C", "SIGTERM") else 0

@@ -66,7 +66,7 @@ def evaluate(
             env_config = policies.without_cameras(env_config)  # it reads the flat observation: no frames rendered
         if visual is not None:
             if not policy.pixel:
-                raise InputError("--visual-randomization applies to a pixel policy's frames; a state policy renders none")
+                raise InputError("a visual randomization applies to a pixel policy's frames; a state policy renders none")
             env_config = {**env_config, "visual_randomization": None if visual == "off" else asdict(vr.parse(visual))}
         if servo_model == "off":
             env_config = {**env_config, "servo_model": None}

@@ -181,3 +181,32 @@ def test_a_calibrated_policy_runs_on_the_simulator_in_its_calibrations_units(tmp
     assert np.abs(start - start_nominal).max() > 1.0  # the calibrated arm's degrees differ from the nominal ones
     result = deploy(tmp_path / "run" / "policy.onnx", "so101_mjx", episodes=1, seed=2)
     assert result["episodes"] == 1 and result["stopped"] == "done"
+
+
+def test_deploy_on_an_arm_of_another_calibration_sends_the_same_angles(joint_policy, tmp_path):
+    """``deploy --calibration FILE``: a policy of the nominal units on a follower calibrated otherwise. Readings and
+    targets are converted through the joint angles, so the arm moves as it does in the policy's own units: the
+    logged states, read back as angles, are those of the run without the conversion."""
+    import pyarrow.parquet as pq
+
+    from so101_mjx.envs import make
+    from so101_mjx.robot import motors
+    from so101_mjx.robot.calibration import load_calibration
+    from tests.robot.test_calibration import FILE
+
+    path = tmp_path / "other_arm.json"
+    path.write_text(json.dumps(FILE))
+    ranges = motors.joint_ranges(make(ENV, "c").mj_model)
+    angles = {}
+    for name, calibration in (("own", None), ("other", str(path))):
+        result = deploy(joint_policy, "so101_mjx", episodes=1, seed=3, dataset=str(tmp_path / name), calibration=calibration)
+        assert result["episodes"] == 1 and result["stopped"] == "done"
+        states = np.asarray(pq.read_table(next((tmp_path / name / "data").rglob("*.parquet")))["observation.state"].to_pylist())
+        angles[name] = motors.from_motor(states, ranges, "degrees", calibration and load_calibration(path))
+        if calibration:
+            assert np.abs(states - motors.to_motor(angles["own"], ranges, "degrees")).max() > 1.0  # the other arm's units
+    np.testing.assert_allclose(angles["other"], angles["own"], atol=1e-4)
+    p = plan(joint_policy).for_arm(str(path))
+    values = np.asarray([10.0, -20.0, 30.0, 5.0, -40.0, 50.0])
+    np.testing.assert_allclose(p.to_policy(p.to_arm(values)), values, atol=1e-9)
+    np.testing.assert_allclose(p.limits, motors.motor_limits(ranges, "degrees", load_calibration(path)))

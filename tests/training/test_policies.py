@@ -121,7 +121,7 @@ def test_eval_runs_a_pixel_student_on_its_frames(student_dir, capsys):
     assert result["env_config"]["visual_randomization"]["noise"] > 0 and result["env_config"]["image_obs"]
     assert result["backends"]["c"]["length"] == [3, 3]  # truncated at the student's episode length
     assert cli.main(["eval", str(FORMS["onnx"]), "--episodes", "1", "--visual-randomization", "wide"]) == 2
-    one_error_line(capsys, "--visual-randomization applies to a pixel policy's frames")
+    one_error_line(capsys, "a visual randomization applies to a pixel policy's frames")
 
 
 @pytest.mark.parametrize(("name", "content", "error", "message"), [
