@@ -157,7 +157,7 @@ def test_the_exported_students_inputs_are_exactly_what_a_follower_returns(joint_
         assert inputs == {**{pixel_policy.input_name(c): ["batch", *features[c]] for c in cameras},
                           "agent_pos": ["batch", len(FEATURE_KEYS)]}
         obs = p.observation(follower.get_observation(), None)
-        assert set(obs) == {"agent_pos", "motors", "pixels"} and list(obs["pixels"]) == cameras == ["front", "wrist"]
+        assert set(obs) == {"agent_pos", "motors", "policy_motors", "pixels"} and list(obs["pixels"]) == cameras == ["front", "wrist"]
         target = p.targets(obs)
         assert target.shape == (6,) and np.all(np.abs(target - obs["motors"]) <= 6.0 + 1e-9)
 
