@@ -9,6 +9,9 @@ forward pass with contacts and constraints disabled), at float32, whatever the p
 Differences to the C renderer (OpenGL rasterization), measured in ``docs/DESIGN.md`` (State): a ray tracer
 with its own lighting model (no headlight haze, no fog, a black background), marker sites drawn
 as opaque geoms (copies on mocap bodies, :func:`so101_mjx.render.batch.render_model`), optional shadows.
+MuJoCo Warp's render context fixes each camera's rays when it is made, so a per-world focal length
+(``cam_fovy``, the visual randomization's ``camera_zoom``) is applied to the traced frame instead: a
+bilinear resample about the image centre by the focal lengths' ratio (a zoom-out repeats the edge pixels).
 
 MuJoCo Warp's render context holds buffers for a fixed number of worlds, so a renderer keeps one
 context per batch size it meets (made when a call is traced). It serves one level of ``vmap`` (the
@@ -68,6 +71,7 @@ class WarpBatchRenderer:
                                  f"build the model with render_model(..., marker_geoms={tuple(markers)!r})")
             mocap.append(int(model.body_mocapid[body]))
         self.model, self.camera, self.markers = model, camera, tuple(markers)
+        self._camera_id = camera if isinstance(camera, int) else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
         self.shadows = model.vis.quality.shadowsize > 0 if shadows is None else bool(shadows)
         kinematic = copy.copy(model)
         kinematic.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
@@ -90,6 +94,9 @@ class WarpBatchRenderer:
     def _frames(self, qpos: jax.Array, marker_pos: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
         """Frames (N, H, W, 3) uint8 of N worlds: ``qpos`` (N, nq), ``marker_pos`` (N, M, 3), params (N, ...)."""
         mjx, rc = self._mjx, self._context(qpos.shape[0]).pytree()
+        params = dict(params)
+        fovy = params.pop("cam_fovy", None)  # the context's rays are fixed: the focal length is applied below
+        params.pop("cam_intrinsic", None)
 
         def one(q, markers, p):
             model = self._mjx_model.replace(**p) if p else self._mjx_model
@@ -103,6 +110,9 @@ class WarpBatchRenderer:
         rgb = jax.vmap(one)(qpos.astype(jnp.float32), marker_pos.astype(jnp.float32),
                             {k: v.astype(jnp.float32) for k, v in params.items()})
         frames = jnp.round(rgb * 255.0).astype(jnp.uint8)
+        if fovy is not None:
+            half = math.radians(float(self.model.cam_fovy[self._camera_id])) / 2
+            frames = zoomed(frames, math.tan(half) / jnp.tan(jnp.deg2rad(fovy[:, self._camera_id].astype(jnp.float32)) / 2))
         return frames if self._remap is None else remap_jax(self._remap, frames)
 
     def _unbatched(self, qpos, marker_pos, params):
@@ -151,3 +161,24 @@ class WarpBatchRenderer:
     def close(self) -> None:
         """Drop the render contexts (their device buffers go with them)."""
         self._contexts.clear()
+
+
+def zoomed(frames: jax.Array, factor: jax.Array) -> jax.Array:
+    """``frames`` (N, H, W, 3) uint8 with each world's focal length scaled by ``factor`` (N,): output pixel x
+    samples the frame at ``c + (x - c) / factor`` about the centre ``c`` (bilinear, edges repeated)."""
+
+    def resample(x: jax.Array, axis: int) -> jax.Array:
+        n = x.shape[axis]
+        centre = (n - 1) / 2
+        source = centre + (jnp.arange(n, dtype=jnp.float32)[None] - centre) / factor[:, None]  # (N, n)
+        source = jnp.clip(source, 0.0, n - 1.0)
+        low = jnp.floor(source).astype(jnp.int32)
+        high, weight = jnp.minimum(low + 1, n - 1), source - low
+        shape = [len(factor), 1, 1, 1]
+        shape[axis] = n
+        take = lambda i: jnp.take_along_axis(x, i.reshape(shape), axis=axis)  # noqa: E731
+        w = weight.reshape(shape)
+        return take(low) * (1 - w) + take(high) * w
+
+    out = resample(resample(frames.astype(jnp.float32), 1), 2)
+    return jnp.clip(jnp.round(out), 0, 255).astype(jnp.uint8)

@@ -7,6 +7,7 @@ is not installed (``pip install -e ".[warp]"``).
 
 import jax
 import jax.numpy as jnp
+import mujoco
 import numpy as np
 import pytest
 
@@ -56,6 +57,26 @@ def test_warp_frames_match_the_c_renderer_up_to_its_lighting(warp_renderer):
     assert np.median(diff[:, 16:]) <= 1 and diff[:, 16:].mean() < 8
 
 
+def test_a_per_world_focal_length_zooms_warp_frames_as_the_c_renderers(warp_renderer):
+    """``cam_fovy`` per world (``camera_zoom``): C renders it, Warp resamples its traced frame; the two stay as
+    close as at the model's own focal length (below the sky rows, where their lighting agrees)."""
+    qpos, goal = _poses(warp_renderer.model, n=2)
+    model = warp_renderer.model
+    camera = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, "front")
+    fovy = np.tile(model.cam_fovy, (2, 1)).astype(np.float32)
+    fovy[:, camera] = np.rad2deg(2 * np.arctan(np.tan(np.deg2rad(model.cam_fovy[camera]) / 2) / np.asarray([1.15, 0.9])))
+    c = pixels.BatchRenderer(pixels.render_model("pick_place", "shadowed"), SIZE, SIZE, markers=("goal",), workers=1)
+    try:
+        expected, plain_c = c.render(qpos, goal, {"cam_fovy": fovy}), c.render(qpos, goal)
+    finally:
+        c.close()
+    frames, plain = warp_renderer.render(qpos, goal, {"cam_fovy": fovy}), warp_renderer.render(qpos, goal)
+    assert np.abs(frames.astype(int) - plain).mean() > 3  # zoomed
+    zoomed, nominal = (np.abs(a[:, 16:].astype(int) - b[:, 16:]).mean() for a, b in ((frames, expected), (plain, plain_c)))
+    print(f"mean |Δ| below the sky: zoomed {zoomed:.2f}, nominal {nominal:.2f}")
+    assert zoomed < nominal + 3, (zoomed, nominal)
+
+
 def test_warp_frames_follow_markers_and_per_world_params(warp_renderer):
     """Under jit + vmap: a moved goal marker and a recoloured block change the frames; a physics-model
     sized ``geom_rgba`` (no marker geom row) is padded with the render model's own marker row."""
@@ -103,18 +124,20 @@ def test_image_obs_on_mjx_renders_the_state_as_backend_c_does():
 
 
 def test_visual_randomization_reaches_the_warp_frames():
-    """Each randomized render array (lights, colours, camera pose) changes Warp's frame on its own;
-    the env's draw is kept per key (equal keys, equal frames)."""
+    """Each randomized render array (lights, colours, camera pose and focal length) changes Warp's frame on its
+    own; the env's draw is kept per key (equal keys, equal frames)."""
     from so101_mjx.render import visual_randomization
 
     env = make("SO101PickCube-v0", backend="mjx", image_obs=True, image_size=32, image_quality="shadowed",
-               visual_randomization="standard")
+               visual_randomization="wide")
     state = jax.jit(jax.vmap(env.reset))(jnp.tile(jax.random.PRNGKey(3)[None], (2, 1)))
     frames = np.asarray(state.obs["pixels/front"]).astype(int)
     np.testing.assert_array_equal(frames[0], frames[1])
     renderer = env.cameras["front"]
     qpos = state.physics.qpos[:1]
     plain = renderer.jax_render(qpos).astype(int)
-    for field in visual_randomization.FIELDS:
+    fields = set(visual_randomization.model_arrays(state.info.render_params)) - {"cam_intrinsic"}  # a calibrated camera's
+    assert fields == set(visual_randomization.FIELDS) - {"cam_intrinsic"}
+    for field in sorted(fields):
         drawn = renderer.jax_render(qpos, None, {field: state.info.render_params[field][:1]}).astype(int)
         assert np.abs(np.asarray(drawn - plain)).mean() > 0.05, field
