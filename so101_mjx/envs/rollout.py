@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import Array
 
-from so101_mjx import _checks as checks
+from so101_mjx import _checks as checks, _progress
 from so101_mjx.envs import SO101Env, State, default_config, make, scripted
 from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, render_trajectory
@@ -51,6 +51,7 @@ def _flat(state: State) -> State:
 def run_episodes(
     env: SO101Env, policy: str | Callable, rng: Array, num_envs: int, steps: int | None = None,
     trajectory: bool = False, stop_when_done: bool = False, setting: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Array]:
     """One episode in each of ``num_envs`` worlds (jitted).
 
@@ -58,8 +59,9 @@ def run_episodes(
     (at each episode's end) and, with ``trajectory``, ``states`` (every State after its step) and
     ``actions`` (B, T, 4), axes (B, T). ``stop_when_done`` (without ``trajectory``) scans in
     chunks of :data:`CHUNK_STEPS` and stops once every episode has ended: same results, less
-    compute when episodes terminate early. InputError naming ``setting`` (default ``num_envs = N``)
-    when the worlds would not fit the machine's memory (:func:`check_memory`).
+    compute when episodes terminate early; ``progress(steps, ended)`` is then called after each chunk
+    with the steps run and the episodes ended so far. InputError naming ``setting`` (default
+    ``num_envs = N``) when the worlds would not fit the machine's memory (:func:`check_memory`).
     """
     steps = int(steps or env.episode_length)
     check_memory(env, num_envs, steps, trajectory, setting)
@@ -72,7 +74,10 @@ def run_episodes(
     carry, step_keys = jax.jit(jax.vmap(start, in_axes=(0, None)), static_argnums=1)(keys, steps)
     for t in range(0, steps, CHUNK_STEPS):
         carry = advance(carry, step_keys[:, t : t + CHUNK_STEPS])
-        if bool(jnp.all(carry.ended)):
+        ended = int(jnp.sum(carry.ended))
+        if progress is not None:
+            progress(min(t + CHUNK_STEPS, steps), ended)
+        if ended == num_envs:
             break
     return carry.outcome()
 
@@ -179,8 +184,10 @@ def run(args: argparse.Namespace) -> int:
     fn = _episodes(env, init, act, steps, trajectory=args.video is not None)
     keys = jax.random.split(jax.random.PRNGKey(args.seed), args.num_envs)
     start = time.perf_counter()
+    _progress.phase(f"rollout: compiling {args.num_envs} worlds x {steps} steps of {args.env} on {env.backend}")
     compiled = fn.lower(keys).compile()  # ahead of time: the episodes run once, timed on their own
     first = time.perf_counter() - start
+    _progress.phase(f"rollout: running ({first:.0f} s to compile)")
     start = time.perf_counter()
     out = jax.block_until_ready(compiled(keys))
     elapsed = time.perf_counter() - start
@@ -196,6 +203,7 @@ def run(args: argparse.Namespace) -> int:
         Path(args.video).parent.mkdir(parents=True, exist_ok=True)
         states = out["states"]
         markers = {site: np.asarray(pos[0, 0]) for site, pos in env.marker_positions(states.info).items()}
+        _progress.phase(f"rollout: rendering world 0's {steps} frames into {args.video}")
         render_trajectory(env, np.asarray(states.physics.qpos[0]), args.video, fps=round(1 / env.dt), site_pos=markers)
         print(f"  video of world 0: {args.video}")
     return 0

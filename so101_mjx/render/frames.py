@@ -152,9 +152,11 @@ def write_video(frames: Iterable[np.ndarray], path: str | Path, fps: float) -> P
 
 def render_trajectory(env, qpos: np.ndarray, path: str | Path, fps: float, site_pos: dict | None = None) -> Path:
     """Render a (T, nq) qpos trajectory of ``env``'s model to a video file."""
-    renderer = FrameRenderer(env.mj_model)
+    from so101_mjx import _progress
+
+    renderer, qpos = FrameRenderer(env.mj_model), np.asarray(qpos)
     try:
-        return write_video((renderer.frame(q, site_pos) for q in np.asarray(qpos)), path, fps)
+        return write_video(_progress.each((renderer.frame(q, site_pos) for q in qpos), len(qpos), "frames", "frame"), path, fps)
     finally:
         renderer.close()
 

@@ -25,6 +25,7 @@ import jax
 import numpy as np
 from jax import Array
 
+from so101_mjx import _progress
 from so101_mjx._files import atomic_write
 from so101_mjx.envs import make
 from so101_mjx.envs.base import asdict
@@ -104,8 +105,18 @@ def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], b
     if policy.pixel:  # its cameras' frames and agent_pos from the image env's observation
         act = lambda obs: policy.jax_fn(tuple(obs[f"pixels/{c}"] for c in policy.cameras), obs["agent_pos"])  # noqa: E731
     start = time.perf_counter()
-    out = jax.device_get(run_episodes(env, act, jax.random.PRNGKey(seed), episodes, stop_when_done=True,
-                                      setting=f"--episodes {episodes}"))
+    _progress.phase(f"eval {backend}: compiling {episodes} episodes of up to {env.episode_length} steps")
+    progress = _progress.bar(env.episode_length, f"eval {backend}", "step")
+
+    def advanced(steps: int, ended: int) -> None:
+        progress.update(steps - progress.n)
+        progress.set_postfix_str(f"{ended}/{episodes} episodes ended")
+
+    try:
+        out = jax.device_get(run_episodes(env, act, jax.random.PRNGKey(seed), episodes, stop_when_done=True,
+                                          setting=f"--episodes {episodes}", progress=advanced))
+    finally:
+        progress.close()
     return summary(out, time.perf_counter() - start)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx.envs.registry import canonical, default_config
 from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, write_video
@@ -82,7 +83,8 @@ def replay(
     gym_env = (make_reference_env if reference else make_gym_env)(name, env_config, policy.image_size)
     where = f"lerobot_env_so101 {type(gym_env.unwrapped).__name__} (as shipped)" if reference else f"so101_mjx/{name}"
     successes, returns, lengths, frames = [], [], [], []
-    for episode in range(episodes):
+    _progress.phase(f"replay: {episodes} episodes on {where}")
+    for episode in _progress.each(range(episodes), episodes, "replay", "episode"):
         obs, _ = gym_env.reset(seed=seed + episode)
         ret, length, done, info = 0.0, 0, False, {"succeed": False}
         while not done:

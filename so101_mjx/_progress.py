@@ -1,0 +1,52 @@
+"""Progress of the long phases of commands: a line naming each phase, and tqdm bars of frames, episodes and
+steps on a terminal. Both go to stderr; where stderr is not a terminal (a log file, CI) the bars are off,
+so logs hold the phase lines and the results only."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def phase(text: str) -> None:
+    """One line on stderr saying what a command is doing now (``"eval c: compiling ..."``)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+def bar(total: int, what: str, unit: str) -> Any:
+    """A tqdm bar of ``total`` ``unit``s on a terminal's stderr (``update(n)``, ``set_postfix_str``, ``close``);
+    disabled, and silent, when stderr is not a terminal."""
+    from tqdm import tqdm
+
+    sized = _terminal() and _columns() > 0  # a terminal that reports no size (some pseudo-terminals) gets 80 columns
+    return tqdm(total=total, desc=what, unit=unit, file=sys.stderr, disable=not _terminal(), dynamic_ncols=sized,
+                ncols=None if sized else 80, mininterval=0.5)
+
+
+def each(items: Iterable[T], total: int, what: str, unit: str) -> Iterator[T]:
+    """``items``, counted by a :func:`bar` as they are consumed."""
+    progress = bar(total, what, unit)
+    try:
+        for item in items:
+            yield item
+            progress.update(1)
+    finally:
+        progress.close()
+
+
+def _columns() -> int:
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return 0
+
+
+def _terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stderr
+        return False

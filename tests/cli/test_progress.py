@@ -1,0 +1,56 @@
+"""Long commands say what they are doing (so101_mjx._progress): in a pseudo-terminal their phase lines and
+progress bars come before the result; where stderr is not a terminal, the phase lines only."""
+
+import fcntl
+import os
+import pty
+import select
+import struct
+import subprocess
+import sys
+import termios
+from pathlib import Path
+
+from so101_mjx import cli
+
+POLICY = Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "pick_cube_run" / "policy.onnx"
+
+
+def in_a_terminal(argv: list[str], timeout: float = 300) -> str:
+    """What ``so101-mjx argv`` writes to a pseudo-terminal (stdout and stderr), to its exit."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # 40 rows, 120 columns
+    proc = subprocess.Popen([sys.executable, "-m", "so101_mjx", *argv], stdin=slave, stdout=slave, stderr=slave,
+                            env=os.environ)
+    os.close(slave)
+    out = b""
+    try:
+        while select.select([master], [], [], timeout)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the command has exited and closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        proc.kill() if proc.poll() is None else None
+        proc.wait(timeout=30)
+        os.close(master)
+    assert proc.returncode == 0, out.decode(errors="replace")[-2000:]
+    return out.decode(errors="replace")
+
+
+def test_eval_and_rollout_show_progress_in_a_terminal(tmp_path):
+    out = in_a_terminal(["eval", str(POLICY), "--episodes", "2"])
+    assert out.index("eval c: compiling 2 episodes") < out.index("episodes ended") < out.index("success rate")
+    video = tmp_path / "v.mp4"
+    out = in_a_terminal(["rollout", "--env", "SO101Reach-v0", "--num-envs", "2", "--steps", "6", "--video", str(video)])
+    assert out.index("rollout: compiling") < out.index("rollout: rendering") < out.index("6/6") < out.index("video of world 0")
+    assert video.stat().st_size > 0
+
+
+def test_without_a_terminal_only_the_phase_lines(capsys):
+    assert cli.main(["eval", str(POLICY), "--episodes", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "eval c: compiling 2 episodes" in err and "episodes ended" not in err and "\r" not in err
