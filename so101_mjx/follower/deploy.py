@@ -22,8 +22,8 @@ the pose the policy's episodes start from; a non-finite policy output stops the 
 sent; ``time_limit_s`` bounds the run; Ctrl-C or SIGTERM stops it. On any stop the robot is
 disconnected (a real follower then disables torque, lerobot's ``disable_torque_on_disconnect``) and
 the episodes run so far, the one under way included, are in the ``dataset`` log (a LeRobotDataset
-v3.0: ``observation.state`` and ``action`` with the follower's feature names; :data:`LOG_META` flags
-the episodes cut short). A ``dataset`` directory that is not new or empty is refused before the robot
+v3.0: ``observation.state`` and ``action`` with the follower's feature names; :mod:`~so101_mjx.follower.deploy_log`
+records the run and the episodes cut short). A ``dataset`` directory that is not new or empty is refused before the robot
 connects. ``dry_run`` computes the actions and sends none.
 This loop has not been run on hardware by this project.
 """
@@ -32,10 +32,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,9 +42,10 @@ import numpy as np
 from so101_mjx._argtypes import INTERRUPTED, as_interrupt, interruptible, shielded, sigterm_interrupts, stop_name
 from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
-from so101_mjx.errors import ExistingFileError, InputError
+from so101_mjx.errors import InputError
 from so101_mjx.follower.actions import FEATURE_KEYS, as_dict, check_max_relative
 from so101_mjx.follower.cartesian import CartesianAdapter
+from so101_mjx.follower.deploy_log import Log, dataset_log, write_log
 from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
 from so101_mjx.robot import calibration as calib, motors
 from so101_mjx.robot.scenes import load_model
@@ -54,7 +53,6 @@ from so101_mjx.sysid import excitation
 
 ROBOTS = ("so101_mjx", "so101_follower")
 EXCITATION, EXCITATION_TASK = "excitation", "SO101Reach-v0"  # the identification's commands, and the scene they run in
-LOG_META = "meta/so101_mjx_deploy.json"  # the log's run: policy, why it stopped, which episodes were cut short
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,29 +182,6 @@ class Sequence:
         self.i += 1
         return row
 
-    def for_arm(self, calibration: Any) -> Plan:
-        """This plan on a follower whose motor units follow ``calibration`` (a lerobot calibration file, or None:
-        the policy's own units): readings and targets are converted through the joint angles, and the targets
-        kept within that arm's calibrated limits."""
-        arm = calib.parse(calibration)
-        if arm is None:
-            return self
-        return dataclasses.replace(self, arm=arm, limits=motors.motor_limits(self.ranges, self.units, arm))
-
-    def to_policy(self, values: np.ndarray) -> np.ndarray:
-        """Motor values (6,) of the follower in the policy's units (the same values without :attr:`arm`)."""
-        if self.arm is None:
-            return values
-        return np.asarray(motors.to_motor(motors.from_motor(values, self.ranges, self.units, self.arm), self.ranges,
-                                          self.units, self.calibration), np.float64)
-
-    def to_arm(self, values: np.ndarray) -> np.ndarray:
-        """Motor values (6,) in the policy's units as the follower's (the inverse of :meth:`to_policy`)."""
-        if self.arm is None:
-            return values
-        return np.asarray(motors.to_motor(motors.from_motor(values, self.ranges, self.units, self.calibration), self.ranges,
-                                          self.units, self.arm), np.float64)
-
     def reset(self) -> None:
         self.i = 0
 
@@ -281,28 +256,6 @@ def check_start(measured: np.ndarray, start: np.ndarray, tolerance: float, units
                          "Move it there (or raise --start-tolerance); nothing was sent")
 
 
-@dataclasses.dataclass
-class Log:
-    """The episodes run so far, as arrays for the dataset writer."""
-
-    episodes: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
-    successes: list[bool] = dataclasses.field(default_factory=list)
-    cut_short: list[bool] = dataclasses.field(default_factory=list)  # stopped before its last action (interrupt, time limit, error)
-    clamped: int = 0  # actions the robot changed (max_relative_target or range clipping)
-
-    def add(self, frames: list[tuple], success: bool, cut_short: bool) -> None:
-        """One episode from its ``frames`` ``(state (6,), action sent (6,), environment state or None)``; none: nothing."""
-        if not frames:
-            return
-        states, actions, env_states = zip(*frames, strict=True)
-        episode = {"observation.state": np.asarray(states, np.float32), "action": np.asarray(actions, np.float32)}
-        if env_states[0] is not None:
-            episode["observation.environment_state"] = np.asarray(env_states, np.float32)
-        self.episodes.append(episode)
-        self.successes.append(success)
-        self.cut_short.append(cut_short)
-
-
 def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log: Log) -> bool:
     """One episode of at most ``steps`` actions (fewer when the task ends it, or at ``deadline``, a
     ``time.monotonic()``); appends it to ``log``, also when an interrupt or an error cuts it short;
@@ -350,39 +303,6 @@ def run_episodes(robot, p: Plan, episodes: int, steps: int, dry_run: bool, deadl
         if not run_episode(robot, p, steps, dry_run, deadline, log):
             return "time limit"
     return "done"
-
-
-@contextlib.contextmanager
-def dataset_log(root: str | Path, p: Plan, robot_type: str, environment_state: bool) -> Iterator[Any]:
-    """A writer of a new LeRobotDataset v3.0 at ``root`` (the log), its writer lock held until the block
-    ends; InputError when ``root`` is not a new or empty directory (checked before the robot connects)."""
-    from so101_mjx._lock import exclusive
-    from so101_mjx.data.lerobot_dataset import DatasetWriter
-    from so101_mjx.data.record import environment_state_names
-
-    names = list(FEATURE_KEYS)
-    vector = lambda n: {"dtype": "float32", "shape": [len(n)], "names": n}  # noqa: E731
-    features = {"observation.state": vector(names), "action": vector(names)}
-    if environment_state:
-        features["observation.environment_state"] = vector(environment_state_names(p.task))
-    with exclusive(root, "deploy"):
-        try:
-            writer = DatasetWriter(root, features, p.fps, robot_type)
-        except ExistingFileError:
-            raise ExistingFileError(f"--dataset {root} exists and is not empty: deploy logs into a new or empty directory; "
-                                    "nothing was sent") from None
-        yield writer
-
-
-def write_log(writer, log: Log, p: Plan, stopped: str) -> None:
-    """The episodes of ``log`` into ``writer`` (:func:`dataset_log`), and :data:`LOG_META`: the run's
-    ``policy``, ``stopped`` and per episode its ``frames`` and ``cut_short``."""
-    for episode in log.episodes:
-        writer.add_episode(episode, registry.task(p.task).instruction)
-    meta = {"policy": p.path, "task": p.task, "fps": p.fps, "units": p.units, "stopped": stopped,
-            "episodes": [{"episode_index": writer.total_episodes - len(log.episodes) + i, "frames": len(e["action"]), "cut_short": cut}
-                         for i, (e, cut) in enumerate(zip(log.episodes, log.cut_short, strict=True))]}
-    writer.close({LOG_META: json.dumps(meta, indent=1) + "\n"})
 
 
 def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1, episode_time_s: float | None = None,

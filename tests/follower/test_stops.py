@@ -17,7 +17,8 @@ import pytest
 from so101_mjx import _argtypes, cli
 from so101_mjx.data import dataset_check
 from so101_mjx.follower import deploy as deploy_module
-from so101_mjx.follower.deploy import LOG_META, deploy
+from so101_mjx.follower.deploy import deploy
+from so101_mjx.follower.deploy_log import LOG_META
 
 ROOT = Path(__file__).resolve().parents[2]
 
