@@ -34,7 +34,7 @@ import optax
 from flax import traverse_util
 from jax import Array
 
-from so101_mjx import _checks as checks
+from so101_mjx import _checks as checks, _progress
 from so101_mjx._files import atomic_path, atomic_write
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import SO101Env
@@ -157,7 +157,7 @@ def fit(student: PixelStudent, params, data: dict[str, np.ndarray], spec: Spec, 
 
     n = len(data["label"])
     losses = []
-    for k in range(config.updates):
+    for k in _progress.each(range(config.updates), config.updates, "fit", "update"):
         draw, move = jax.random.split(jax.random.fold_in(key, k))
         idx = np.asarray(jax.random.randint(draw, (min(config.batch_size, n),), 0, n))
         params, opt_state, loss = update(params, opt_state, tuple(data[f"pixels/{c}"][idx] for c in spec.cameras),
@@ -187,6 +187,8 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     for it in range(config.iterations):
         start = time.perf_counter()
         keys = jax.random.split(jax.random.fold_in(key, 1000 + it), config.episodes)
+        _progress.phase(f"distill: iteration {it}: the {'teacher' if it == 0 else 'student'} drives {config.episodes} episodes "
+                        f"of {config.steps} steps")
         out = jax.device_get(collect(params, keys, it == 0))
         mask, success = visited(out)
         for name in data:
