@@ -117,7 +117,7 @@ def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], b
                                           setting=f"--episodes {episodes}", progress=advanced))
     finally:
         progress.close()
-    return summary(out, time.perf_counter() - start)
+    return {**summary(out, time.perf_counter() - start), "physics_dt": env.config.physics_dt, "control_dt": env.config.control_dt}
 
 
 def summary(out: dict[str, Array], seconds: float) -> dict[str, Any]:
@@ -130,6 +130,7 @@ def summary(out: dict[str, Array], seconds: float) -> dict[str, Any]:
 def report(result: dict[str, Any]) -> None:
     print(f"eval {Path(result['policy']).name} on {result['env']} ({result['dtype']}, {result['episodes']} episodes, seed {result['seed']})")
     for backend, r in result["backends"].items():
+        print(f"  {backend:>3}: physics step {1000 * r['physics_dt']:.3g} ms, control period {1000 * r['control_dt']:.3g} ms")
         print(f"  {backend:>3}: success rate {r['success_rate']:.3f} ({sum(r['success'])}/{len(r['success'])}), "
               f"mean return {r['mean_return']:.3f}, mean episode length {r['mean_length']:.1f}  ({r['seconds']:.0f} s)")
     if "agreement" in result:

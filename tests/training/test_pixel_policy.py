@@ -76,6 +76,7 @@ def test_replay_runs_the_student_on_the_gym_envs_camera(student_dir):
     path = pixel_policy.export(out)
     result = replay.replay(path, episodes=1)
     assert result["episodes"] == 1 and result["mean_length"] == 3  # truncated at the config's episode length
+    assert result["physics_dt"] == pytest.approx(0.002)  # the physics step it ran at
     with pytest.raises(ValueError, match="runs only there"):
         replay.replay(path, env="SO101PickPlace-v0", episodes=1)
 

@@ -120,6 +120,8 @@ def test_eval_runs_a_pixel_student_on_its_frames(student_dir, capsys):
     result = evaluate(student_dir / pixel_policy.ONNX_FILE, episodes=2, visual="wide")
     assert result["env_config"]["visual_randomization"]["noise"] > 0 and result["env_config"]["image_obs"]
     assert result["backends"]["c"]["length"] == [3, 3]  # truncated at the student's episode length
+    assert (result["backends"]["c"]["physics_dt"], result["backends"]["c"]["control_dt"]) == (0.002, 0.1)  # reported
+    capsys.readouterr()
     assert cli.main(["eval", str(FORMS["onnx"]), "--episodes", "1", "--visual-randomization", "wide"]) == 2
     one_error_line(capsys, "a visual randomization applies to a pixel policy's frames")
 
