@@ -1,6 +1,6 @@
-"""Progress of the long phases of commands: a line naming each phase, and tqdm bars of frames, episodes and
-steps on a terminal. Both go to stderr; where stderr is not a terminal (a log file, CI) the bars are off,
-so logs hold the phase lines and the results only."""
+"""Progress of the long phases of commands on a terminal: a line naming each phase, and tqdm bars of frames,
+episodes and steps. Both go to stderr, and only where it is a terminal: logs (a file, CI) hold the results,
+and an error stays one line."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ T = TypeVar("T")
 
 
 def phase(text: str) -> None:
-    """One line on stderr saying what a command is doing now (``"eval c: compiling ..."``)."""
-    print(text, file=sys.stderr, flush=True)
+    """One line on a terminal's stderr saying what a command is doing now (``"eval c: compiling ..."``); nothing
+    when stderr is not a terminal."""
+    if _terminal():
+        print(text, file=sys.stderr, flush=True)
 
 
 def bar(total: int, what: str, unit: str) -> Any:

@@ -219,7 +219,8 @@ def check_params(params: dict[str, np.ndarray], source: str | Path, spec: Spec |
             width, side = out, side and (side - size) // stride + 1
     head, hidden = _dense(params, source, spec and spec.actions)
     if spec is not None and (side < 1 or hidden[0].shape[0] != towers * side * side * width + spec.agent_pos):
-        raise InputError(f"{source}: image_size {spec.size} gives {towers} x {max(side, 0)}x{max(side, 0)}x{width} conv features + "
+        cams = f"{towers} x " if towers > 1 else ""
+        raise InputError(f"{source}: image_size {spec.size} gives {cams}{max(side, 0)}x{max(side, 0)}x{width} conv features + "
                          f"{spec.agent_pos} agent_pos, but the hidden layer takes {hidden[0].shape[0]} inputs")
     return params
 

@@ -1,5 +1,5 @@
 """Long commands say what they are doing (so101_mjx._progress): in a pseudo-terminal their phase lines and
-progress bars come before the result; where stderr is not a terminal, the phase lines only."""
+progress bars come before the result; where stderr is not a terminal, nothing."""
 
 import fcntl
 import os
@@ -50,7 +50,7 @@ def test_eval_and_rollout_show_progress_in_a_terminal(tmp_path):
     assert video.stat().st_size > 0
 
 
-def test_without_a_terminal_only_the_phase_lines(capsys):
+def test_without_a_terminal_no_progress(capsys):
     assert cli.main(["eval", str(POLICY), "--episodes", "2"]) == 0
-    err = capsys.readouterr().err
-    assert "eval c: compiling 2 episodes" in err and "episodes ended" not in err and "\r" not in err
+    out = capsys.readouterr()
+    assert out.err == "" and "success rate" in out.out  # a log holds the results alone

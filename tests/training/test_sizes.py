@@ -9,7 +9,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 from so101_mjx.training import distill, pixel_policy, presets
 from so101_mjx.training.distill import DistillConfig
-from so101_mjx.training.pixel_policy import PixelStudent
+from so101_mjx.training.pixel_policy import PixelStudent, Spec
 
 
 def test_preset_refuses_an_epoch_longer_than_a_jitted_loop():
@@ -23,9 +23,9 @@ def test_preset_refuses_an_epoch_longer_than_a_jitted_loop():
 
 def test_distill_refuses_frames_smaller_than_the_students_convolutions_take():
     student, least = PixelStudent(), pixel_policy.MIN_IMAGE_SIZE
-    distill.check_sizes(DistillConfig(), least, student)
+    distill.check_sizes(DistillConfig(), Spec(least), student)
     with pytest.raises(InputError, match=f"image_size must be >= {least} px"):
-        distill.check_sizes(DistillConfig(), least - 1, student)
+        distill.check_sizes(DistillConfig(), Spec(least - 1), student)
 
 
 @pytest.mark.parametrize(("config", "option"), [
@@ -35,6 +35,6 @@ def test_distill_refuses_frames_smaller_than_the_students_convolutions_take():
 ])
 def test_distill_refuses_sizes_past_the_machines_memory(config, option, monkeypatch):
     monkeypatch.setattr(checks, "host_memory", lambda: 16 * 2**30)
-    distill.check_sizes(DistillConfig(), 64, PixelStudent())  # the defaults fit 16 GiB
+    distill.check_sizes(DistillConfig(), Spec(64), PixelStudent())  # the defaults fit 16 GiB
     with pytest.raises(InputError, match=f"^{option} needs about .* GiB .*; this machine has 16.0 GiB of RAM"):
-        distill.check_sizes(config, 64, PixelStudent())
+        distill.check_sizes(config, Spec(64), PixelStudent())
