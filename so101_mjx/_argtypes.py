@@ -30,6 +30,7 @@ import functools
 import importlib
 import itertools
 import json
+import logging
 import math
 import os
 import re
@@ -274,21 +275,40 @@ def _main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+class _QuietInterrupts(logging.Filter):
+    """Drops a log record that carries an interrupt: JAX logs "jax.pure_callback failed" with the traceback of
+    a Ctrl-C or SIGTERM that landed in a host callback before it re-raises it, and the command reports the stop
+    in one line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        kind = record.exc_info[0] if record.exc_info else None
+        return not (kind is not None and issubclass(kind, KeyboardInterrupt))
+
+
+JAX_CALLBACK_LOGGER = "jax._src.callback"
+
+
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """Within the block SIGTERM raises ``KeyboardInterrupt("signal 15")`` (main thread only; elsewhere a no-op)."""
-    if not _main_thread():
-        yield
-        return
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    """Within the block SIGTERM raises ``KeyboardInterrupt("signal 15")`` (main thread only; elsewhere a no-op),
+    and JAX's log of an interrupt inside a host callback (:class:`_QuietInterrupts`) is dropped."""
+    quiet, logger = _QuietInterrupts(), logging.getLogger(JAX_CALLBACK_LOGGER)
+    logger.addFilter(quiet)
     try:
-        yield
+        if not _main_thread():
+            yield
+            return
+
+        def interrupt(signum, frame):
+            raise KeyboardInterrupt(f"signal {signum}")
+
+        previous = signal.signal(signal.SIGTERM, interrupt)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGTERM, previous)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        logger.removeFilter(quiet)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ a ``--dataset`` that is not empty is refused before the robot connects, and ``re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -60,6 +61,29 @@ def test_a_signal_mid_episode_disconnects_and_logs_the_episode_cut_short(tmp_pat
     meta = json.loads((tmp_path / "log" / LOG_META).read_text())
     assert info["total_episodes"] == 1 and 0 < info["total_frames"] < 3960  # the episode under way, as far as it went
     assert meta["stopped"] == name and meta["episodes"] == [{"episode_index": 0, "frames": info["total_frames"], "cut_short": True}]
+
+
+def test_an_interrupt_in_a_host_callback_is_not_logged_with_its_traceback(caplog):
+    """A SIGTERM or Ctrl-C that lands in a host callback (backend c's physics step): JAX logs "jax.pure_callback
+    failed" with the traceback before re-raising; inside ``sigterm_interrupts`` that record is dropped, so the
+    command's stop stays one line. Outside it, JAX logs it as before."""
+    import logging
+
+    import jax
+    import jax.numpy as jnp
+
+    def host(x):
+        raise KeyboardInterrupt(_argtypes.SIGTERM_TEXT)
+
+    step = jax.jit(lambda x: jax.pure_callback(host, jax.ShapeDtypeStruct((), jnp.float32), x))
+    for quiet in (True, False):
+        caplog.clear()
+        with caplog.at_level(logging.ERROR), contextlib.ExitStack() as stack, pytest.raises(BaseException) as err:
+            if quiet:
+                stack.enter_context(_argtypes.sigterm_interrupts())
+            jax.block_until_ready(step(jnp.float32(1.0)))
+        assert _argtypes.as_interrupt(err.value) is not None
+        assert ("jax.pure_callback failed" in caplog.text) is not quiet, caplog.text
 
 
 def test_an_interrupt_mid_episode_keeps_the_frames_so_far(tmp_path, monkeypatch):
