@@ -96,17 +96,16 @@ class Plan:
 
     def to_policy(self, values: np.ndarray) -> np.ndarray:
         """Motor values (6,) of the follower in the policy's units (the same values without :attr:`arm`)."""
-        if self.arm is None:
-            return values
-        return np.asarray(motors.to_motor(motors.from_motor(values, self.ranges, self.units, self.arm), self.ranges,
-                                          self.units, self.calibration), np.float64)
+        return values if self.arm is None else self._convert(values, self.arm, self.calibration)
 
     def to_arm(self, values: np.ndarray) -> np.ndarray:
         """Motor values (6,) in the policy's units as the follower's (the inverse of :meth:`to_policy`)."""
-        if self.arm is None:
-            return values
-        return np.asarray(motors.to_motor(motors.from_motor(values, self.ranges, self.units, self.calibration), self.ranges,
-                                          self.units, self.arm), np.float64)
+        return values if self.arm is None else self._convert(values, self.calibration, self.arm)
+
+    def _convert(self, values: np.ndarray, source: Any, target: Any) -> np.ndarray:
+        """Motor values under calibration ``source`` as the same joint angles under ``target`` (None: nominal)."""
+        q = motors.from_motor(values, self.ranges, self.units, source)
+        return np.asarray(motors.to_motor(q, self.ranges, self.units, target), np.float64)
 
     def reset(self) -> None:
         """A new episode (the Cartesian adapter's history, the excitation's first command)."""

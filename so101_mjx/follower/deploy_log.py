@@ -41,7 +41,6 @@ class Log:
         self.cut_short.append(cut_short)
 
 
-
 @contextlib.contextmanager
 def dataset_log(root: str | Path, p: Any, robot_type: str, environment_state: bool) -> Iterator[Any]:
     """A writer of a new LeRobotDataset v3.0 at ``root`` (the log), its writer lock held until the block

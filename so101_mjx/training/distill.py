@@ -38,7 +38,6 @@ from so101_mjx import _checks as checks, _progress
 from so101_mjx._files import atomic_path, atomic_write
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import SO101Env
-from so101_mjx.envs.arm import agent_pos_layout
 from so101_mjx.errors import InputError
 from so101_mjx.sim import servo
 from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, Spec, conv_sides
@@ -70,12 +69,7 @@ def spec_of(env: SO101Env) -> Spec:
     """The student :class:`Spec` of an image env: its cameras and frame size, agent_pos, and in joint mode its action bounds."""
     config = env.config
     bounds = tuple(tuple(map(float, b)) for b in env.arm.action_bounds()) if config.control_mode == "joint" else None
-    return Spec(config.image_size, tuple(config.image_cameras), sum(n for _, n in agent_pos_layout(config.control_mode)), bounds)
-
-
-def frames(obs: dict[str, Array], spec: Spec) -> tuple[Array, ...]:
-    """The student's frames of an observation, by camera: ``pixels/<camera>`` (..., H, W, 3) uint8."""
-    return tuple(obs[f"pixels/{c}"] for c in spec.cameras)
+    return Spec(config.image_size, tuple(config.image_cameras), env.agent_pos_size, bounds)
 
 
 def check_sizes(config: DistillConfig, spec: Spec, student: PixelStudent) -> None:
@@ -107,9 +101,9 @@ def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelSt
     def one(params, key, teacher_drives):
         def body(state, _):
             label = teacher(state.obs["state"])
-            own = student.apply(params, frames(state.obs, spec), state.obs["agent_pos"])
+            own = student.apply(params, spec.frames(state.obs), state.obs["agent_pos"])
             after = env.step(state, jnp.where(teacher_drives, label, own.astype(label.dtype)))
-            out = {**{f"pixels/{c}": state.obs[f"pixels/{c}"] for c in spec.cameras}, "agent_pos": state.obs["agent_pos"],
+            out = {**{f"pixels/{c}": f for c, f in zip(spec.cameras, spec.frames(state.obs))}, "agent_pos": state.obs["agent_pos"],
                    "label": label, "done": after.done > 0, "success": after.info.succeed}
             return after, out
 
@@ -160,7 +154,7 @@ def fit(student: PixelStudent, params, data: dict[str, np.ndarray], spec: Spec, 
     for k in _progress.each(range(config.updates), config.updates, "fit", "update"):
         draw, move = jax.random.split(jax.random.fold_in(key, k))
         idx = np.asarray(jax.random.randint(draw, (min(config.batch_size, n),), 0, n))
-        params, opt_state, loss = update(params, opt_state, tuple(data[f"pixels/{c}"][idx] for c in spec.cameras),
+        params, opt_state, loss = update(params, opt_state, tuple(f[idx] for f in spec.frames(data)),
                                          data["agent_pos"][idx], data["label"][idx], move)
         losses.append(loss)
     return params, float(np.mean(jax.device_get(losses[-max(config.updates // 10, 1):])))

@@ -103,7 +103,7 @@ def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], b
     env = make(name, backend=backend, **env_config)
     act = policy.jax_fn
     if policy.pixel:  # its cameras' frames and agent_pos from the image env's observation
-        act = lambda obs: policy.jax_fn(tuple(obs[f"pixels/{c}"] for c in policy.cameras), obs["agent_pos"])  # noqa: E731
+        act = lambda obs: policy.jax_fn(policy.spec.frames(obs), obs["agent_pos"])  # noqa: E731
     start = time.perf_counter()
     _progress.phase(f"eval {backend}: compiling {episodes} episodes of up to {env.episode_length} steps")
     progress = _progress.bar(env.episode_length, f"eval {backend}", "step")

@@ -71,6 +71,16 @@ def input_name(camera: str) -> str:
 Bounds = tuple[tuple[float, ...], tuple[float, ...]]
 
 
+def action_size(bounds: Bounds | None) -> int:
+    """A student's action size: 4 in Cartesian mode (no bounds), else the joint-mode bounds'."""
+    return CARTESIAN_ACTIONS if bounds is None else len(bounds[0])
+
+
+def as_frames(pixels: Any) -> tuple[Any, ...]:
+    """A student's frames as a tuple, one array per camera (a bare array: the one camera's)."""
+    return tuple(pixels) if isinstance(pixels, (tuple, list)) else (pixels,)
+
+
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """What a student observes and does: ``size`` x ``size`` frames of each of ``cameras``, ``agent_pos``
@@ -96,8 +106,12 @@ class Spec:
 
     @property
     def actions(self) -> int:
-        """The action's size: 4 in Cartesian mode, else the bounds'."""
-        return CARTESIAN_ACTIONS if self.bounds is None else len(self.bounds[0])
+        """The action's size (:func:`action_size`)."""
+        return action_size(self.bounds)
+
+    def frames(self, obs: dict[str, Any]) -> tuple[Any, ...]:
+        """The student's frames of an image env's observation (or a dataset of them), by camera: ``pixels/<camera>``."""
+        return tuple(obs[f"pixels/{c}"] for c in self.cameras)
 
     @property
     def inputs(self) -> str:
@@ -132,14 +146,13 @@ class PixelStudent(nn.Module):
     @nn.compact
     def __call__(self, pixels: Array | Sequence[Array], agent_pos: Array) -> Array:
         features = []
-        for frames in pixels if isinstance(pixels, (tuple, list)) else (pixels,):
+        for frames in as_frames(pixels):
             x = frames.astype(jnp.float32) / 255.0
             for channels, kernel, stride in zip(self.channels, CONV_KERNELS, CONV_STRIDES, strict=True):
                 x = nn.relu(nn.Conv(channels, (kernel, kernel), (stride, stride), padding="VALID")(x))
             features.append(x.reshape(*x.shape[:-3], -1))
         x = jnp.concatenate([*features, agent_pos.astype(jnp.float32)], axis=-1)
-        size = CARTESIAN_ACTIONS if self.bounds is None else len(self.bounds[0])
-        return squash(nn.Dense(size)(nn.relu(nn.Dense(self.hidden)(x))), self.bounds)
+        return squash(nn.Dense(action_size(self.bounds))(nn.relu(nn.Dense(self.hidden)(x))), self.bounds)
 
 
 def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -217,7 +230,7 @@ def check_params(params: dict[str, np.ndarray], source: str | Path, spec: Spec |
                 raise InputError(f"{source}: Conv kernel {kernel.shape} and bias {bias.shape}; expected ({size}, {size}, {width}, "
                                  f"{out}) and ({out},), as the first camera's")
             width, side = out, side and (side - size) // stride + 1
-    head, hidden = _dense(params, source, spec and spec.actions)
+    _, hidden = _dense(params, source, spec and spec.actions)
     if spec is not None and (side < 1 or hidden[0].shape[0] != towers * side * side * width + spec.agent_pos):
         cams = f"{towers} x " if towers > 1 else ""
         raise InputError(f"{source}: image_size {spec.size} gives {cams}{max(side, 0)}x{max(side, 0)}x{width} conv features + "

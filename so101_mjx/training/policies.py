@@ -133,8 +133,7 @@ class Policy:
             from so101_mjx.training import pixel_policy
 
             student, tree = pixel_policy.student(self.params, self.spec)
-            apply = jax.jit(student.apply)
-            return lambda frames, agent_pos: apply(tree, _frames(frames), agent_pos)
+            return functools.partial(jax.jit(student.apply), tree)
         if self.format == "checkpoint":
             from so101_mjx.training import checkpoint
 
@@ -148,17 +147,17 @@ class Policy:
         runner (a pixel student: :attr:`jax_fn`)."""
         session = _session(self.source, "flax" if self.pixel else "the numpy runner") if self.format == "onnx" else None
         if self.pixel:
-            from so101_mjx.training.pixel_policy import input_name
+            from so101_mjx.training.pixel_policy import as_frames, input_name
 
             names = [input_name(c) for c in self.cameras]
             if session is not None:
                 return lambda frames, agent_pos: session.run(["actions"], {
-                    **{n: np.asarray(f, np.uint8) for n, f in zip(names, _frames(frames), strict=True)},
+                    **{n: np.asarray(f, np.uint8) for n, f in zip(names, as_frames(frames), strict=True)},
                     "agent_pos": np.asarray(agent_pos, np.float32)})[0]
             import jax.numpy as jnp
 
             return lambda frames, agent_pos: np.asarray(self.jax_fn(
-                tuple(jnp.asarray(f, jnp.uint8) for f in _frames(frames)), jnp.asarray(agent_pos, jnp.float32)))
+                tuple(jnp.asarray(f, jnp.uint8) for f in as_frames(frames)), jnp.asarray(agent_pos, jnp.float32)))
         if session is not None:
             return lambda obs: session.run(["actions"], {"obs": np.asarray(obs, np.float32)})[0]
         return self.weights
@@ -291,11 +290,6 @@ def _obs_size(name: str, env_config: dict[str, Any]) -> int:
     """Flat observation size of env ``name`` under ``env_config`` (agent_pos, by control mode, + environment_state)."""
     layout = agent_pos_layout(env_config.get("control_mode", "cartesian"))
     return sum(size for _, size in layout) + registry.task(name).task_obs_size()
-
-
-def _frames(frames: Any) -> tuple[Any, ...]:
-    """A pixel student's frames as a tuple, one array per camera (a bare array: the one camera's)."""
-    return tuple(frames) if isinstance(frames, (tuple, list)) else (frames,)
 
 
 def _session(path: Path, runner: str):
