@@ -22,7 +22,6 @@ FLOORS = [
     {"_files"},
     {"_checks", "_lock", "_schema", "robot"},
     {"ik", "dynamics", "sim", "render"},
-    {"_argtypes"},
     {"envs"},
     {"gym", "station"},
     {"validation"},

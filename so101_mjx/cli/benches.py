@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from so101_mjx import _argtypes as types
+from so101_mjx.cli import argtypes as types
 from so101_mjx.cli.commands import BACKEND, BACKEND_HELP, QUALITY, QUALITY_HELP, Command
 
 REPEATS_HELP = "timed runs; the median is reported"

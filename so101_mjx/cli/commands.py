@@ -3,7 +3,7 @@
 Each entry names the module whose ``run(args) -> int`` carries the command out; that module (and
 JAX, MuJoCo) is imported only to run it, so ``--help`` of any command starts in a fraction of a
 second. Values that come from the library's own tables (backends, policies, render qualities, IK
-solvers) are checked when parsed, by :func:`~so101_mjx._argtypes.one_of`, which imports the table then.
+solvers) are checked when parsed, by :func:`~so101_mjx.cli.argtypes.one_of`, which imports the table then.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable
 
-from so101_mjx import _argtypes as types
+from so101_mjx.cli import argtypes as types
 
 Arguments = Callable[[argparse.ArgumentParser], None]
 

@@ -86,7 +86,7 @@ def plot(path: str, identified: fit.Identified, recording: fit.Recording, task: 
 
 def report_path(out: str) -> Path:
     """``<out>.report.json``, checked writable before the fit (InputError naming it, e.g. for a directory there)."""
-    from so101_mjx._argtypes import output_file
+    from so101_mjx.cli.argtypes import output_file
 
     path = Path(out).with_suffix(".report.json")
     try:

@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import so101_mjx
-from so101_mjx import _argtypes as cliargs
 from so101_mjx._files import check_out
 from so101_mjx._lock import exclusive
+from so101_mjx.cli import argtypes as cliargs
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError

@@ -34,7 +34,7 @@ from so101_mjx import _compat  # noqa: F401  (before mujoco.mjx: it captures its
 # isort: split
 from mujoco import mjx
 
-from so101_mjx import _argtypes as cliargs
+from so101_mjx.cli import argtypes as cliargs
 from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.envs.tasks.pick_place import PickPlace, PickPlaceConfig
 from so101_mjx.errors import InputError

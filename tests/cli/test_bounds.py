@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from so101_mjx import _argtypes as cliargs
-from so101_mjx.cli import commands
+from so101_mjx.cli import argtypes as cliargs, commands
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = str(10**12)  # worlds, episodes or a batch: terabytes on any machine

@@ -13,7 +13,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from so101_mjx import _argtypes as cliargs, _compat as compat, cli
+from so101_mjx import _compat as compat, cli
+from so101_mjx.cli import argtypes as cliargs
 from so101_mjx.training import presets
 
 

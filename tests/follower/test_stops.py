@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from so101_mjx import _argtypes, cli
+from so101_mjx import cli
+from so101_mjx.cli import argtypes as _argtypes
 from so101_mjx.data import dataset_check
 from so101_mjx.follower import deploy as deploy_module
 from so101_mjx.follower.deploy import deploy

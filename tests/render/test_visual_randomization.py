@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx import _argtypes as cliargs
+from so101_mjx.cli import argtypes as cliargs
 from so101_mjx.envs import make
 from so101_mjx.render import visual_randomization as vr
 from so101_mjx.render.batch import render_model
