@@ -14,32 +14,20 @@ path the user cannot write is refused before a command runs, not after.
 
 JSON options (:func:`json_object`) are read by one reader: inline, or a plain file of at most
 :data:`JSON_MAX_BYTES`, nested at most :data:`JSON_MAX_DEPTH` deep.
-
-Stops from outside: :func:`sigterm_interrupts` makes SIGTERM raise ``KeyboardInterrupt("signal 15")``
-as Ctrl-C raises one, so a command's clean-up runs for both; :func:`stop_name` tells them apart;
-:func:`interruptible` wraps a command's ``run`` so that either ends in one line saying what was kept
-(:func:`interrupted`), exit status :data:`INTERRUPTED`; :func:`shielded` keeps a second signal from
-cutting a clean-up short (``deploy`` disconnecting a follower, which disables its torque).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import importlib
 import itertools
 import json
-import logging
 import math
 import os
 import re
-import signal
 import stat
-import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -264,121 +252,3 @@ def json_object(text: str) -> dict:
     if not isinstance(value, dict):
         raise ArgumentValueError(f"must be a JSON object{where}, got {_short(source)}")
     return value
-
-
-# -- stops from outside a command: SIGTERM (kill, docker stop, systemd) handled as Ctrl-C -------------------
-INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C)
-SIGTERM_TEXT = f"signal {int(signal.SIGTERM)}"  # the KeyboardInterrupt's message (record's handler raises the same)
-
-
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
-class _QuietInterrupts(logging.Filter):
-    """Drops a log record that carries an interrupt: JAX logs "jax.pure_callback failed" with the traceback of
-    a Ctrl-C or SIGTERM that landed in a host callback before it re-raises it, and the command reports the stop
-    in one line."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        kind = record.exc_info[0] if record.exc_info else None
-        return not (kind is not None and issubclass(kind, KeyboardInterrupt))
-
-
-JAX_CALLBACK_LOGGER = "jax._src.callback"
-
-
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """Within the block SIGTERM raises ``KeyboardInterrupt("signal 15")`` (main thread only; elsewhere a no-op),
-    and JAX's log of an interrupt inside a host callback (:class:`_QuietInterrupts`) is dropped."""
-    quiet, logger = _QuietInterrupts(), logging.getLogger(JAX_CALLBACK_LOGGER)
-    logger.addFilter(quiet)
-    try:
-        if not _main_thread():
-            yield
-            return
-
-        def interrupt(signum, frame):
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        previous = signal.signal(signal.SIGTERM, interrupt)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-    finally:
-        logger.removeFilter(quiet)
-
-
-@contextlib.contextmanager
-def shielded(what: str) -> Iterator[None]:
-    """Within the block SIGINT and SIGTERM are noted on stderr (``what`` says what runs first) and
-    otherwise ignored: a clean-up already under way finishes (main thread only; elsewhere a no-op)."""
-    if not _main_thread():
-        yield
-        return
-
-    def note(signum, frame):
-        print(f"{signal.Signals(signum).name} received while {what}: finishing that first", file=sys.stderr, flush=True)
-
-    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-
-
-def as_interrupt(err: BaseException) -> KeyboardInterrupt | None:
-    """``err`` as the stop it stands for, or None. A Ctrl-C or SIGTERM that lands while a jitted step
-    runs a host callback (backend ``c``'s physics) reaches the caller wrapped in JAX's runtime error,
-    which quotes the ``KeyboardInterrupt``; it is a stop all the same."""
-    if isinstance(err, KeyboardInterrupt):
-        return err
-    text = str(err)
-    if "KeyboardInterrupt" in text:
-        return KeyboardInterrupt(SIGTERM_TEXT) if f"KeyboardInterrupt: {SIGTERM_TEXT}" in text else KeyboardInterrupt()
-    return None
-
-
-def stop_name(err: KeyboardInterrupt) -> str:
-    """``"SIGTERM"`` for the interrupt :func:`sigterm_interrupts` raises, else ``"Ctrl-C"``."""
-    return "SIGTERM" if err.args == (SIGTERM_TEXT,) else "Ctrl-C"
-
-
-def interrupted(command: str, err: KeyboardInterrupt, kept: str) -> int:
-    """Print ``<command>: stopped by Ctrl-C|SIGTERM; <kept>`` on stderr and return :data:`INTERRUPTED`."""
-    print(f"{command}: stopped by {stop_name(err)}; {kept}", file=sys.stderr, flush=True)
-    return INTERRUPTED
-
-
-def interruptible(command: str, kept: Callable[[Any], str]) -> Callable:
-    """Decorate a command's ``run(args)``: SIGTERM taken as Ctrl-C, and either ends in :func:`interrupted`'s
-    one line (``kept(args)`` says what was kept) instead of a traceback."""
-
-    def wrap(run: Callable[[Any], int]) -> Callable[[Any], int]:
-        @functools.wraps(run)
-        def guarded(args: Any) -> int:
-            try:
-                with sigterm_interrupts():
-                    return run(args)
-            except BaseException as err:  # Ctrl-C or SIGTERM, also when JAX wrapped it (as_interrupt); else re-raised
-                stop = as_interrupt(err)
-                if stop is None:
-                    raise
-                return interrupted(command, stop, kept(args))
-
-        return guarded
-
-    return wrap
-
-
-def dataset_kept(root: str | Path) -> str:
-    """``"the dataset at ROOT holds N complete episodes"``: its ``meta/info.json``'s count (0 without one)."""
-    info = Path(root) / "meta" / "info.json"
-    try:
-        total = json.loads(info.read_text())["total_episodes"] if info.is_file() else 0
-    except (OSError, ValueError, KeyError, TypeError):
-        return f"the dataset at {root} holds its committed episodes"
-    return f"the dataset at {root} holds {total} complete episodes"

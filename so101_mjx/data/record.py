@@ -31,8 +31,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx import _checks as checks, _schema as schema
+from so101_mjx._interrupts import dataset_kept, interruptible, sigterm_interrupts
 from so101_mjx._lock import exclusive
-from so101_mjx.cli.argtypes import dataset_kept, interruptible, sigterm_interrupts
 from so101_mjx.envs import make, scripted
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, names as task_names, task

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from so101_mjx.cli.argtypes import INTERRUPTED, as_interrupt, interruptible, shielded, sigterm_interrupts, stop_name
+from so101_mjx._interrupts import INTERRUPTED, as_interrupt, interruptible, shielded, sigterm_interrupts, stop_name
 from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
 from so101_mjx.errors import InputError

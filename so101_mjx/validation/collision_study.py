@@ -22,6 +22,7 @@ import argparse
 import dataclasses
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -34,7 +35,6 @@ from so101_mjx import _compat  # noqa: F401  (before mujoco.mjx: it captures its
 # isort: split
 from mujoco import mjx
 
-from so101_mjx.cli import argtypes as cliargs
 from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.envs.tasks.pick_place import PickPlace, PickPlaceConfig
 from so101_mjx.errors import InputError
@@ -270,11 +270,27 @@ def format_markdown(results: dict[str, dict[str, Any]], seeds: int, mjx_seeds: i
     return "\n".join(lines)
 
 
+def _count(low: int) -> Callable[[str], int]:
+    """An argparse ``type=``: an integer >= ``low``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m so101_mjx.validation.collision_study", description=__doc__.split("\n")[0])
-    parser.add_argument("--states", type=cliargs.positive_int, default=32, help="grasp states per variant")
-    parser.add_argument("--seeds", type=cliargs.non_negative_int, default=64, help="scripted PickPlace seeds on c (0 skips)")
-    parser.add_argument("--mjx-seeds", type=cliargs.non_negative_int, default=0, help="scripted PickPlace seeds on mjx (0 skips)")
+    parser.add_argument("--states", type=_count(1), default=32, help="grasp states per variant")
+    parser.add_argument("--seeds", type=_count(0), default=64, help="scripted PickPlace seeds on c (0 skips)")
+    parser.add_argument("--mjx-seeds", type=_count(0), default=0, help="scripted PickPlace seeds on mjx (0 skips)")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS), help="variants to measure")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from so101_mjx import cli
-from so101_mjx.cli import argtypes as _argtypes
+from so101_mjx import _interrupts, cli
 from so101_mjx.data import dataset_check
 from so101_mjx.follower import deploy as deploy_module
 from so101_mjx.follower.deploy import deploy
@@ -55,7 +54,7 @@ def stopped_deploy(tmp_path: Path, sig: int) -> tuple[int, str, str]:
 @pytest.mark.parametrize("sig, name", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
 def test_a_signal_mid_episode_disconnects_and_logs_the_episode_cut_short(tmp_path, sig, name):
     status, out, err = stopped_deploy(tmp_path, sig)
-    assert status == _argtypes.INTERRUPTED, err
+    assert status == _interrupts.INTERRUPTED, err
     assert "Traceback" not in err and "deploy: so101_mjx disconnected" in err, err
     assert "1 episodes (1 cut short)" in out and f"stopped: {name}" in out, out
     info = dataset_check.check(tmp_path / "log")
@@ -74,16 +73,16 @@ def test_an_interrupt_in_a_host_callback_is_not_logged_with_its_traceback(caplog
     import jax.numpy as jnp
 
     def host(x):
-        raise KeyboardInterrupt(_argtypes.SIGTERM_TEXT)
+        raise KeyboardInterrupt(_interrupts.SIGTERM_TEXT)
 
     step = jax.jit(lambda x: jax.pure_callback(host, jax.ShapeDtypeStruct((), jnp.float32), x))
     for quiet in (True, False):
         caplog.clear()
         with caplog.at_level(logging.ERROR), contextlib.ExitStack() as stack, pytest.raises(BaseException) as err:
             if quiet:
-                stack.enter_context(_argtypes.sigterm_interrupts())
+                stack.enter_context(_interrupts.sigterm_interrupts())
             jax.block_until_ready(step(jnp.float32(1.0)))
-        assert _argtypes.as_interrupt(err.value) is not None
+        assert _interrupts.as_interrupt(err.value) is not None
         assert ("jax.pure_callback failed" in caplog.text) is not quiet, caplog.text
 
 
@@ -139,15 +138,15 @@ def test_record_stopped_by_sigterm_says_what_it_kept_in_one_line(tmp_path):
     finally:
         proc.kill()
         proc.wait()
-    assert proc.returncode == _argtypes.INTERRUPTED, err
+    assert proc.returncode == _interrupts.INTERRUPTED, err
     kept = dataset_check.check(out)["total_episodes"]
     assert "Traceback" not in err and err.strip().splitlines() == [f"record: stopped by SIGTERM; the dataset at {out} holds {kept} complete episodes"]
     assert 0 < kept < 500
 
 
 def test_stop_names():
-    assert _argtypes.stop_name(KeyboardInterrupt()) == "Ctrl-C"
-    assert _argtypes.stop_name(KeyboardInterrupt(f"signal {int(signal.SIGTERM)}")) == "SIGTERM"
+    assert _interrupts.stop_name(KeyboardInterrupt()) == "Ctrl-C"
+    assert _interrupts.stop_name(KeyboardInterrupt(f"signal {int(signal.SIGTERM)}")) == "SIGTERM"
 
 
 def test_a_stop_inside_a_host_callback_is_still_a_stop():
@@ -158,12 +157,12 @@ def test_a_stop_inside_a_host_callback_is_still_a_stop():
     import numpy as np
 
     def host(x):
-        raise KeyboardInterrupt(_argtypes.SIGTERM_TEXT)
+        raise KeyboardInterrupt(_interrupts.SIGTERM_TEXT)
 
     step = jax.jit(lambda x: jax.pure_callback(host, jax.ShapeDtypeStruct((), jnp.float32), x))
     try:
         step(np.float32(1.0)).block_until_ready()
     except BaseException as err:  # the wrapped form is what is under test
-        stop = _argtypes.as_interrupt(err)
-    assert stop is not None and _argtypes.stop_name(stop) == "SIGTERM"
-    assert _argtypes.as_interrupt(ValueError("INTERNAL: something else")) is None
+        stop = _interrupts.as_interrupt(err)
+    assert stop is not None and _interrupts.stop_name(stop) == "SIGTERM"
+    assert _interrupts.as_interrupt(ValueError("INTERNAL: something else")) is None
