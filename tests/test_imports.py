@@ -155,6 +155,19 @@ def test_help_imports_neither_jax_nor_mujoco(argv):
     assert "HEAVY []" in result.stdout and "usage: so101-mjx" in result.stdout
 
 
+def test_commands_live_in_the_cli():
+    """Each command's module is ``so101_mjx.cli.<command>``, with its ``run(args)``; a bench target's run is its
+    benchmark's. No other library module defines a top-level ``run``."""
+    import importlib
+
+    commands = [*COMMANDS.values(), *CAMERA.values()]
+    assert all(c.module.startswith("so101_mjx.cli.") and callable(importlib.import_module(c.module).run) for c in commands)
+    runners = {c.module for c in [*commands, *BENCHES.values()]}
+    defines_run = {name for name, path in _modules().items()
+                   if any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in ast.parse(path.read_text()).body)}
+    assert defines_run <= runners, sorted(defines_run - runners)
+
+
 @pytest.mark.parametrize("old, new", [("pytorch_solver", "solvers.jax_solver"), ("solver", "solvers.solver"), ("neural", "solvers.neural_policy")])
 def test_a_moved_ik_module_names_its_new_place(old, new):
     import importlib

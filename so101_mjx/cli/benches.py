@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 
 from so101_mjx.cli import argtypes as types
-from so101_mjx.cli.commands import BACKEND, BACKEND_HELP, QUALITY, QUALITY_HELP, Command
+from so101_mjx.cli.commands import Command
+from so101_mjx.cli.options import BACKEND, BACKEND_HELP, QUALITY, QUALITY_HELP
 
 REPEATS_HELP = "timed runs; the median is reported"
 

@@ -14,6 +14,11 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
+def arguments(parser: argparse.ArgumentParser) -> None:
+    """None: the command has no options."""
+    del parser
+
+
 def run(args: argparse.Namespace) -> int:
     del args
     import jax

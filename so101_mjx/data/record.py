@@ -17,7 +17,6 @@ used before continues its attempts instead of repeating them.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import importlib.util
 import json
@@ -31,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx import _checks as checks, _schema as schema
-from so101_mjx._interrupts import dataset_kept, interruptible, sigterm_interrupts
+from so101_mjx._interrupts import sigterm_interrupts
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import make, scripted
 from so101_mjx.envs.base import SO101Env
@@ -372,26 +371,3 @@ def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float)
         return
     print(f"record: {kept}/{episodes} episodes ({tried} tried), {frames:,} frames, {frames / seconds:,.1f} frames/s",
           end="\r" if tty and kept < episodes else "\n", file=sys.stderr, flush=True)
-
-
-def joint_config(args: argparse.Namespace) -> dict:
-    """Joint mode's env config from record's options (the calibration only when one is given)."""
-    extra = {} if args.calibration is None else {"calibration": args.calibration}
-    return {"control_mode": "joint", "joint_units": args.joint_units, **extra}
-
-
-@interruptible("record", lambda args: dataset_kept(args.out))  # SIGTERM as Ctrl-C; either ends in one line, status 130
-def run(args: argparse.Namespace) -> int:
-    r = record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
-               tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
-               args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization, repair=args.repair,
-               config=joint_config(args) if args.control_mode == "joint" else None,
-               camera_specs=dict(args.camera_spec or ()))
-    print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
-    print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
-          f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")
-    print(f"  {r['seconds']:.1f} s (compile included): {r['frames'] / r['seconds']:,.1f} frames/s")
-    if r["kept"] < args.episodes:
-        print(f"  gave up after {r['tried']} tries: {r['kept']} of {args.episodes} episodes recorded", file=sys.stderr)
-        return 1
-    return 0

@@ -7,7 +7,6 @@ steps, every world vmapped) and reports per-world outcomes: an episode ends at i
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import time
 from collections.abc import Callable
@@ -172,19 +171,25 @@ def default_policy(env: SO101Env) -> str:
     return "scripted" if env.scripted_controller() is not None else "zero"
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.video:
-        check_video_path(args.video)
-    scale = scripted.DEFAULT_ACTION_SCALE if args.action_scale is None else args.action_scale
-    env = make(args.env, backend=args.backend, **task_config(args.env, scale, not args.fixed_block))
-    steps = env.episode_length if args.steps is None else args.steps
-    check_memory(env, args.num_envs, steps, args.video is not None, f"--num-envs {args.num_envs} with --steps {steps}")
-    policy = args.policy or default_policy(env)
+def rollout(env_name: str, num_envs: int = 64, steps: int | None = None, *, backend: str | None = None,
+            policy: str | None = None, action_scale: float | None = None, random_positions: bool = True, seed: int = 0,
+            video: str | None = None) -> dict[str, Array]:
+    """One episode of ``steps`` control steps (default: the env's episode length) in each of ``num_envs`` worlds of
+    ``env_name`` under ``policy`` (default: :func:`default_policy`), compiled ahead of time, then run and timed;
+    prints the success rate and env-steps/s and, with ``video``, renders world 0 there (MuJoCo C). Returns
+    :func:`run_episodes`'s outcomes (with ``video``, the trajectory too)."""
+    if video:
+        check_video_path(video)
+    scale = scripted.DEFAULT_ACTION_SCALE if action_scale is None else action_scale
+    env = make(env_name, backend=backend, **task_config(env_name, scale, random_positions))
+    steps = env.episode_length if steps is None else steps
+    check_memory(env, num_envs, steps, video is not None, f"--num-envs {num_envs} with --steps {steps}")
+    policy = policy or default_policy(env)
     init, act = policy_fns(env, policy)
-    fn = _episodes(env, init, act, steps, trajectory=args.video is not None)
-    keys = jax.random.split(jax.random.PRNGKey(args.seed), args.num_envs)
+    fn = _episodes(env, init, act, steps, trajectory=video is not None)
+    keys = jax.random.split(jax.random.PRNGKey(seed), num_envs)
     start = time.perf_counter()
-    _progress.phase(f"rollout: compiling {args.num_envs} worlds x {steps} steps of {args.env} on {env.backend}")
+    _progress.phase(f"rollout: compiling {num_envs} worlds x {steps} steps of {env_name} on {env.backend}")
     compiled = fn.lower(keys).compile()  # ahead of time: the episodes run once, timed on their own
     first = time.perf_counter() - start
     _progress.phase(f"rollout: running ({first:.0f} s to compile)")
@@ -192,18 +197,18 @@ def run(args: argparse.Namespace) -> int:
     out = jax.block_until_ready(compiled(keys))
     elapsed = time.perf_counter() - start
     success = np.asarray(out["success"])
-    print(f"{args.env} backend={env.backend} policy={policy} worlds={args.num_envs} steps={steps}")
+    print(f"{env_name} backend={env.backend} policy={policy} worlds={num_envs} steps={steps}")
     print(f"  success rate {success.mean():.3f} ({success.sum()}/{success.size}), mean return {float(np.mean(out['returns'])):.3f}")
     criterion = env.scripted_criterion(out["final_obs"]) if policy == "scripted" else None
     if criterion is not None:
         print(f"  {criterion[0]}: {float(np.mean(criterion[1])):.3f}")
     print(f"  compile {first:.1f} s; run {elapsed:.2f} s: "
-          f"{args.num_envs * steps / elapsed:,.0f} env-steps/s, {args.num_envs * steps * env.n_substeps / elapsed:,.0f} physics steps/s")
-    if args.video:
-        Path(args.video).parent.mkdir(parents=True, exist_ok=True)
+          f"{num_envs * steps / elapsed:,.0f} env-steps/s, {num_envs * steps * env.n_substeps / elapsed:,.0f} physics steps/s")
+    if video:
+        Path(video).parent.mkdir(parents=True, exist_ok=True)
         states = out["states"]
         markers = {site: np.asarray(pos[0, 0]) for site, pos in env.marker_positions(states.info).items()}
-        _progress.phase(f"rollout: rendering world 0's {steps} frames into {args.video}")
-        render_trajectory(env, np.asarray(states.physics.qpos[0]), args.video, fps=round(1 / env.dt), site_pos=markers)
-        print(f"  video of world 0: {args.video}")
-    return 0
+        _progress.phase(f"rollout: rendering world 0's {steps} frames into {video}")
+        render_trajectory(env, np.asarray(states.physics.qpos[0]), video, fps=round(1 / env.dt), site_pos=markers)
+        print(f"  video of world 0: {video}")
+    return out

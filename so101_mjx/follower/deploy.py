@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from so101_mjx._interrupts import INTERRUPTED, as_interrupt, interruptible, shielded, sigterm_interrupts, stop_name
+from so101_mjx._interrupts import as_interrupt, shielded, sigterm_interrupts, stop_name
 from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
 from so101_mjx.errors import InputError
@@ -350,13 +350,3 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
           f"{len(log.episodes)} episodes ({result['cut_short']} cut short), {rate}, {log.clamped} actions clamped by the robot; "
           f"stopped: {stopped}" + (f"; logged to {dataset}" if dataset is not None and log.episodes else ""))
     return result
-
-
-@interruptible("deploy", lambda args: "the robot was not connected: nothing was sent")  # a stop before connect()
-def run(args) -> int:
-    options = {"port": args.robot_port, "robot_id": args.robot_id, "max_relative_target": args.robot_max_relative_target,
-               "real_time": args.real_time, "front_camera": args.robot_front_camera, "wrist_camera": args.robot_wrist_camera}
-    result = deploy(args.policy, args.robot_type, episodes=args.episodes, episode_time_s=args.episode_time_s,
-                    time_limit_s=args.time_limit_s, dry_run=args.dry_run, start_tolerance=args.start_tolerance,
-                    dataset=args.dataset, seed=args.seed, servo_model=args.servo_model, calibration=args.calibration, **options)
-    return INTERRUPTED if result["stopped"] in ("Ctrl-C", "SIGTERM") else 0

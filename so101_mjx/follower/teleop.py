@@ -156,10 +156,3 @@ def _cartesian(task, stream, action_scale, seed, viewer, max_steps) -> dict[str,
         return {"ik_target": [float(v) for v in env._target_ee_pos], "grasp": grasp, "steps": steps}
     finally:
         env.close()
-
-
-def run(args) -> int:
-    result = teleop(args.env, args.mode, step=args.step, action_scale=args.action_scale, use_degrees=not args.range_units, seed=args.seed,
-                    viewer=args.viewer, max_steps=args.max_steps)
-    print(" ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()))
-    return 0

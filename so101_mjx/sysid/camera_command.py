@@ -15,7 +15,6 @@ along -z, y up).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import subprocess
@@ -49,12 +48,6 @@ class Frames:
     q: np.ndarray
     labels: tuple[str, ...]
     still: int  # frames where the arm held still, of which these were chosen
-
-
-def _marker(args: argparse.Namespace) -> Marker:
-    """The ``--marker-*`` options' marker (``--marker-margin``: ``camera marker`` only)."""
-    margin = {"margin": args.marker_margin} if hasattr(args, "marker_margin") else {}
-    return Marker(args.marker_dictionary, args.marker_id, args.marker_size, **margin)
 
 
 def _video_feature(info: dict[str, Any], key: str, root: Path) -> tuple[int, int]:
@@ -186,44 +179,40 @@ def report(fit: camera.CameraFit, frames: Frames, settings: dict[str, Any]) -> d
     }
 
 
-def _calibrate(args: argparse.Namespace) -> int:
-    from so101_mjx.sysid.command import report_path
-
-    marker = _marker(args)
-    report_file = report_path(args.out)
-    model = load_model(args.scene)
-    frames = read_frames(args.dataset, args.camera_key, units=args.units, calibration=args.calibration,
-                         scene=args.scene, frames=args.frames, max_speed=args.max_speed)
-    height, width = frames.images.shape[1:3]
-    k, dist = intrinsics(args.intrinsics, width, height)
-    qpos = np.tile(model.qpos0, (len(frames.q), 1))
-    qpos[:, joint_qpos_ids(model, ROBOT_JOINTS)] = frames.q
-    fit = camera.calibrate(frames.images, qpos, model, k, dist, marker=marker, refine_intrinsics=args.refine_intrinsics,
-                           labels=frames.labels)
-    settings = {"dataset": str(Path(args.dataset).resolve()), "camera_key": args.camera_key,
-                "intrinsics": args.intrinsics, "refine_intrinsics": args.refine_intrinsics, "units": args.units,
-                "scene": args.scene,
-                "marker": dataclasses.asdict(marker), "max_speed": args.max_speed}
-    atomic_write(args.out, json.dumps(camera_file(fit, width, height), indent=2) + "\n")
-    atomic_write(report_file, json.dumps(report(fit, frames, settings), indent=2) + "\n")
-    print(f"camera calibrate: marker found in {len(fit.frames)} of {len(frames.labels)} still frames; "
+def calibrate_recording(path: str, out: str, intrinsics_of: float | str, marker: Marker, *,
+                        camera_key: str = "observation.images.front", refine_intrinsics: bool = False, units: str = "degrees",
+                        calibration=None, scene: str = "so101", frames: int = 40, max_speed: float = 0.1) -> camera.CameraFit:
+    """Calibrate the camera of ``camera_key`` from the recording at ``path`` (:func:`read_frames`' still frames, the
+    ``marker`` on the gripper, :func:`intrinsics` from ``intrinsics_of``); write :func:`camera_file` to ``out`` and
+    :func:`report` to ``<out>.report.json``, and return the fit."""
+    report_file = Path(out).with_suffix(".report.json")
+    model = load_model(scene)
+    chosen = read_frames(path, camera_key, units=units, calibration=calibration, scene=scene, frames=frames,
+                         max_speed=max_speed)
+    height, width = chosen.images.shape[1:3]
+    k, dist = intrinsics(intrinsics_of, width, height)
+    qpos = np.tile(model.qpos0, (len(chosen.q), 1))
+    qpos[:, joint_qpos_ids(model, ROBOT_JOINTS)] = chosen.q
+    fit = camera.calibrate(chosen.images, qpos, model, k, dist, marker=marker, refine_intrinsics=refine_intrinsics,
+                           labels=chosen.labels)
+    settings = {"dataset": str(Path(path).resolve()), "camera_key": camera_key, "intrinsics": intrinsics_of,
+                "refine_intrinsics": refine_intrinsics, "units": units, "scene": scene,
+                "marker": dataclasses.asdict(marker), "max_speed": max_speed}
+    atomic_write(out, json.dumps(camera_file(fit, width, height), indent=2) + "\n")
+    atomic_write(report_file, json.dumps(report(fit, chosen, settings), indent=2) + "\n")
+    print(f"camera calibrate: marker found in {len(fit.frames)} of {len(chosen.labels)} still frames; "
           f"reprojection error RMS {fit.rms_px:.3f} px, max {fit.max_px:.3f} px")
-    if args.refine_intrinsics:
+    if refine_intrinsics:
         (fx, _, cx), (_, fy, cy), _ = fit.camera_matrix
         print(f"intrinsics: fx {fx:.2f}, fy {fy:.2f}, cx {cx:.2f}, cy {cy:.2f} px")
-    print(f"camera at {np.round(fit.position, 4).tolist()} m in the world; wrote {args.out} and {report_file}")
-    return 0
+    print(f"camera at {np.round(fit.position, 4).tolist()} m in the world; wrote {out} and {report_file}")
+    return fit
 
 
-def _write_marker(args: argparse.Namespace) -> int:
-    marker = _marker(args)
-    marker.bits()  # an unknown dictionary or id fails before writing
-    write_svg(args.out, marker)
-    print(f"camera marker: wrote {args.out}: ArUco {marker.dictionary} id {marker.id}, black square "
+def write_marker(out: str, marker: Marker) -> None:
+    """``marker``'s card as a printable SVG at ``out`` (an unknown dictionary or id fails before writing)."""
+    marker.bits()
+    write_svg(out, marker)
+    print(f"camera marker: wrote {out}: ArUco {marker.dictionary} id {marker.id}, black square "
           f"{marker.size * 1000:g} mm on a {marker.card * 1000:g} mm card; print at 100 % and check the square with "
           "a ruler")
-    return 0
-
-
-def run(args: argparse.Namespace) -> int:
-    return {"marker": _write_marker, "calibrate": _calibrate}[args.target](args)

@@ -8,7 +8,6 @@ motor's measured and simulated positions under the fit.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -20,6 +19,7 @@ import numpy as np
 
 from so101_mjx._files import atomic_write
 from so101_mjx.errors import InputError
+from so101_mjx.robot.calibration import Calibration
 from so101_mjx.robot.motors import MOTORS
 from so101_mjx.sysid import dataset, fit
 
@@ -84,47 +84,39 @@ def plot(path: str, identified: fit.Identified, recording: fit.Recording, task: 
     plt.close(fig)
 
 
-def report_path(out: str) -> Path:
-    """``<out>.report.json``, checked writable before the fit (InputError naming it, e.g. for a directory there)."""
-    from so101_mjx.cli.argtypes import output_file
-
-    path = Path(out).with_suffix(".report.json")
-    try:
-        output_file(str(path))
-    except InputError as err:
-        raise InputError(f"--out {out}: the report beside it, {err}") from None
-    return path
-
-
-def run(args: argparse.Namespace) -> int:
-    motors_fitted = motor_indices(args.motors)
-    report_file = report_path(args.out)
-    if args.plot:
+def fit_servo_model(path: str, out: str, *, units: str = "degrees", calibration: Calibration | None = None,
+                    task: str = "SO101Reach-v0", backend: str | None = None, motors: list[str] | None = None,
+                    population: int = 64, elites: int = 8, iterations: int = 12, sweeps: int = 3, polish: int = 4,
+                    plot_to: str | None = None, seed: int = 0) -> fit.Identified:
+    """Fit the servo model of ``motors`` (default: all six) to the recording at ``path`` (:func:`fit.identify`, in
+    float64), replayed in ``task``'s scene; write its fields to ``out``, :func:`report` to ``<out>.report.json`` and,
+    with ``plot_to``, :func:`plot` there. ``calibration``: the recording follower's, read in ``units``."""
+    motors_fitted = motor_indices(motors)
+    report_file = Path(out).with_suffix(".report.json")
+    if plot_to:
         _pyplot()  # before the fit, not after it
-    calibration = None if args.calibration is None else dataclasses.asdict(args.calibration)
-    settings = {"dataset": str(Path(args.dataset).resolve()), "task": args.task, "units": args.units,
-                "calibration": calibration, "backend": args.backend, "population": args.population,
-                "elites": args.elites, "iterations": args.iterations, "sweeps": args.sweeps, "polish": args.polish,
-                "seed": args.seed}
+    settings = {"dataset": str(Path(path).resolve()), "task": task, "units": units,
+                "calibration": None if calibration is None else dataclasses.asdict(calibration), "backend": backend,
+                "population": population, "elites": elites, "iterations": iterations, "sweeps": sweeps, "polish": polish,
+                "seed": seed}
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)  # the fit compares positions to a fraction of an encoder count
     try:
-        recording = dataset.read(args.dataset, units=args.units, task=args.task, calibration=args.calibration)
+        recording = dataset.read(path, units=units, task=task, calibration=calibration)
         start = time.perf_counter()
-        identified = fit.identify(recording, task=args.task, backend=args.backend, population=args.population, elites=args.elites,
-                                  iterations=args.iterations, sweeps=args.sweeps, polish=args.polish, motors_fitted=motors_fitted,
-                                  seed=args.seed,
+        identified = fit.identify(recording, task=task, backend=backend, population=population, elites=elites,
+                                  iterations=iterations, sweeps=sweeps, polish=polish, motors_fitted=motors_fitted, seed=seed,
                                   progress=lambda stage, c: print(f"{stage}: rms " + " ".join(
                                       f"{np.sqrt(c[m]):.5f}" for m in motors_fitted) + " rad", flush=True))
         seconds = time.perf_counter() - start
-        if args.plot:
-            plot(args.plot, identified, recording, args.task, args.backend)
+        if plot_to:
+            plot(plot_to, identified, recording, task, backend)
     finally:
         jax.config.update("jax_enable_x64", previous)
-    atomic_write(args.out, json.dumps(identified.servo_model(), indent=2) + "\n")
+    atomic_write(out, json.dumps(identified.servo_model(), indent=2) + "\n")
     atomic_write(report_file, json.dumps(report(identified, recording, settings, seconds), indent=2) + "\n")
     for name in fit.PARAMETERS:
         values = ", ".join(f"{MOTORS[m]} {identified.value[name][m]:.4g}" for m in motors_fitted)
         print(f"{name}: {values}")
-    print(f"sysid: {len(motors_fitted)} motors fitted in {seconds:.1f} s; wrote {args.out} and {report_file}")
-    return 0
+    print(f"sysid: {len(motors_fitted)} motors fitted in {seconds:.1f} s; wrote {out} and {report_file}")
+    return identified

@@ -19,13 +19,12 @@ with onnx installed, ``student.onnx``; the student network and its ONNX graph ar
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -41,6 +40,10 @@ from so101_mjx.envs import SO101Env
 from so101_mjx.errors import InputError
 from so101_mjx.sim import servo
 from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, Spec, conv_sides
+
+if TYPE_CHECKING:
+    from so101_mjx.render.camera import CameraSpec
+    from so101_mjx.render.visual_randomization import VisualRandomization
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,29 +213,33 @@ def save(out: Path, params, meta: dict[str, Any]) -> Path:
     return out / "student.npz"
 
 
-def run(args: argparse.Namespace) -> int:
+def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = DistillConfig(), *, image_size: int = 64,
+                  image_quality: str = "shadowed", cameras: Sequence[str] = ("front",),
+                  visual_randomization: VisualRandomization | None = None, camera_specs: dict[str, CameraSpec] | None = None,
+                  servo_model: dict | str | None = None) -> Path:
+    """Distil the state policy at ``teacher`` (a checkpoint or an exported .onnx / .npz) into a pixel student seeing
+    ``cameras``' ``image_size`` frames on backend ``c``, written to ``out`` (:func:`save`; ``student.onnx`` too when
+    onnx is installed); ``servo_model``: ServoModel's fields, ``"off"`` for none, None for the teacher's. Returns
+    ``student.npz``'s path."""
     from so101_mjx.training import policies
 
-    teacher = policies.load(args.teacher).require_state("distill's teacher")
-    config = DistillConfig(**{f.name: getattr(args, f.name) for f in dataclasses.fields(DistillConfig)
-                              if getattr(args, f.name) is not None})
-    overrides = {"image_obs": True, "image_size": args.image_size, "image_quality": args.image_quality,
-                 "image_cameras": list(args.cameras),
-                 "visual_randomization": args.visual_randomization and dataclasses.asdict(args.visual_randomization),
-                 **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in args.camera_spec}} if args.camera_spec else {})}
-    if args.servo_model is not None:  # as a dict: the metadata is JSON
-        overrides["servo_model"] = None if args.servo_model == "off" else dataclasses.asdict(servo.parse(args.servo_model))
-    env = teacher.make_env("c", **overrides)
+    policy = policies.load(teacher).require_state("distill's teacher")
+    overrides = {"image_obs": True, "image_size": image_size, "image_quality": image_quality, "image_cameras": list(cameras),
+                 "visual_randomization": visual_randomization and dataclasses.asdict(visual_randomization),
+                 **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in camera_specs.items()}} if camera_specs else {})}
+    if servo_model is not None:  # as a dict: the metadata is JSON
+        overrides["servo_model"] = None if servo_model == "off" else dataclasses.asdict(servo.parse(servo_model))
+    env = policy.make_env("c", **overrides)
     spec = spec_of(env)
-    with exclusive(args.out, "distillation"):  # one writer per --out, from the start (a second run is refused at once)
-        print(f"distill {args.teacher} ({teacher.env}) into a pixel student: {config}", flush=True)
+    with exclusive(out, "distillation"):  # one writer per out, from the start (a second run is refused at once)
+        print(f"distill {teacher} ({policy.env}) into a pixel student: {config}", flush=True)
         log = lambda r: print(f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "  # noqa: E731
                               f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
-        _, params, rows = distill(env, teacher.jax_fn, config, log=log)
-        path = save(Path(args.out), params, {"teacher": str(args.teacher), "env": teacher.env,
-                                             "env_config": {**teacher.env_config, **overrides},
-                                             **({} if spec.bounds is None else {"action_bounds": [list(b) for b in spec.bounds]}),
-                                             "config": dataclasses.asdict(config), "iterations": rows})
+        _, params, rows = distill(env, policy.jax_fn, config, log=log)
+        path = save(Path(out), params, {"teacher": str(teacher), "env": policy.env,
+                                        "env_config": {**policy.env_config, **overrides},
+                                        **({} if spec.bounds is None else {"action_bounds": [list(b) for b in spec.bounds]}),
+                                        "config": dataclasses.asdict(config), "iterations": rows})
         print(f"student: {path}")
         try:
             import onnx  # noqa: F401
@@ -241,5 +248,5 @@ def run(args: argparse.Namespace) -> int:
         else:
             from so101_mjx.training import pixel_policy
 
-            pixel_policy.export(args.out)
-    return 0
+            pixel_policy.export(out)
+    return path

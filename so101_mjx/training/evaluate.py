@@ -13,9 +13,7 @@ network; its env unless ``--force``).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +24,6 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _progress
-from so101_mjx._files import atomic_write
 from so101_mjx.envs import make
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.rollout import run_episodes
@@ -135,12 +132,3 @@ def report(result: dict[str, Any]) -> None:
               f"mean return {r['mean_return']:.3f}, mean episode length {r['mean_length']:.1f}  ({r['seconds']:.0f} s)")
     if "agreement" in result:
         print(f"  per-episode outcome agreement {'/'.join(result['backends'])}: {result['agreement']:.3f}")
-
-
-def run(args: argparse.Namespace) -> int:
-    result = evaluate(args.policy, args.env, parse_backends(args.backend), args.episodes, args.seed, args.x64, args.force,
-                      args.servo_model, args.visual_randomization)
-    if args.json:
-        atomic_write(args.json, json.dumps(result, indent=1))
-        print(f"results: {args.json}")
-    return 0

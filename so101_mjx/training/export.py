@@ -20,7 +20,6 @@ non-finite or edited networks.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -130,14 +129,3 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
         onnx.save(onnx_model(weights, meta, scale, offset), tmp)
     print(f"exported step {meta['step']:,} of {meta['env']} -> {out} and {npz}")
     return out, npz
-
-
-def run(args: argparse.Namespace) -> int:
-    from so101_mjx.training import checkpoint, pixel_policy
-
-    if (Path(args.checkpoint) / pixel_policy.META_FILE).is_file():
-        pixel_policy.export(args.checkpoint, args.out)
-        return 0
-    step_dir = checkpoint.resolve(args.checkpoint)
-    export(step_dir, args.out or step_dir.parent.parent / "policy.onnx")
-    return 0

@@ -21,20 +21,14 @@ checkpoints add the replay buffer); everything around the loop is the same for b
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import dataclasses
 import functools
-import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import so101_mjx
-from so101_mjx._files import check_out
 from so101_mjx._lock import exclusive
-from so101_mjx.cli import argtypes as cliargs
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError
@@ -205,45 +199,3 @@ def train(
         png = writer.recorder.close(f"{env_name} ({preset_name}, seed {seed})")
         print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
         return checkpoint.resolve(out), metrics
-
-
-def run(args: argparse.Namespace) -> int:
-    from so101_mjx.training import distributed, export, replay
-    from so101_mjx.training.ppo_loop import NonFiniteError
-
-    distributed.check(args.num_processes, args.process_id, args.coordinator)
-    env_name = canonical(args.env)
-    with warnings.catch_warnings(record=True) as said:
-        warnings.simplefilter("always", FutureWarning)
-        preset_name, preset, variant = presets.resolve(env_name, args.preset, args.algo, args.env_config)
-    for warning in said:
-        print(f"so101-mjx train: note: {warning.message}", file=sys.stderr)
-    if preset.algo == "sac" and args.num_processes > 1:
-        raise InputError(f"--num-processes {args.num_processes}: SAC (preset {preset_name!r}) trains in one process")
-    if args.num_processes > 1 and args.process_id is None:
-        return distributed.launch(args._argv, args.num_processes)
-    if args.process_id is not None:
-        distributed.initialize(args.coordinator, args.num_processes, args.process_id)
-    overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
-    preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
-    label = "-".join(filter(None, (env_name, preset_name, presets.variant_label(variant))))
-    out = Path(cliargs.output_dir(args.out or f"runs/{label}-s{args.seed}"))
-    if args.export or args.replay_episodes:  # refused before training, not after
-        check_out(out / "policy.onnx", out / "policy.npz", option="--export")
-    start = time.perf_counter()
-    try:
-        last, metrics = train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume,
-                              variant=variant)
-    except NonFiniteError as err:  # a diverged run: one line, exit 1 (not a traceback, not a published NaN checkpoint)
-        print(f"so101-mjx train: error: {err}", file=sys.stderr)
-        return 1
-    if args.process_id:  # a multi-process run's other processes: process 0 reports, exports and replays
-        return 0
-    print(f"checkpoint: {last}  ({time.perf_counter() - start:.0f} s)  final JAX eval: success "
-          f"{metrics.get('eval/episode_final_success', float('nan')):.3f} over {preset.num_eval_envs} episodes")
-    if args.export or args.replay_episodes:
-        onnx_path, npz_path = export.export(last, out / "policy.onnx")
-        if args.replay_episodes:
-            replay.replay(onnx_path or npz_path, episodes=args.replay_episodes, seed=args.seed)
-    print(f"total wall time {time.perf_counter() - start:.0f} s")
-    return 0

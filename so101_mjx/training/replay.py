@@ -14,7 +14,6 @@ the gym envs render the scene as shipped (meshes, shadows), whatever ``image_qua
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +105,3 @@ def replay(
         write_video(frames, video, fps=gym_env.metadata["render_fps"])
         print(f"video of the first {min(episodes, video_episodes)} episodes: {video}")
     return result
-
-
-def run(args: argparse.Namespace) -> int:
-    replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes, args.reference, args.force)
-    return 0

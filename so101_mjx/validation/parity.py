@@ -18,10 +18,8 @@ Everything runs in float32 unless ``--x64``; the contract (docs/backends.md, doc
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
-import json
 import sys
 import time
 from typing import Any
@@ -31,7 +29,6 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx._files import atomic_write
 from so101_mjx.envs.rollout import check_memory, run_episodes
 from so101_mjx.sim.physics import BACKENDS, make_physics
 from so101_mjx.validation import reference
@@ -287,14 +284,3 @@ def run_all(n_episodes: int, n_steps: int = max(HORIZONS)) -> dict[str, Any]:
     if n_episodes:
         results["contact_rich"] = outcome_agreement(n_episodes)
     return results
-
-
-def run(args: argparse.Namespace) -> int:
-    jax.config.update("jax_enable_x64", bool(args.x64))
-    t0 = time.perf_counter()
-    results = run_all(args.episodes, max(HORIZONS) if args.steps is None else args.steps)
-    results["seconds"] = time.perf_counter() - t0
-    print(format_table(results))
-    if args.json:
-        atomic_write(args.json, json.dumps(results, indent=1))
-    return 0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from so101_mjx.cli import argtypes as cliargs, commands
+from so101_mjx.cli import argtypes as cliargs, distill, record
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = str(10**12)  # worlds, episodes or a batch: terabytes on any machine
@@ -34,9 +34,9 @@ def test_distill_image_size_range_is_the_students_own():
     from so101_mjx.envs.config import MAX_IMAGE_SIZE
     from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, conv_sides
 
-    assert commands.DISTILL_IMAGE_SIZES == (MIN_IMAGE_SIZE, MAX_IMAGE_SIZE) == (36, 1024)
+    assert distill.IMAGE_SIZES == (MIN_IMAGE_SIZE, MAX_IMAGE_SIZE) == (36, 1024)
     assert conv_sides(MIN_IMAGE_SIZE)[-1] == 1 and conv_sides(MIN_IMAGE_SIZE - 1)[-1] < 1
-    parse = cliargs.int_in(*commands.DISTILL_IMAGE_SIZES, "image size")
+    parse = cliargs.int_in(*distill.IMAGE_SIZES, "image size")
     assert parse("36") == 36 and parse("1024") == 1024
     for bad in ("35", "1", "1025"):
         with pytest.raises(ValueError, match="integer >= 36 and <= 1024"):
@@ -51,7 +51,7 @@ def test_distill_image_size_below_the_students_minimum_is_a_parse_error(tmp_path
 def test_record_image_size_range_is_records_own():
     from so101_mjx.data.record import IMAGE_SIZES
 
-    assert commands.RECORD_IMAGE_SIZES == IMAGE_SIZES
+    assert record.IMAGE_SIZES == IMAGE_SIZES
 
 
 def test_rollout_steps_past_int32_is_a_parse_error():

@@ -142,7 +142,7 @@ def test_python_m_so101_mjx_is_the_console_script():
 
 def test_only_input_errors_are_one_line(monkeypatch, capsys):
     """An InputError from a command is one line and status 2; any other ValueError is a bug: its traceback propagates."""
-    from so101_mjx.envs import rollout
+    from so101_mjx.cli import rollout
     from so101_mjx.errors import InputError
 
     def raising(error):
@@ -216,7 +216,7 @@ def test_the_version_is_written_once():
 def test_help_texts_name_what_the_library_tables_hold():
     """The CLI declares its options without importing the library: what its help texts list is checked here
     against the tables they mirror (backends, qualities, policies, IK solvers, DistillConfig, defaults)."""
-    from so101_mjx.cli import commands
+    from so101_mjx.cli import distill, options
     from so101_mjx.envs import arm, rollout, scripted
     from so101_mjx.render.batch import QUALITIES
     from so101_mjx.sim.physics import BACKENDS
@@ -232,9 +232,9 @@ def test_help_texts_name_what_the_library_tables_hold():
             sub = sub._subparsers._group_actions[0].choices[argv[1]]
         return {a.dest: a.help or "" for a in sub._actions}
 
-    assert all(b in commands.BACKEND_HELP for b in BACKENDS) and all(q in commands.QUALITY_HELP for q in QUALITIES)
+    assert all(b in options.BACKEND_HELP for b in BACKENDS) and all(q in options.QUALITY_HELP for q in QUALITIES)
     assert all(p in helps(["rollout"])["policy"] for p in rollout.POLICIES)
     assert str(scripted.DEFAULT_ACTION_SCALE) in helps(["rollout"])["action_scale"]
     assert f"longest horizon, {max(HORIZONS)}" in helps(["parity"])["steps"]
     assert all(s in helps(["bench", "env"])["ik_solver"] for s in arm.IK_SOLVERS)
-    assert set(commands.DISTILL_FIELDS) == {f.name for f in dataclasses.fields(DistillConfig)}
+    assert set(distill.CONFIG_FIELDS) == {f.name for f in dataclasses.fields(DistillConfig)}
