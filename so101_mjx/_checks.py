@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 
 
 def is_traced(value: Any) -> bool:
@@ -130,12 +130,15 @@ def _size(nbytes: float) -> str:
     return f"{nbytes / 2**30:,.1f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.1f} MiB"
 
 
-def fits_memory(setting: str, nbytes: float, what: str, *, device: bool = False) -> None:
-    """InputError naming ``setting`` (e.g. ``"--num-envs = 4096"``) when ``nbytes``, an estimate of what
-    it allocates (``what``), exceeds :func:`machine_memory` (nothing is refused when that is unknown)."""
+def fits_memory(setting: str, nbytes: float, what: str, *, device: bool = False,
+                parameters: tuple[str, ...] = ()) -> None:
+    """:class:`~so101_mjx.errors.ParameterError` naming ``setting`` (e.g. ``"num_envs 4096"``, of ``parameters``)
+    when ``nbytes``, an estimate of what it allocates (``what``), exceeds :func:`machine_memory` (nothing is
+    refused when that is unknown)."""
     limit, kind = machine_memory(device)
     if limit and nbytes > limit:
-        raise InputError(f"{setting} needs about {_size(nbytes)} ({what}); this machine has {_size(limit)} of {kind}")
+        raise ParameterError(f"{setting} needs about {_size(nbytes)} ({what}); this machine has {_size(limit)} of "
+                             f"{kind}", *parameters)
 def real_array(name: str, value: Any, shape: tuple[int, ...] | None = None, *, finite: bool = False, layout: str = "") -> np.ndarray:
     """``value`` as a float64 NumPy array of real numbers (ints and floats: not complex, bool, text or
     objects), of ``shape`` when given (``layout`` names its entries in the message), finite with

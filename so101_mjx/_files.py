@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 
 STAGING = ".staging"
 MANIFEST = "MANIFEST.json"
@@ -68,12 +68,13 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def check_out(*paths: Path | str, option: str = "--out") -> None:
-    """InputError naming the first of ``paths`` (files about to be written) that is a directory;
-    ``option`` is what chose them. Called before the work that would end in writing them."""
+def check_out(*paths: Path | str, parameter: str = "out") -> None:
+    """:class:`~so101_mjx.errors.ParameterError` naming the first of ``paths`` (files about to be written) that
+    is a directory; ``parameter`` is what chose them. Called before the work that would end in writing them."""
     for path in paths:
         if os.path.isdir(path):
-            raise InputError(f"{option}: {path} is a directory, expected a file path (export writes a file there)")
+            raise ParameterError(f"{parameter}: {path} is a directory, expected a file path (export writes a file "
+                                 "there)", parameter)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -197,3 +198,19 @@ def test_the_static_face_mirrors_the_lazy_table(package):
     literal = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
     assert isinstance(literal, ast.List) and sorted(ast.literal_eval(literal)) == sorted({*lazy} | ({"__version__"} & set(module.__all__)))
     assert (ROOT / "py.typed").is_file()
+
+
+def test_library_errors_name_no_flag():
+    """Library errors and warnings name parameters (``steps``, ``force=True``), never a command's flag; ``so101-mjx``
+    writes the parameters a ParameterError names as its options. Flags are the business of ``so101_mjx.cli``."""
+    flag = re.compile(r"--[a-zA-Z]")
+    found = []
+    for name, path in _modules().items():
+        if name.startswith("so101_mjx.cli."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            warns = isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "warn"
+            if isinstance(node, ast.Raise) or warns:
+                found += [f"{name}:{c.lineno}: {c.value!r}" for c in ast.walk(node)
+                          if isinstance(c, ast.Constant) and isinstance(c.value, str) and flag.search(c.value)]
+    assert not found, found

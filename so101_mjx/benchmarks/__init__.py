@@ -84,9 +84,10 @@ def compile_cost(fn: Callable, *args: Any) -> tuple[Any, dict[str, float]]:
 
 
 def check_batches(batches: list[int], per_item: float, what: str) -> None:
-    """InputError naming ``--batch`` when its largest batch, at ``per_item`` bytes each (``what``), would not
+    """ParameterError naming ``batch`` when its largest batch, at ``per_item`` bytes each (``what``), would not
     fit the device's memory (:func:`so101_mjx._checks.fits_memory`)."""
-    checks.fits_memory(f"--batch {max(batches)}", max(batches) * per_item, f"{per_item:,.0f} B per {what}", device=True)
+    checks.fits_memory(f"batch {max(batches)}", max(batches) * per_item, f"{per_item:,.0f} B per {what}", device=True,
+                       parameters=("batch",))
 
 
 def peak_device_bytes() -> int | None:

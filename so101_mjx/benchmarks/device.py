@@ -43,7 +43,7 @@ import numpy as np
 from so101_mjx._files import atomic_write
 from so101_mjx.benchmarks import compile_cost, dynamics as dynamics_bench, ik as ik_bench, peak_device_bytes
 from so101_mjx.envs import make, rollout, scripted
-from so101_mjx.errors import InputError
+from so101_mjx.errors import ParameterError
 from so101_mjx.render.warp import warp_available
 from so101_mjx.sim.physics import default_backend
 
@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     for run_dir in (out / "reach_ppo", out / "pickcube_ppo"):
         if run_dir.is_dir() and any(run_dir.iterdir()):
-            raise InputError(f"--out: {str(run_dir)!r} holds an earlier run; give bench device an empty or new --out")
+            raise ParameterError(f"out: {str(run_dir)!r} holds an earlier run; give an empty or new out", "out")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     deadline = {k: t0 + share * args.budget_s for k, share in DEADLINES.items()}

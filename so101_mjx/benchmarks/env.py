@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     make_s = time.perf_counter() - start
     loops = ([args.loop] if args.loop else list(C_LOOPS)) if env.backend == "c" else [None]
     envs = {loop: env if loop in (None, env.physics.loop) else make(args.env, backend="c", loop=loop, **config) for loop in loops}
-    check_memory(env, max(args.batch), args.steps, True, f"--batch {max(args.batch)}")
+    check_memory(env, max(args.batch), args.steps, True, f"batch {max(args.batch)}", ("batch",))
     state_size = mujoco.mj_stateSize(env.mj_model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
     check_batches(args.batch, 8 * env.n_substeps * (state_size + env.mj_model.nsensordata + env.mj_model.nu),
                   "world of the raw mujoco.rollout (float64 states, sensors and ctrl of each substep)")

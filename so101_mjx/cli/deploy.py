@@ -14,16 +14,17 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                                        "mode; or 'excitation', the commands so101-mjx sysid fits the servos to")
     parser.add_argument("--robot.type", dest="robot_type", choices=("so101_mjx", "so101_follower"), default="so101_mjx",
                         help="so101_follower: a real SO-101 through lerobot; so101_mjx: the simulated follower")
-    parser.add_argument("--robot.port", dest="robot_port", default=None, help="the follower's serial port (so101_follower)")
+    parser.add_argument("--robot.port", dest="port", metavar="ROBOT_PORT", default=None,
+                        help="the follower's serial port (so101_follower)")
     parser.add_argument("--robot.id", dest="robot_id", default=None, help="the follower's calibration id (so101_follower)")
     parser.add_argument("--robot.max_relative_target", dest="robot_max_relative_target", type=types.positive_float, default=None,
                         help="motor units per action a target may lie from the measured position (lerobot's clamp)")
     parser.add_argument("--calibration", type=types.calibration, default=None, metavar="FILE",
                         help="the follower's lerobot calibration file when its units differ from the policy's: readings and "
                              "targets are converted through the joint angles (so101_mjx: the simulated follower takes its units)")
-    parser.add_argument("--robot.front_camera", dest="robot_front_camera", default=None,
+    parser.add_argument("--robot.front_camera", dest="front_camera", metavar="ROBOT_FRONT_CAMERA", default=None,
                         help="OpenCV index or path of the 'front' camera (a pixel policy on so101_follower)")
-    parser.add_argument("--robot.wrist_camera", dest="robot_wrist_camera", default=None,
+    parser.add_argument("--robot.wrist_camera", dest="wrist_camera", metavar="ROBOT_WRIST_CAMERA", default=None,
                         help="OpenCV index or path of the 'wrist' camera (a pixel policy that sees it, on so101_follower)")
     parser.add_argument("--episodes", type=types.positive_int, default=1)
     parser.add_argument("--episode-time-s", type=types.positive_float, default=None, help="default: the task's episode length")
@@ -43,8 +44,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.follower import deploy
 
-    options = {"port": args.robot_port, "robot_id": args.robot_id, "max_relative_target": args.robot_max_relative_target,
-               "real_time": args.real_time, "front_camera": args.robot_front_camera, "wrist_camera": args.robot_wrist_camera}
+    options = {"port": args.port, "robot_id": args.robot_id, "max_relative_target": args.robot_max_relative_target,
+               "real_time": args.real_time, "front_camera": args.front_camera, "wrist_camera": args.wrist_camera}
     result = deploy.deploy(args.policy, args.robot_type, episodes=args.episodes, episode_time_s=args.episode_time_s,
                            time_limit_s=args.time_limit_s, dry_run=args.dry_run, start_tolerance=args.start_tolerance,
                            dataset=args.dataset, seed=args.seed, servo_model=args.servo_model, calibration=args.calibration,

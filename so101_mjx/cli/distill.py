@@ -43,5 +43,5 @@ def run(args: argparse.Namespace) -> int:
     config = distill.DistillConfig(**{name: getattr(args, name) for name in CONFIG_FIELDS if getattr(args, name) is not None})
     distill.train_student(args.teacher, args.out, config, image_size=args.image_size, image_quality=args.image_quality,
                           cameras=args.cameras, visual_randomization=args.visual_randomization,
-                          camera_specs=dict(args.camera_spec or ()), servo_model=args.servo_model)
+                          camera_specs=dict(args.camera_specs or ()), servo_model=args.servo_model)
     return 0

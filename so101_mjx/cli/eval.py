@@ -26,11 +26,22 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=types.output_file, default=None, help="also write the results (per-episode outcomes too) to this file")
 
 
+def backends(text: str) -> tuple[str, ...]:
+    """``"mjx,c"`` -> ``("mjx", "c")``; InputError naming ``--backend`` for anything else."""
+    from so101_mjx.errors import InputError
+    from so101_mjx.sim.physics import BACKENDS
+
+    names = tuple(b.strip() for b in text.split(","))
+    if not names or any(b not in BACKENDS for b in names) or len(set(names)) != len(names):
+        raise InputError(f"--backend must be one or more of {BACKENDS} separated by commas, got {text!r}")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     from so101_mjx._files import atomic_write
     from so101_mjx.training import evaluate
 
-    result = evaluate.evaluate(args.policy, args.env, evaluate.parse_backends(args.backend), args.episodes, args.seed, args.x64,
+    result = evaluate.evaluate(args.policy, args.env, backends(args.backend), args.episodes, args.seed, args.x64,
                                args.force, args.servo_model, args.visual_randomization)
     if args.json:
         atomic_write(args.json, json.dumps(result, indent=1))

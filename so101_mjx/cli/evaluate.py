@@ -30,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from so101_mjx._files import atomic_write
     from so101_mjx.training import suites
 
+    suites.suite(args.suite, "--suite")  # a bad suite is refused naming the option
     result = suites.run_suite(args.policy, args.suite, seed=args.seed, backend=args.backend, episodes=args.episodes)
     comparison = None
     if args.compare:

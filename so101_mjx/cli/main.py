@@ -3,7 +3,8 @@
 The parser is built from :mod:`so101_mjx.cli.commands` and :mod:`so101_mjx.cli.benches`, which
 declare every command's arguments without importing it; the chosen command's module is imported
 to run it. A :class:`~so101_mjx.errors.InputError` (bad input: a value, a file, an env name) is
-reported as one line with exit status 2, and so is an OSError of the disk (out of space, quota,
+reported as one line with exit status 2 (the parameters a :class:`~so101_mjx.errors.ParameterError`
+names written as the command's options), and so is an OSError of the disk (out of space, quota,
 read-only, permission, name too long: :data:`so101_mjx._files.DISK_ERRNOS`). A
 :class:`~so101_mjx.errors.SetupError` (no GL backend, no display) is one line with exit status 1,
 and so is a ``MUJOCO_GL`` that would make ``import mujoco`` fail (checked before a command runs).
@@ -16,12 +17,13 @@ import argparse
 import ctypes.util
 import importlib
 import os
+import re
 import sys
 
 from so101_mjx._files import DISK_ERRNOS
 from so101_mjx.cli.benches import BENCHES
 from so101_mjx.cli.commands import CAMERA, COMMANDS, Command
-from so101_mjx.errors import InputError, SetupError
+from so101_mjx.errors import InputError, ParameterError, SetupError
 
 # MUJOCO_GL values mujoco's GL context module accepts on Linux; for the offscreen ones, the library it loads
 MUJOCO_GL_VALUES = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0", "glfw", "glx", "egl", "osmesa")
@@ -47,7 +49,21 @@ def mujoco_gl_problem() -> str | None:
 def _add(sub: argparse._SubParsersAction, name: str, command: Command) -> None:
     parser = sub.add_parser(name, help=command.help, description=command.help)
     command.arguments(parser)
-    parser.set_defaults(_module=command.module)
+    parser.set_defaults(_module=command.module, _options={a.dest: a for a in parser._actions if a.option_strings})
+
+
+def spelled(err: InputError, options: dict[str, argparse.Action]) -> str:
+    """The message of ``err`` with each parameter a :class:`ParameterError` names written as the option of that
+    destination in ``options`` (``steps`` -> ``--steps``; a switch's ``force=True`` -> ``--force``)."""
+    text = str(err)
+    for name in err.parameters if isinstance(err, ParameterError) else ():
+        dest, switch, value = name.partition("=")
+        action = options.get(dest)
+        if action is None or (switch and (action.nargs != 0 or str(action.const) != value)):
+            continue
+        flag = max(action.option_strings, key=len)
+        text = re.sub(rf"(?<![\w./-]){re.escape(name)}(?![\w/-]|\.\w)", lambda _, flag=flag: flag, text)
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"so101-mjx {args.command}: error: {err}", file=sys.stderr)
         return 1
     except InputError as err:
-        print(f"so101-mjx {args.command}: error: {err}", file=sys.stderr)
+        print(f"so101-mjx {args.command}: error: {spelled(err, args._options)}", file=sys.stderr)
         return 2
     except OSError as err:
         if err.errno not in DISK_ERRNOS:

@@ -20,7 +20,8 @@ QUALITY_HELP = "camera render model: fast, shadowed or full"
 
 def add_camera_spec(parser: argparse.ArgumentParser) -> None:
     """``--camera-spec CAMERA=FILE``, repeatable: an image camera's file."""
-    parser.add_argument("--camera-spec", type=types.camera_spec, action="append", default=None, metavar="CAMERA=FILE",
+    parser.add_argument("--camera-spec", dest="camera_specs", type=types.camera_spec, action="append", default=None,
+                        metavar="CAMERA=FILE",
                         help="a camera's file (OpenCV conventions: pose, intrinsics, lens distortion, latency in ticks; "
                         "docs/pixels.md) or a shipped one (menagerie_wrist); repeat per camera")
 

@@ -12,8 +12,9 @@ from so101_mjx.cli import argtypes as types
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
     parser.add_argument("--x64", action="store_true", help="float64 (the contract's precision); default float32")
-    parser.add_argument("--episodes", type=types.non_negative_int, default=256, help="seeds of the scripted pick-and-place (0 skips)")
-    parser.add_argument("--steps", type=types.steps, default=None,
+    parser.add_argument("--episodes", dest="n_episodes", metavar="EPISODES", type=types.non_negative_int, default=256,
+                        help="seeds of the scripted pick-and-place (0 skips)")
+    parser.add_argument("--steps", dest="n_steps", metavar="STEPS", type=types.steps, default=None,
                         help="control steps of the open-loop episodes (default: the longest horizon, 200)")
     parser.add_argument("--json", type=types.output_file, default=None, help="also write the results to this JSON file")
 
@@ -26,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
 
     jax.config.update("jax_enable_x64", bool(args.x64))
     t0 = time.perf_counter()
-    results = parity.run_all(args.episodes, max(parity.HORIZONS) if args.steps is None else args.steps)
+    results = parity.run_all(args.n_episodes, max(parity.HORIZONS) if args.n_steps is None else args.n_steps)
     results["seconds"] = time.perf_counter() - t0
     print(parity.format_table(results))
     if args.json:

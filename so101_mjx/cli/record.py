@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 
 from so101_mjx._interrupts import dataset_kept, interruptible
 from so101_mjx.cli import argtypes as types
 from so101_mjx.cli.options import BACKEND, BACKEND_HELP, JOINT_UNITS, QUALITY, QUALITY_HELP, add_camera_spec, add_visual_randomization
+from so101_mjx.errors import InputError
 
 IMAGE_SIZES = (16, 8192)  # px: the frame sides record writes (so101_mjx.data.record.IMAGE_SIZES)
 
@@ -58,11 +60,15 @@ def joint_config(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.data import record
 
+    if not args.no_video and importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise InputError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), "
+                         "or pass --no-video")
+
     r = record.record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
                       tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
                       args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization,
                       repair=args.repair, config=joint_config(args) if args.control_mode == "joint" else None,
-                      camera_specs=dict(args.camera_spec or ()))
+                      camera_specs=dict(args.camera_specs or ()))
     print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
     print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
           f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")

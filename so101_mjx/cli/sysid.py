@@ -30,7 +30,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--iterations", type=types.positive_int, default=12, help="cross-entropy iterations")
     parser.add_argument("--sweeps", type=types.non_negative_int, default=3, help="coordinate sweeps after the search")
     parser.add_argument("--polish", type=types.non_negative_int, default=4, help="search iterations around the swept fit")
-    parser.add_argument("--plot", type=types.output_file, default=None, help="also draw measured and fitted positions to this PNG")
+    parser.add_argument("--plot", dest="plot_to", metavar="PLOT", type=types.output_file, default=None,
+                        help="also draw measured and fitted positions to this PNG")
     parser.add_argument("--seed", type=types.seed, default=0)
 
 
@@ -52,5 +53,6 @@ def run(args: argparse.Namespace) -> int:
     report_path(args.out)
     command.fit_servo_model(args.dataset, args.out, units=args.units, calibration=args.calibration, task=args.task,
                             backend=args.backend, motors=args.motors, population=args.population, elites=args.elites,
-                            iterations=args.iterations, sweeps=args.sweeps, polish=args.polish, plot_to=args.plot, seed=args.seed)
+                            iterations=args.iterations, sweeps=args.sweeps, polish=args.polish,
+                            plot_to=args.plot_to, seed=args.seed)
     return 0

@@ -10,9 +10,11 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 from so101_mjx.cli import argtypes as types
 from so101_mjx.cli.options import BACKEND, BACKEND_HELP
+from so101_mjx.errors import InputError
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -46,20 +48,46 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address in a multi-process run")
 
 
+def spelling(renamed: Any) -> str:
+    """A former preset's run (:class:`~so101_mjx.training.preset.Renamed`) as options: ``--preset P --env-config V``
+    and its length fields."""
+    flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in renamed.length.items())
+    return f"--preset {renamed.preset} --env-config {renamed.variant}{flags}"
+
+
+def check_processes(num_processes: int, process_id: int | None, coordinator: str | None) -> None:
+    """InputError unless the options name one launcher (no process id, no coordinator) or one
+    process of a run (``process_id`` in ``[0, num_processes)`` and a ``host:port`` coordinator)."""
+    if process_id is None and coordinator is None:
+        return
+    if process_id is None or coordinator is None:
+        raise InputError("--process-id and --coordinator go together (one process of a multi-process run)")
+    if not 0 <= process_id < num_processes:
+        raise InputError(f"--process-id must be in [0, --num-processes={num_processes}), got {process_id}")
+    host, _, port = coordinator.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(f"--coordinator must be HOST:PORT (e.g. 10.0.0.1:23456), got {coordinator!r}")
+
+
 def run(args: argparse.Namespace) -> int:
     from so101_mjx._files import check_out
     from so101_mjx.envs.registry import canonical
-    from so101_mjx.errors import InputError
     from so101_mjx.training import distributed, export, ppo, presets, replay
     from so101_mjx.training.ppo_loop import NonFiniteError
 
-    distributed.check(args.num_processes, args.process_id, args.coordinator)
+    check_processes(args.num_processes, args.process_id, args.coordinator)
     env_name = canonical(args.env)
+    renamed = presets.RENAMED.get(env_name, {}).get(args.preset or "")
+    if renamed is not None and args.env_config is not None:
+        raise InputError(f"preset {args.preset!r} is now {spelling(renamed)}: "
+                         "give the preset and --env-config that way")
     with warnings.catch_warnings(record=True) as said:
         warnings.simplefilter("always", FutureWarning)
         preset_name, preset, variant = presets.resolve(env_name, args.preset, args.algo, args.env_config)
     for warning in said:
-        print(f"so101-mjx train: note: {warning.message}", file=sys.stderr)
+        renamed_to = isinstance(warning.message, presets.RenamedPreset) and spelling(warning.message.renamed)
+        note = f"preset {args.preset!r} of {env_name} is now {renamed_to}" if renamed_to else warning.message
+        print(f"so101-mjx train: note: {note}", file=sys.stderr)
     if preset.algo == "sac" and args.num_processes > 1:
         raise InputError(f"--num-processes {args.num_processes}: SAC (preset {preset_name!r}) trains in one process")
     if args.num_processes > 1 and args.process_id is None:
@@ -71,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     label = "-".join(filter(None, (env_name, preset_name, presets.variant_label(variant))))
     out = Path(types.output_dir(args.out or f"runs/{label}-s{args.seed}"))
     if args.export or args.replay_episodes:  # refused before training, not after
-        check_out(out / "policy.onnx", out / "policy.npz", option="--export")
+        check_out(out / "policy.onnx", out / "policy.npz", parameter="--export")
     start = time.perf_counter()
     try:
         last, metrics = ppo.train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume,

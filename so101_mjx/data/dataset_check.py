@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from so101_mjx import _schema as schema
 from so101_mjx.data import lerobot_format as fmt
-from so101_mjx.errors import InputError, MissingFileError
+from so101_mjx.errors import InputError, MissingFileError, ParameterError
 
 # the info.json fields read back (checking, resuming), and those of each feature
 INFO_FIELDS = {"codebase_version": schema.STRING, "total_episodes": schema.integer(0), "total_frames": schema.integer(0),
@@ -232,8 +232,8 @@ def check(root: str | Path) -> dict[str, Any]:
     found = inspect(root)
     if found.problems:
         more = f" (and {len(found.problems) - 1} more)" if len(found.problems) > 1 else ""
-        keep = f"--repair keeps its {len(found.intact)} intact episodes" if found.intact else "no episode is intact"
-        raise InputError(f"{root}: {found.problems[0]}{more}; {keep}")
+        keep = f"repair=True keeps its {len(found.intact)} intact episodes" if found.intact else "no episode is intact"
+        raise ParameterError(f"{root}: {found.problems[0]}{more}; {keep}", "repair=True")
     if found.info["total_episodes"] < 1:
         raise InputError(f"{root}: can only resume a dataset with episodes, found none")
     return found.info

@@ -25,7 +25,7 @@ from so101_mjx._files import Transaction, disk_errors, recover
 from so101_mjx.data import lerobot_format as fmt
 from so101_mjx.data.dataset_check import Finding, inspect
 from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 
 STAT_KEYS = ("min", "max", "mean", "std", "count", *QUANTILE_KEYS)
 
@@ -42,7 +42,8 @@ def repair(root: str | Path, provenance: str | None = None) -> tuple[int, list[s
     if not found.problems:
         return found.info["total_episodes"], []
     if not found.intact:
-        raise InputError(f"{root}: no episode is intact ({found.problems[0]}); --repair changed nothing")
+        raise ParameterError(f"{root}: no episode is intact ({found.problems[0]}); repair=True changed nothing",
+                             "repair=True")
     kept = _renumber(found.intact)
     with disk_errors(f"the dataset at {root}"):
         txn = Transaction(root, fmt.PREFIXES)

@@ -36,7 +36,7 @@ from so101_mjx.envs import make, scripted
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import canonical, names as task_names, task
 from so101_mjx.envs.rollout import CHUNK_STEPS, check_memory, policy_fns, task_config
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.render import visual_randomization
 from so101_mjx.render.batch import camera_names
 from so101_mjx.render.visual_randomization import VisualRandomization
@@ -74,7 +74,7 @@ def _dataset_module():
     return lerobot_dataset
 
 
-SCRIPTED = ("scripted", "demonstrator")  # --policy names of the tasks' own controllers
+SCRIPTED = ("scripted", "demonstrator")  # policy names of the tasks' own controllers
 
 
 def policy_and_env(policy: str, env_name: str | None, backend: str | None, config: dict[str, Any]):
@@ -85,20 +85,21 @@ def policy_and_env(policy: str, env_name: str | None, backend: str | None, confi
     names another env)."""
     if policy in SCRIPTED:
         if env_name is None:
-            raise InputError(f"--env is required with --policy {policy} (one of {task_names()})")
+            raise ParameterError(f"env is required with policy {policy!r} (one of {task_names()})", "env", "policy")
         name = canonical(env_name)
         env = make(name, backend=backend, **{**task_config(name, scripted.DEFAULT_ACTION_SCALE, True), **config})
         return name, env, policy, policy
     if Path(policy).suffix not in (".onnx", ".npz"):
-        raise InputError(f"--policy must be one of {SCRIPTED} or an exported .onnx / .npz file, got {policy!r}")
+        raise ParameterError(f"policy must be one of {SCRIPTED} or an exported .onnx / .npz file, got {policy!r}",
+                             "policy")
     from so101_mjx.training import policies
 
     loaded = policies.load(policy).require_state("record")
     name, _ = loaded.env_for(env_name)  # its own env: another one is refused
     mode = loaded.control_mode
     if config.get("control_mode", mode) != mode:
-        raise InputError(f"{policy} acts in control_mode {mode!r}; it cannot record in {config['control_mode']!r} "
-                         "(--control-mode applies to the scripted policies)")
+        raise ParameterError(f"{policy} acts in {mode!r} control mode; it cannot record in {config['control_mode']!r} "
+                             "(control_mode applies to the scripted policies)", "control_mode")
     return name, loaded.make_env(backend, **config), loaded.jax_fn, str(Path(policy).resolve())
 
 
@@ -106,21 +107,40 @@ def _check_cameras(env: SO101Env, cameras: list[str], specs: dict[str, Any] | No
     names = camera_names(env.mj_model)
     unknown = [c for c in cameras if c not in names]
     if unknown or not cameras or len(set(cameras)) != len(cameras):
-        raise InputError(f"--cameras must be distinct names of {type(env).__name__}'s cameras {names}, got {cameras}")
+        raise ParameterError(f"cameras must be distinct camera names of {type(env).__name__}: {names}, got {cameras}",
+                             "cameras")
     unrecorded = sorted(set(specs or {}) - set(cameras))
     if unrecorded:
-        raise InputError(f"--camera-spec for {unrecorded}, which is not recorded (--cameras {','.join(cameras)})")
+        raise ParameterError(f"camera_specs for {unrecorded}, which is not recorded (cameras {','.join(cameras)})",
+                             "camera_specs", "cameras")
+
+
+def _check_sizes(episodes: int, num_envs: int, max_tries: int, image_size: int | None) -> None:
+    """ParameterError naming the first count below 1, an odd or out-of-range ``image_size``, or a video without
+    its encoder."""
+    for name, value in (("episodes", episodes), ("num_envs", num_envs), ("max_tries", max_tries)):
+        if not isinstance(value, int) or value < 1:
+            raise ParameterError(f"{name} must be an integer >= 1, got {value!r}", name)
+    if image_size is None:
+        return
+    if not isinstance(image_size, int) or image_size % 2 or not IMAGE_SIZES[0] <= image_size <= IMAGE_SIZES[1]:
+        raise ParameterError(f"image_size must be an even integer in [{IMAGE_SIZES[0]}, {IMAGE_SIZES[1]}] pixels, "
+                             f"got {image_size!r}", "image_size")
+    if importlib.util.find_spec("imageio_ffmpeg") is None:
+        raise ParameterError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), "
+                             "or pass image_size=None", "image_size=None")
 
 
 def _check_memory(env: SO101Env, worlds: int, image_size: int | None, cameras: int) -> None:
-    """InputError naming the option when its arrays would not fit the machine's memory: the worlds' episodes
+    """ParameterError naming the parameter when its arrays would not fit the machine's memory: the worlds' episodes
     (:func:`~so101_mjx.envs.rollout.check_memory`), and one episode's frames twice (the render workers'
     shares and the frames handed to the video encoder)."""
-    check_memory(env, worlds, env.episode_length, True, f"--num-envs {worlds}")
+    check_memory(env, worlds, env.episode_length, True, f"num_envs {worlds}", ("num_envs",))
     if image_size:
         frames = env.episode_length * cameras
-        checks.fits_memory(f"--image-size {image_size}", 2 * frames * 3 * image_size**2,
-                           f"an episode's {frames} frames of {image_size}x{image_size}x3 bytes, twice")
+        checks.fits_memory(f"image_size {image_size}", 2 * frames * 3 * image_size**2,
+                           f"an episode's {frames} frames of {image_size}x{image_size}x3 bytes, twice",
+                           parameters=("image_size",))
 
 
 def state_and_action_names(env: SO101Env) -> tuple[list[str], list[str]]:
@@ -279,14 +299,7 @@ def record(
     resume = resume or repair
     cameras = list(cameras)
     visual = visual_randomization.parse(visual)
-    for flag, value in (("--episodes", episodes), ("--num-envs", num_envs), ("--max-tries", 1 if max_tries is None else max_tries)):
-        if not isinstance(value, int) or value < 1:
-            raise InputError(f"{flag} must be an integer >= 1, got {value!r}")
-    if image_size is not None:
-        if not isinstance(image_size, int) or image_size % 2 or not IMAGE_SIZES[0] <= image_size <= IMAGE_SIZES[1]:
-            raise InputError(f"--image-size must be an even integer in [{IMAGE_SIZES[0]}, {IMAGE_SIZES[1]}] pixels, got {image_size!r}")
-        if importlib.util.find_spec("imageio_ffmpeg") is None:
-            raise InputError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), or pass --no-video")
+    _check_sizes(episodes, num_envs, 1 if max_tries is None else max_tries, image_size)
     name, jax_env, fn, source = policy_and_env(policy, env, backend, dict(config or {}))
     if image_size is not None:
         _check_cameras(jax_env, cameras, camera_specs)
@@ -294,7 +307,8 @@ def record(
     rate = 1.0 / jax_env.dt
     fps = round(rate) if fps is None else fps
     if abs(fps - rate) > 1e-6:
-        raise InputError(f"--fps must be {name}'s control rate 1 / control_dt = {rate:g} Hz (a frame is a control step), got {fps}")
+        raise ParameterError(f"fps must be {name}'s control rate 1 / control_dt = {rate:g} Hz (a frame is a control "
+                             f"step), got {fps}", "fps")
     with exclusive(out, "recording"):  # one writer per dataset, from its provenance read to the last rename
         if repair:
             _repair(Path(out))
@@ -360,8 +374,9 @@ def _repair(out: Path, shown: int = 20) -> None:
 
     kept, problems = dataset_repair.repair(out, PROVENANCE)
     for problem in problems[:shown] + ([f"... and {len(problems) - shown} more problems"] if len(problems) > shown else []):
-        print(f"record --repair: {out}: {problem}", file=sys.stderr)
-    print(f"record --repair: {out} holds {kept} intact episodes" + (" (nothing to repair)" if not problems else ""), file=sys.stderr)
+        print(f"record repair: {out}: {problem}", file=sys.stderr)
+    print(f"record repair: {out} holds {kept} intact episodes" + (" (nothing to repair)" if not problems else ""),
+          file=sys.stderr)
 
 
 def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:

@@ -50,7 +50,7 @@ def _flat(state: State) -> State:
 def run_episodes(
     env: SO101Env, policy: str | Callable, rng: Array, num_envs: int, steps: int | None = None,
     trajectory: bool = False, stop_when_done: bool = False, setting: str | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, parameters: tuple[str, ...] = ("num_envs",),
 ) -> dict[str, Array]:
     """One episode in each of ``num_envs`` worlds (jitted).
 
@@ -59,11 +59,11 @@ def run_episodes(
     ``actions`` (B, T, 4), axes (B, T). ``stop_when_done`` (without ``trajectory``) scans in
     chunks of :data:`CHUNK_STEPS` and stops once every episode has ended: same results, less
     compute when episodes terminate early; ``progress(steps, ended)`` is then called after each chunk
-    with the steps run and the episodes ended so far. InputError naming ``setting`` (default
-    ``num_envs = N``) when the worlds would not fit the machine's memory (:func:`check_memory`).
+    with the steps run and the episodes ended so far. ParameterError naming ``setting`` (default
+    ``num_envs = N``; of ``parameters``) when the worlds would not fit the machine's memory (:func:`check_memory`).
     """
     steps = int(steps or env.episode_length)
-    check_memory(env, num_envs, steps, trajectory, setting)
+    check_memory(env, num_envs, steps, trajectory, setting, parameters)
     init, act = policy_fns(env, policy)
     keys = jax.random.split(rng, num_envs)
     if not stop_when_done or trajectory:
@@ -84,8 +84,10 @@ def run_episodes(
 CHUNK_STEPS = 25
 
 
-def check_memory(env: SO101Env, num_envs: int, steps: int, trajectory: bool, setting: str | None = None) -> None:
-    """InputError naming ``setting`` (default ``num_envs = N``) unless the episodes' arrays fit the device's memory.
+def check_memory(env: SO101Env, num_envs: int, steps: int, trajectory: bool, setting: str | None = None,
+                 parameters: tuple[str, ...] = ("num_envs",)) -> None:
+    """ParameterError naming ``setting`` (default ``num_envs = N``; of ``parameters``) unless the episodes' arrays
+    fit the device's memory.
 
     Estimate: per world, its State twice (the step's input and output) plus, with ``trajectory``,
     one State and one action per step; XLA's buffer sizes for a PickPlace rollout match it within
@@ -94,7 +96,8 @@ def check_memory(env: SO101Env, num_envs: int, steps: int, trajectory: bool, set
     state = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(jax.eval_shape(env.reset, jax.random.PRNGKey(0))))
     per_step = (state + 4 * np.dtype(jnp.result_type(float)).itemsize) if trajectory else 0
     what = f"{state} B of State per world" + (f" and {per_step} B per step of the {steps}-step trajectory" if trajectory else "")
-    checks.fits_memory(setting or f"num_envs = {num_envs}", num_envs * (2 * state + steps * per_step), what, device=True)
+    checks.fits_memory(setting or f"num_envs = {num_envs}", num_envs * (2 * state + steps * per_step), what,
+                       device=True, parameters=parameters)
 
 
 class _Episode(NamedTuple):
@@ -183,7 +186,8 @@ def rollout(env_name: str, num_envs: int = 64, steps: int | None = None, *, back
     scale = scripted.DEFAULT_ACTION_SCALE if action_scale is None else action_scale
     env = make(env_name, backend=backend, **task_config(env_name, scale, random_positions))
     steps = env.episode_length if steps is None else steps
-    check_memory(env, num_envs, steps, video is not None, f"--num-envs {num_envs} with --steps {steps}")
+    check_memory(env, num_envs, steps, video is not None, f"num_envs {num_envs} with steps {steps}",
+                 ("num_envs", "steps"))
     policy = policy or default_policy(env)
     init, act = policy_fns(env, policy)
     fn = _episodes(env, init, act, steps, trajectory=video is not None)

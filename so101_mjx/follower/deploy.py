@@ -42,7 +42,7 @@ import numpy as np
 from so101_mjx._interrupts import as_interrupt, shielded, sigterm_interrupts, stop_name
 from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.follower.actions import FEATURE_KEYS, as_dict, check_max_relative
 from so101_mjx.follower.cartesian import CartesianAdapter
 from so101_mjx.follower.deploy_log import Log, dataset_log, write_log
@@ -195,35 +195,39 @@ def excitation_plan(task: str = EXCITATION_TASK, fps: int = 30, units: str = "de
                 motors.motor_limits(ranges, units), task_policy=False, ranges=ranges)
 
 
-def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | None = None, max_relative_target=None,
+def make_robot(robot_type: str, p: Plan, *, port: str | None = None, robot_id: str | None = None,
+               max_relative_target=None,
                real_time: bool = False, seed: int = 0, front_camera: str | None = None, wrist_camera: str | None = None):
-    """The robot ``kind`` (:data:`ROBOTS`) set up for plan ``p`` (a real follower's cameras: ``front_camera`` and
+    """The robot ``robot_type`` (:data:`ROBOTS`) set up for plan ``p`` (a real follower's cameras: ``front_camera`` and
     ``wrist_camera``, OpenCV indices or paths); ValueError naming what is wrong."""
     max_relative_target = check_max_relative(max_relative_target)
-    if kind == "so101_mjx":
+    if robot_type == "so101_mjx":
         size = p.image_size or 480
         return SimFollower(SimFollowerConfig(
             task=p.task, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
             camera_names=p.cameras, camera_height=size, camera_width=size, fps=p.fps,
             camera_specs={c: s for c, s in p.camera_specs.items() if c in p.cameras} or None,
             real_time=real_time, seed=seed, task_options=p.task_options, calibration=p.arm or p.calibration))
-    if kind != "so101_follower":
-        raise InputError(f"--robot.type must be one of {ROBOTS}, got {kind!r}")
+    if robot_type != "so101_follower":
+        raise ParameterError(f"robot_type must be one of {ROBOTS}, got {robot_type!r}", "robot_type")
     if p.image_size is None and p.task_policy:
-        raise InputError(f"{p.path} is a state policy of {p.task}: it observes the objects' state, which a real "
-                         "follower does not measure; deploy a pixel policy there, or run it on --robot.type so101_mjx")
+        raise ParameterError(f"{p.path} is a state policy of {p.task}: it observes the objects' state, which a "
+                             "real follower does not measure; deploy a pixel policy there, or run it on robot_type "
+                             "so101_mjx", "robot_type")
     if not port:
-        raise InputError("--robot.port is required with --robot.type so101_follower (lerobot-find-port finds it)")
+        raise ParameterError("port is required with robot_type so101_follower (lerobot-find-port finds it)",
+                             "port", "robot_type")
     if not Path(port).exists():
-        raise InputError(f"--robot.port {port} does not exist: connect the follower's controller board "
-                         "(lerobot-find-port finds its port)")
+        raise ParameterError(f"port {port} does not exist: connect the follower's controller board "
+                             "(lerobot-find-port finds it)", "port")
     paths = {"front": front_camera, "wrist": wrist_camera}
     unknown = [c for c in p.cameras if c not in paths]
     if unknown:
         raise InputError(f"{p.path} sees cameras {unknown}; a real follower here has front and wrist cameras only")
     for camera in p.cameras:
         if paths[camera] is None:
-            raise InputError(f"--robot.{camera}_camera (an OpenCV index or path) is required: {p.path} sees the {camera} camera")
+            raise ParameterError(f"{camera}_camera (an OpenCV index or path) is required: {p.path} sees the "
+                                 f"{camera} camera", f"{camera}_camera")
     from so101_mjx.render.camera import capture_size
 
     try:
@@ -231,8 +235,8 @@ def make_robot(kind: str, p: Plan, *, port: str | None = None, robot_id: str | N
         from lerobot.robots import make_robot_from_config
         from lerobot.robots.so_follower import SO101FollowerConfig
     except ImportError:
-        raise InputError("--robot.type so101_follower needs lerobot >= 0.6 with its Feetech extra "
-                         "(Python >= 3.12): pip install 'lerobot[feetech]>=0.6'") from None
+        raise ParameterError("robot_type so101_follower needs lerobot >= 0.6 with its Feetech extra "
+                             "(Python >= 3.12): pip install 'lerobot[feetech]>=0.6'", "robot_type") from None
     cameras = {c: OpenCVCameraConfig(index_or_path=int(paths[c]) if paths[c].isdigit() else Path(paths[c]), fps=p.fps,
                                      **capture_size(p.camera_specs.get(c))) for c in p.cameras}
     return make_robot_from_config(SO101FollowerConfig(
@@ -251,8 +255,9 @@ def check_start(measured: np.ndarray, start: np.ndarray, tolerance: float, units
     far = [f"{k} at {m:.1f}, start {s:.1f}" for k, m, s in zip(FEATURE_KEYS[:5], measured[:5], start[:5], strict=True)
            if abs(m - s) > tolerance]
     if far:
-        raise InputError(f"the arm is not at the policy's start pose (within {tolerance} {units}): {'; '.join(far)}. "
-                         "Move it there (or raise --start-tolerance); nothing was sent")
+        raise ParameterError(f"the arm is not at the policy's start pose (within {tolerance} {units}): "
+                             f"{'; '.join(far)}. Move it there (or raise start_tolerance); nothing was sent",
+                             "start_tolerance")
 
 
 def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log: Log) -> bool:
@@ -316,7 +321,8 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
     p = (excitation_plan() if str(path) == EXCITATION else plan(path)).for_arm(calibration)
     if servo_model is not None:
         if robot_type != "so101_mjx":
-            raise InputError("--servo-model applies to --robot.type so101_mjx (the simulated follower); a real one has its own servos")
+            raise ParameterError("servo_model applies to robot_type so101_mjx (the simulated follower); a real one "
+                                 "has its own servos", "servo_model", "robot_type")
         p = dataclasses.replace(p, task_options={**p.task_options, "servo_model": servo_model})
     steps = p.episode_steps if episode_time_s is None else max(1, round(episode_time_s * p.fps))
     robot = make_robot(robot_type, p, seed=seed, **robot_options)

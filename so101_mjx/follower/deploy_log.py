@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from so101_mjx.envs import registry
-from so101_mjx.errors import ExistingFileError
+from so101_mjx.errors import ExistingFileError, ParameterError
 from so101_mjx.follower.actions import FEATURE_KEYS
 
 LOG_META = "meta/so101_mjx_deploy.json"  # the log's run: policy, why it stopped, which episodes were cut short
@@ -41,6 +41,10 @@ class Log:
         self.cut_short.append(cut_short)
 
 
+class ExistingLogError(ExistingFileError, ParameterError):
+    """The ``dataset`` deploy logs into exists and is not empty."""
+
+
 @contextlib.contextmanager
 def dataset_log(root: str | Path, p: Any, robot_type: str, environment_state: bool) -> Iterator[Any]:
     """A writer of a new LeRobotDataset v3.0 at ``root`` (the log), its writer lock held until the block
@@ -58,8 +62,8 @@ def dataset_log(root: str | Path, p: Any, robot_type: str, environment_state: bo
         try:
             writer = DatasetWriter(root, features, p.fps, robot_type)
         except ExistingFileError:
-            raise ExistingFileError(f"--dataset {root} exists and is not empty: deploy logs into a new or empty directory; "
-                                    "nothing was sent") from None
+            raise ExistingLogError(f"dataset {root} exists and is not empty: deploy logs into a new or empty "
+                                   "directory; nothing was sent", "dataset") from None
         yield writer
 
 

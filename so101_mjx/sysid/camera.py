@@ -228,7 +228,7 @@ def solve(corners: Sequence[np.ndarray | None], grippers: np.ndarray, k: np.ndar
         where = ", ".join(labels[i] for i in used[:10]) or "none of them"
         raise InputError(f"marker {marker.dictionary} id {marker.id} found in {len(used)} of {len(corners)} frames "
                          f"({where}); calibration needs {MIN_FRAMES}: check that the marker faces the camera, is in "
-                         "focus and matches --marker-dictionary/--marker-id")
+                         "focus and matches the marker's dictionary and id")
     found = np.array([corners[i] for i in used], np.float64).reshape(-1, 4, 2)
     grippers = grippers[list(used)]
     problem = _Problem(found, grippers, k, dist, marker, refine_intrinsics)

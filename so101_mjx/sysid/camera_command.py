@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from so101_mjx._files import atomic_write
 from so101_mjx.data import lerobot_format as fmt
 from so101_mjx.data.dataset_check import read_episodes, read_info
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.robot import motors, rotations
 from so101_mjx.robot.marker import NOMINAL_MOUNT, Marker, write_svg
 from so101_mjx.robot.scenes import ROBOT_JOINTS, joint_qpos_ids, load_model
@@ -55,7 +55,8 @@ def _video_feature(info: dict[str, Any], key: str, root: Path) -> tuple[int, int
     feature = info["features"].get(key)
     if feature is None or feature.get("dtype") != "video":
         keys = [k for k, f in info["features"].items() if f.get("dtype") == "video"]
-        raise InputError(f"{root} has no video feature {key!r}; its video features: {keys} (--camera-key)")
+        raise ParameterError(f"{root} has no video feature {key!r}; its video features: {keys} (camera_key)",
+                             "camera_key")
     height, width = feature["shape"][:2]
     return int(height), int(width)
 
@@ -113,8 +114,8 @@ def read_frames(root: str | Path, key: str, *, units: str = "degrees", calibrati
         stamps, numbers = rows["timestamp"].to_numpy(), rows["frame_index"].to_numpy()
         candidates += [(int(episode), int(numbers[i]), float(stamps[i]), q[i]) for i in keep]
     if not candidates:
-        raise InputError(f"{root}: the arm never holds still (every arm joint below {max_speed} rad/s): hold each pose "
-                         "for a few frames while recording, or raise --max-speed")
+        raise ParameterError(f"{root}: the arm never holds still (every arm joint below {max_speed} rad/s): hold "
+                             "each pose for a few frames while recording, or raise max_speed", "max_speed")
     spread = np.linspace(0, len(candidates) - 1, min(frames, len(candidates))).round().astype(int)
     chosen = [candidates[i] for i in np.unique(spread)]
     images = _images(root, key, info, episodes, chosen, height, width)

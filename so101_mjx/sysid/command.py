@@ -18,7 +18,7 @@ import jax
 import numpy as np
 
 from so101_mjx._files import atomic_write
-from so101_mjx.errors import InputError
+from so101_mjx.errors import ParameterError
 from so101_mjx.robot.calibration import Calibration
 from so101_mjx.robot.motors import MOTORS
 from so101_mjx.sysid import dataset, fit
@@ -36,7 +36,7 @@ def motor_indices(names: list[str] | None) -> tuple[int, ...]:
         return tuple(range(len(MOTORS)))
     unknown = [n for n in names if n not in MOTORS]
     if unknown:
-        raise InputError(f"--motors must name motors of {list(MOTORS)}, got {unknown}")
+        raise ParameterError(f"motors must be names of {list(MOTORS)}, got {unknown}", "motors")
     return tuple(sorted({MOTORS.index(n) for n in names}))
 
 
@@ -53,14 +53,14 @@ def report(identified: fit.Identified, recording: fit.Recording, settings: dict[
 
 
 def _pyplot():
-    """matplotlib's pyplot on the Agg backend; InputError when matplotlib is not installed."""
+    """matplotlib's pyplot on the Agg backend; ParameterError naming ``plot_to`` when matplotlib is not installed."""
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'so101-mjx[viz]'") from None
+        raise ParameterError("plot_to needs matplotlib: pip install 'so101-mjx[viz]'", "plot_to") from None
     return plt
 
 

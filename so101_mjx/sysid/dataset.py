@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from so101_mjx.data import lerobot_format as fmt
 from so101_mjx.data.dataset_check import read_info
 from so101_mjx.envs import registry
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.robot import motors
 from so101_mjx.robot.calibration import Calibration
 from so101_mjx.robot.scenes import load_model
@@ -75,10 +75,11 @@ def check_range(values: np.ndarray, limits: np.ndarray, units: str, name: str) -
     if outside.any():
         m = int(np.nonzero(outside.any(0))[0][0])
         found = values[:, m][outside[:, m]]
-        raise InputError(f"{name}: {motors.FEATURE_NAMES[m]} reaches {found[np.abs(found).argmax()]:.4g}, outside its range "
-                         f"[{limits[m, 0]:.4g}, {limits[m, 1]:.4g}] in {units} (the gripper 0..100) by more than "
-                         f"{RANGE_MARGIN:.0%}: record in --units {units}, or pass the dataset's units (degrees or "
-                         "range_m100_100) and the recording follower's --calibration")
+        raise ParameterError(f"{name}: {motors.FEATURE_NAMES[m]} reaches {found[np.abs(found).argmax()]:.4g}, "
+                             f"outside its range [{limits[m, 0]:.4g}, {limits[m, 1]:.4g}] in {units} (the gripper "
+                             f"0..100) by more than {RANGE_MARGIN:.0%}: record in units {units}, or pass the dataset's "
+                             "units (degrees or range_m100_100) and the recording follower's calibration",
+                             "units", "calibration")
 
 
 def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0",

@@ -114,13 +114,14 @@ def replayer(env):
 
 
 def check_population(env, population: int, frames: int) -> None:
-    """InputError naming ``--population`` unless ``population`` worlds replaying ``frames`` control ticks fit the
+    """ParameterError naming ``population`` unless ``population`` worlds replaying ``frames`` control ticks fit the
     memory (the backend's: the device for ``mjx``). Per world: its State twice, and per tick the simulated
     positions, their error and its square (6 float64 each); per parameter its candidates and elites."""
     state = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(jax.eval_shape(env.reset, jax.random.PRNGKey(0))))
     per_world = 2 * state + frames * 3 * 6 * 8 + len(PARAMETERS) * 3 * 6 * 8
-    checks.fits_memory(f"--population = {population}", population * per_world,
-                       f"{per_world:,} B per world replaying {frames} ticks", device=env.backend == "mjx")
+    checks.fits_memory(f"population = {population}", population * per_world,
+                       f"{per_world:,} B per world replaying {frames} ticks", device=env.backend == "mjx",
+                       parameters=("population",))
 
 
 def _draw(rng: np.random.Generator, mean: dict, spread: dict, delay_p: np.ndarray, n: int) -> dict[str, np.ndarray]:

@@ -43,7 +43,7 @@ from brax.training.agents.sac import checkpoint as sac_checkpoint
 
 from so101_mjx import _schema as schema
 from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
-from so101_mjx.errors import InputError, MissingFileError
+from so101_mjx.errors import InputError, MissingFileError, ParameterError
 from so101_mjx.training import networks, npz
 from so101_mjx.training.policy import NETWORK, NumpyPolicy, PolicyWeights, check_metadata
 
@@ -227,9 +227,10 @@ def _header_problems(file: Path, found: dict[str, npz.Header], wanted: dict[str,
         if name == BUFFER_DATA and shape[1:] == want.shape[1:] and dtype == want.dtype and shape[0] != want.shape[0]:
             if shape[0] < want.shape[0]:
                 continue
-            raise InputError(f"{file}: the replay buffer holds {shape[0]:,} transitions, this run's {want.shape[0]:,}: SAC's replay "
-                             f"buffer holds max_replay_size transitions (default: --num-timesteps), and a resume can grow it, not shrink "
-                             f"it: resume with --num-timesteps (or max_replay_size) of at least {shape[0]:,}")
+            raise ParameterError(f"{file}: the replay buffer holds {shape[0]:,} transitions, this run's "
+                                 f"{want.shape[0]:,}: SAC's replay buffer holds max_replay_size transitions (default: "
+                                 "num_timesteps), and a resume can grow it, not shrink it: resume with num_timesteps "
+                                 f"(or max_replay_size) of at least {shape[0]:,}", "num_timesteps")
         if shape != want.shape or (dtype != want.dtype if exact else dtype.kind != want.dtype.kind):
             problems.append(f"{name} {dtype}{list(shape)} vs {want.dtype}{list(want.shape)} here")
     return problems

@@ -76,7 +76,7 @@ def spec_of(env: SO101Env) -> Spec:
 
 
 def check_sizes(config: DistillConfig, spec: Spec, student: PixelStudent) -> None:
-    """InputError naming the options unless the frames suit the student and the run's arrays fit the machine's
+    """InputError naming the config fields unless the frames suit the student and the run's arrays fit the machine's
     memory. A frame is its pixels (every camera's), agent_pos and label; the aggregated dataset (RAM) holds up
     to every step's frame, twice while it is concatenated; the device one iteration's frames and a minibatch's
     float32 activations three times (forward, backward, gradients)."""
@@ -85,14 +85,16 @@ def check_sizes(config: DistillConfig, spec: Spec, student: PixelStudent) -> Non
         raise InputError(f"image_size must be >= {MIN_IMAGE_SIZE} px (the student's convolutions leave nothing of a smaller frame), got {size}")
     frame = len(spec.cameras) * 3 * size**2 + 4 * (spec.agent_pos + spec.actions)
     frames = config.iterations * config.episodes * config.steps
-    checks.fits_memory(f"--iterations {config.iterations} x --episodes {config.episodes} x --steps {config.steps}",
-                       2 * frames * frame, f"up to {frames:,} frames of {frame:,} B in the aggregated dataset, twice")
-    checks.fits_memory(f"--episodes {config.episodes} x --steps {config.steps}", 2 * config.episodes * config.steps * frame,
-                       "one iteration's frames", device=True)
+    checks.fits_memory(f"iterations {config.iterations} x episodes {config.episodes} x steps {config.steps}",
+                       2 * frames * frame, f"up to {frames:,} frames of {frame:,} B in the aggregated dataset, twice",
+                       parameters=("iterations", "episodes", "steps"))
+    checks.fits_memory(f"episodes {config.episodes} x steps {config.steps}", 2 * config.episodes * config.steps * frame,
+                       "one iteration's frames", device=True, parameters=("episodes", "steps"))
     activations = 4 * len(spec.cameras) * (3 * (size + 2 * config.shift) ** 2
                                            + sum(c * side**2 for c, side in zip(student.channels, conv_sides(size))))
-    checks.fits_memory(f"--batch-size {config.batch_size}", 3 * config.batch_size * activations,
-                       f"{activations:,} B of activations per frame, three times", device=True)
+    checks.fits_memory(f"batch_size {config.batch_size}", 3 * config.batch_size * activations,
+                       f"{activations:,} B of activations per frame, three times", device=True,
+                       parameters=("batch_size",))
 
 
 def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelStudent, steps: int):

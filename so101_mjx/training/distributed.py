@@ -17,23 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from so101_mjx.errors import InputError
-
 STOP_GRACE_S = 10.0  # seconds a process gets to stop after SIGTERM before SIGKILL
-
-
-def check(num_processes: int, process_id: int | None, coordinator: str | None) -> None:
-    """InputError unless the flags name one launcher (no process id, no coordinator) or one
-    process of a run (``process_id`` in ``[0, num_processes)`` and a ``host:port`` coordinator)."""
-    if process_id is None and coordinator is None:
-        return
-    if process_id is None or coordinator is None:
-        raise InputError("--process-id and --coordinator go together (one process of a multi-process run)")
-    if not 0 <= process_id < num_processes:
-        raise InputError(f"--process-id must be in [0, --num-processes={num_processes}), got {process_id}")
-    host, _, port = coordinator.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError(f"--coordinator must be HOST:PORT (e.g. 10.0.0.1:23456), got {coordinator!r}")
 
 
 def initialize(coordinator: str, num_processes: int, process_id: int) -> None:

@@ -27,19 +27,10 @@ from so101_mjx import _progress
 from so101_mjx.envs import make
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.rollout import run_episodes
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.render import visual_randomization as vr
 from so101_mjx.sim import servo
-from so101_mjx.sim.physics import BACKENDS
 from so101_mjx.training import policies
-
-
-def parse_backends(text: str) -> tuple[str, ...]:
-    """``"mjx,c"`` -> ``("mjx", "c")``; ValueError naming ``--backend`` for anything else."""
-    names = tuple(b.strip() for b in text.split(","))
-    if not names or any(b not in BACKENDS for b in names) or len(set(names)) != len(names):
-        raise InputError(f"--backend must be one or more of {BACKENDS} separated by commas, got {text!r}")
-    return names
 
 
 def evaluate(
@@ -56,7 +47,7 @@ def evaluate(
     ``seconds`` (compile + run), and with two backends ``agreement`` (fraction of episodes with the
     same success)."""
     if episodes < 1:
-        raise InputError(f"--episodes must be >= 1, got {episodes}")
+        raise ParameterError(f"episodes must be >= 1, got {episodes}", "episodes")
     with precision(x64):
         policy = policies.load(path)
         name, env_config = policy.env_for(env, force)
@@ -111,7 +102,8 @@ def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], b
 
     try:
         out = jax.device_get(run_episodes(env, act, jax.random.PRNGKey(seed), episodes, stop_when_done=True,
-                                          setting=f"--episodes {episodes}", progress=advanced))
+                                          setting=f"episodes {episodes}", progress=advanced,
+                                          parameters=("episodes",)))
     finally:
         progress.close()
     return {**summary(out, time.perf_counter() - start), "physics_dt": env.config.physics_dt, "control_dt": env.config.control_dt}

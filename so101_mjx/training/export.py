@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from so101_mjx._files import atomic_path, check_out
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.training.onnx_graph import graph_model
 from so101_mjx.training.policy import ACTIVATIONS, NumpyPolicy, PolicyWeights
 
@@ -114,7 +114,7 @@ def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, P
 
     out = Path(out)
     if out.suffix != ".onnx":
-        raise InputError(f"--out must end in .onnx, got {out}")
+        raise ParameterError(f"out must end in .onnx, got {out}", "out")
     npz = out.with_suffix(".npz")
     check_out(out, npz)
     policy, _ = checkpoint.read_policy(checkpoint_path)

@@ -39,7 +39,7 @@ from so101_mjx import _schema as schema
 from so101_mjx._files import atomic_path, check_out
 from so101_mjx.envs.arm import AGENT_POS_SIZE, agent_pos_layout
 from so101_mjx.envs.config import MAX_IMAGE_SIZE
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.training import npz
 from so101_mjx.training.onnx_graph import graph_model
 
@@ -339,7 +339,7 @@ def export(run_dir: str | Path, out: str | Path | None = None) -> Path:
     params, meta = read_run(run_dir)
     out = Path(out) if out is not None else Path(run_dir) / ONNX_FILE
     if out.suffix != ".onnx":
-        raise InputError(f"--out must end in .onnx, got {out}")
+        raise ParameterError(f"out must end in .onnx, got {out}", "out")
     check_out(out)
     with atomic_path(out) as tmp:
         onnx.save(onnx_model(params, meta), tmp)

@@ -38,7 +38,7 @@ from so101_mjx.envs import make, registry
 from so101_mjx.envs.arm import agent_pos_layout
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.config import ArmConfig
-from so101_mjx.errors import InputError, MissingFileError
+from so101_mjx.errors import InputError, MissingFileError, ParameterError
 from so101_mjx.training import onnx_graph
 from so101_mjx.training.export import obs_layout, policy_graph
 from so101_mjx.training.policy import NumpyPolicy, PolicyWeights, forward
@@ -185,8 +185,8 @@ class Policy:
         name = registry.canonical(env) if env else self.env
         if self.pixel:
             if name != self.env:
-                raise InputError(f"{self.source} is a pixel policy of {self.env}; it runs only there, "
-                                 f"not in --env {env}")
+                raise ParameterError(f"{self.source} is a pixel policy of {self.env}; it runs only there, "
+                                     f"not in env {env}", "env")
             return name, self.env_config
         config = self.env_config if name == self.env else {}
         size, wanted = _obs_size(name, config), self.metadata["obs_size"]
@@ -194,11 +194,13 @@ class Policy:
             raise InputError(f"policy expects observations of size {wanted} ({self.env}); {name} gives {size}")
         expected = obs_layout(name, size, config)
         if not force and name != self.env:
-            raise InputError(f"{self.source} is a {self.env} policy; --env {name} differs (its observations mean other "
-                             f"things; pass --force to run it in {name} anyway, with {name}'s default config)")
+            raise ParameterError(f"{self.source} is a {self.env} policy; env {name} differs (its observations mean "
+                                 f"other things; pass force=True to run it in {name} anyway, with {name}'s default "
+                                 "config)",
+                                 "env", "force=True")
         if not force and self.metadata.get("obs_layout", expected) != expected:
-            raise InputError(f"{self.source}: observation layout {self.metadata['obs_layout']!r} is not {name}'s "
-                             f"{expected!r} (pass --force to run it anyway)")
+            raise ParameterError(f"{self.source}: observation layout {self.metadata['obs_layout']!r} is not {name}'s "
+                                 f"{expected!r} (pass force=True to run it anyway)", "force=True")
         return name, config
 
     def make_env(self, backend: str | None = None, **config: Any) -> SO101Env:

@@ -31,7 +31,7 @@ import so101_mjx
 from so101_mjx._lock import exclusive
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.registry import canonical
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.training import brax_env, checkpoint, presets
 from so101_mjx.training.jax_caches import released_pmap_traces
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
@@ -64,24 +64,26 @@ def run_metadata(env_name: str, preset_name: str, preset: presets.TrainingPreset
 def _resume_point(out: Path, run: dict[str, Any], resume: bool) -> Path | None:
     """The checkpoint to continue from, after checking it belongs to this run; None to start at step 0.
 
-    ``--resume`` of a run killed before its first checkpoint (``run.json`` written, no checkpoint)
+    ``resume`` of a run killed before its first checkpoint (``run.json`` written, no checkpoint)
     starts it again from step 0.
     """
     existing = checkpoint.steps(out)
     if not resume:
         if existing:
-            raise InputError(f"{out} already holds checkpoints; pass --resume to continue it or choose another --out")
+            raise ParameterError(f"{out} already holds checkpoints; pass resume=True to continue it or choose "
+                                 "another directory", "resume=True")
         return None
     if not existing:
         if (out / checkpoint.RUN_FILE).is_file():
-            print(f"--resume: no checkpoint under {out} yet: starting from step 0")
+            print(f"resume: no checkpoint under {out} yet: starting from step 0")
             return None
-        raise InputError(f"--resume: no checkpoint under {out}")
+        raise ParameterError(f"resume=True: no checkpoint under {out}", "resume=True")
     previous = checkpoint.read_run(existing[-1])
     saved = {**{k: previous.get(k) for k in COMPATIBLE_KEYS}, "algo": checkpoint.algo(previous)}
     diff = [f"{k} {saved[k]!r} vs {run[k]!r}" for k in COMPATIBLE_KEYS if saved[k] != run[k]]
     if diff:
-        raise InputError(f"--resume: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): {', '.join(diff)}")
+        raise ParameterError(f"resume=True: checkpoint {existing[-1]} does not fit this run (checkpoint vs run): "
+                             f"{', '.join(diff)}", "resume=True")
     return existing[-1]  # its state is read and checked before anything is written: _Writer.restore
 
 
@@ -111,7 +113,7 @@ def _loop(preset: presets.TrainingPreset, run: dict[str, Any]) -> tuple[Any, dic
         from so101_mjx.training import sac_loop
 
         if jax.process_count() > 1:
-            raise InputError("SAC trains in one process (--num-processes 1)")
+            raise InputError(f"SAC trains in one process, not {jax.process_count()}")
         sac_loop.check_memory(preset.max_replay_size or preset.num_timesteps, run["obs_size"], run["action_size"])
         return sac_loop, {"network_factory": networks.sac_network_factory(**run["network"])}
     from so101_mjx.training import ppo_loop

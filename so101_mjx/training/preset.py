@@ -9,7 +9,7 @@ import numbers
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 
 MAX_EPOCH_UPDATES = 2**31 - 1  # training steps per epoch: the length of a lax.scan, an int32
 MAX_INT32 = 2**31 - 1  # a SAC replay buffer's positions are int32: rows + one insert of every world stay below
@@ -168,8 +168,9 @@ def check_sac_sizes(num_timesteps: int, num_envs: int, min_replay_size: int, max
                          f"and one env step of every world ({num_envs})")
     rows = max_replay_size or num_timesteps
     if rows > MAX_INT32 - num_envs:
-        raise InputError(f"max_replay_size (default: num_timesteps) must be at most {MAX_INT32 - num_envs:,} (the replay buffer's "
-                         f"positions are int32), got {rows:,}: lower --num-timesteps or set max_replay_size")
+        raise ParameterError(f"max_replay_size (default: num_timesteps) must be at most {MAX_INT32 - num_envs:,} (the "
+                             f"replay buffer's positions are int32), got {rows:,}: lower num_timesteps or set "
+                             "max_replay_size", "num_timesteps")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -270,6 +271,6 @@ class Renamed:
     length: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def spelling(self) -> str:
-        """The command-line spelling of the same run."""
-        flags = "".join(f" --{k.replace('_', '-')} {v}" for k, v in self.length.items())
-        return f"--preset {self.preset} --env-config {self.variant}{flags}"
+        """The same run as a preset, its env config and its length fields."""
+        fields = "".join(f", {k}={v!r}" for k, v in self.length.items())
+        return f"preset {self.preset!r} with env_config {self.variant!r}{fields}"

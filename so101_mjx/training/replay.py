@@ -21,7 +21,7 @@ import numpy as np
 
 from so101_mjx import _progress
 from so101_mjx.envs.registry import canonical, default_config
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.render.frames import check_video_path, write_video
 from so101_mjx.training import policies
 from so101_mjx.training.policies import without_cameras
@@ -67,7 +67,7 @@ def replay(
     ``force``: run in an ``env`` other than the policy's (see :meth:`~so101_mjx.training.policies.Policy.env_for`).
     """
     if episodes < 1:
-        raise InputError(f"--episodes must be >= 1, got {episodes}")
+        raise ParameterError(f"episodes must be >= 1, got {episodes}", "episodes")
     if video:
         check_video_path(video)
     if reference and env is not None:
@@ -76,7 +76,7 @@ def replay(
     name, env_config = policy.env_for(env, force)
     if set(policy.cameras) - {"front"}:
         raise InputError(f"{path} sees cameras {list(policy.cameras)}; the gymnasium envs render the front camera only: "
-                         "run it on the simulated follower (so101-mjx deploy --robot.type so101_mjx)")
+                         "run it on the simulated follower (so101_mjx.follower.SimFollower, or so101-mjx deploy)")
     if reference:
         reference_envs.reference_class(name)
     gym_env = (make_reference_env if reference else make_gym_env)(name, env_config, policy.image_size)

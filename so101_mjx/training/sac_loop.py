@@ -68,9 +68,10 @@ def check_memory(rows: int, obs_size: int, action_size: int) -> None:
     """InputError naming the memory a replay buffer of ``rows`` transitions needs unless it fits the
     device's memory and the host's (every checkpoint copies it to the host)."""
     what = f"a replay buffer of {rows:,} transitions x {2 * obs_size + action_size + 3} float32"
-    setting = f"max_replay_size (default: --num-timesteps) = {rows:,}"
-    checks.fits_memory(setting, buffer_bytes(rows, obs_size, action_size), what, device=True)
-    checks.fits_memory(setting, buffer_bytes(rows, obs_size, action_size), what + ", copied to the host at every checkpoint")
+    setting, parameters = f"max_replay_size (default: num_timesteps) = {rows:,}", ("num_timesteps",)
+    checks.fits_memory(setting, buffer_bytes(rows, obs_size, action_size), what, device=True, parameters=parameters)
+    checks.fits_memory(setting, buffer_bytes(rows, obs_size, action_size),
+                       what + ", copied to the host at every checkpoint", parameters=parameters)
 
 
 def _initial_training_state(sac_network: Any, optimizers: dict[str, Any], key: Array, obs_size: int) -> TrainingState:

@@ -106,7 +106,7 @@ def table_row(condition: str, outcome: dict[str, Any]) -> dict[str, Any]:
             "success": [bool(s) for s in outcome["success"]]}
 
 
-def suite(spec: str | dict[str, Any], source: str = "--suite") -> tuple[int, list[tuple[str, Any]]]:
+def suite(spec: str | dict[str, Any], source: str = "suite") -> tuple[int, list[tuple[str, Any]]]:
     """``(episodes, [(condition name, its change)])`` of a named suite or a suite's dict (a parsed file);
     InputError naming ``source`` for an unknown condition or a malformed suite."""
     if isinstance(spec, str):

@@ -277,8 +277,8 @@ def run_all(n_episodes: int, n_steps: int = max(HORIZONS)) -> dict[str, Any]:
     from so101_mjx.envs import make
 
     env = make("SO101PickPlace-v0", "c")
-    check_memory(env, n_episodes, AGREEMENT_STEPS, False, f"--episodes {n_episodes}")
-    check_memory(env, 1, max(n_steps, AGREEMENT_STEPS), True, f"--steps {n_steps}")
+    check_memory(env, n_episodes, AGREEMENT_STEPS, False, f"n_episodes {n_episodes}", ("n_episodes",))
+    check_memory(env, 1, max(n_steps, AGREEMENT_STEPS), True, f"n_steps {n_steps}", ("n_steps",))
     episodes = {ep.label: compare_episode(ep) for ep in make_episodes(n_steps)}
     results = {"dtype": str(jnp.result_type(float)), "horizons": [h for h in HORIZONS if h <= n_steps], "episodes": episodes}
     if n_episodes:

@@ -110,6 +110,19 @@ def test_help_returns_0(capsys):
     assert "--num-envs" in capsys.readouterr().out
 
 
+def test_a_parameter_error_names_the_commands_options():
+    """The parameters a ParameterError names become the command's options, whole words only; others stay."""
+    from so101_mjx.cli.main import build_parser, spelled
+    from so101_mjx.errors import InputError, ParameterError
+
+    options = build_parser().parse_args(["eval", "p.onnx"])._options
+    err = ParameterError("runs/env/p.onnx is a Reach policy; env Push differs (pass force=True, or episodes.x)",
+                         "env", "force=True", "episodes", "seed=True")
+    assert spelled(err, options) == ("runs/env/p.onnx is a Reach policy; --env Push differs "
+                                     "(pass --force, or episodes.x)")
+    assert spelled(InputError("env Push"), options) == "env Push"
+
+
 def test_rollout_runs_the_requested_steps(capsys):
     argv = ["rollout", "--env", "SO101Reach-v0", "--policy", "zero", "--num-envs", "2", "--steps", "3", "--backend", "c"]
     assert cli.main(argv) == 0
@@ -235,6 +248,6 @@ def test_help_texts_name_what_the_library_tables_hold():
     assert all(b in options.BACKEND_HELP for b in BACKENDS) and all(q in options.QUALITY_HELP for q in QUALITIES)
     assert all(p in helps(["rollout"])["policy"] for p in rollout.POLICIES)
     assert str(scripted.DEFAULT_ACTION_SCALE) in helps(["rollout"])["action_scale"]
-    assert f"longest horizon, {max(HORIZONS)}" in helps(["parity"])["steps"]
+    assert f"longest horizon, {max(HORIZONS)}" in helps(["parity"])["n_steps"]
     assert all(s in helps(["bench", "env"])["ik_solver"] for s in arm.IK_SOLVERS)
     assert set(distill.CONFIG_FIELDS) == {f.name for f in dataclasses.fields(DistillConfig)}

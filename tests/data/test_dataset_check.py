@@ -83,7 +83,7 @@ DAMAGES = {  # name: (damage, expected words in the refusal, intact episodes kep
 def test_damaged_dataset_is_refused_then_repaired(dataset, tmp_path, name):
     damage, words, complete = DAMAGES[name]
     damage(dataset)
-    with pytest.raises(InputError, match=f"--repair keeps its {complete} intact episodes") as err:
+    with pytest.raises(InputError, match=f"repair=True keeps its {complete} intact episodes") as err:
         write(dataset, resume=True)
     assert words in str(err.value) and "\n" not in str(err.value)
     kept, problems = dataset_repair.repair(dataset)

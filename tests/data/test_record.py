@@ -219,7 +219,7 @@ def test_file_rollover_at_the_limits(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--cameras", "top"], "cameras ['front', 'wrist']"),
+    (["--cameras", "top"], "camera names of Reach: ['front', 'wrist'], got ['top']"),
     (["--episodes", "0"], "--episodes"),
     (["--image-size", "33"], "--image-size"),
     (["--fps", "7"], "--fps"),

@@ -13,6 +13,7 @@ def test_image_size_past_the_machines_memory_writes_nothing(tmp_path, monkeypatc
     from so101_mjx.data.record import record
 
     monkeypatch.setattr(checks, "host_memory", lambda: 2**20)  # 1 MiB: the worlds fit, an episode's frames do not
-    with pytest.raises(InputError, match=r"^--image-size 128 needs about .* MiB \(an episode's .* frames of 128x128x3 bytes, twice\)"):
+    frames = r"\(an episode's .* frames of 128x128x3 bytes, twice\)"
+    with pytest.raises(InputError, match=rf"^image_size 128 needs about .* MiB {frames}"):
         record("SO101Reach-v0", "scripted", 1, tmp_path / "ds", backend="c", image_size=128, num_envs=1)
     assert not (tmp_path / "ds").exists()

@@ -186,7 +186,7 @@ def test_repair_keeps_every_intact_episode_renumbered(dataset, name):
     damage, kept = REPAIRS[name]
     original = actions(dataset)
     damage(dataset)
-    with pytest.raises(InputError, match=f"--repair keeps its {len(kept)} intact episodes"):
+    with pytest.raises(InputError, match=f"repair=True keeps its {len(kept)} intact episodes"):
         dataset_check.check(dataset)
     assert dataset_repair.repair(dataset)[0] == len(kept)
     info = assert_consistent(dataset)
@@ -226,7 +226,7 @@ def add_zero_frame_row(root: Path, episode: int | None = None) -> None:
 
 def test_a_zero_frame_row_fails_the_check(dataset):
     add_zero_frame_row(dataset)
-    with pytest.raises(InputError, match="episode 6 .*at least 1 frame.*--repair keeps its 6 intact episodes"):
+    with pytest.raises(InputError, match="episode 6 .*at least 1 frame.*repair=True keeps its 6 intact episodes"):
         write(dataset, ((2,),), resume=True, seed=1)
     assert dataset_repair.repair(dataset)[0] == 6
     assert assert_consistent(dataset)["total_episodes"] == 6

@@ -84,7 +84,7 @@ def test_refusals_name_the_problem_and_send_nothing(joint_policy, capsys):
     p = plan(joint_policy)
     with pytest.raises(ValueError, match="state policy of SO101Reach-v0"):
         deploy_module.make_robot("so101_follower", p, port="/dev/ttyACM0")
-    with pytest.raises(ValueError, match="--robot.type must be one of"):
+    with pytest.raises(ValueError, match="^robot_type must be one of"):
         deploy_module.make_robot("so100", p)
     with pytest.raises(ValueError, match="max_relative_target"):
         deploy_module.make_robot("so101_mjx", p, max_relative_target=-2.0)
@@ -110,9 +110,9 @@ def test_a_cartesian_policy_runs_through_the_host_ik(cartesian_policy, tmp_path)
 
 def test_a_port_that_does_not_exist_is_refused(tmp_path):
     p = deploy_module.Plan("pixel.onnx", None, ENV, JointMode(), 30, 50, 64, {}, np.zeros((6, 2)))
-    with pytest.raises(ValueError, match="--robot.port /dev/ttyNONE does not exist"):
+    with pytest.raises(ValueError, match="^port /dev/ttyNONE does not exist"):
         deploy_module.make_robot("so101_follower", p, port="/dev/ttyNONE", front_camera="0")
-    with pytest.raises(ValueError, match="--robot.port is required"):
+    with pytest.raises(ValueError, match="^port is required with robot_type so101_follower"):
         deploy_module.make_robot("so101_follower", p, front_camera="0")
 
 

@@ -112,7 +112,8 @@ def test_a_dataset_that_is_not_empty_is_refused_before_connect(tmp_path, monkeyp
     (log / "notes.txt").write_text("not a dataset")
     connected = []
     monkeypatch.setattr(deploy_module.SimFollower, "connect", lambda self, calibrate=True: connected.append(self))
-    with pytest.raises(ValueError, match="--dataset .* exists and is not empty: deploy logs into a new or empty directory"):
+    with pytest.raises(ValueError, match="^dataset .* exists and is not empty: deploy logs into a new or empty "
+                                         "directory"):
         deploy("excitation", "so101_mjx", episode_time_s=0.5, dataset=str(log))
     assert cli.main(["deploy", "excitation", "--dataset", str(log)]) == 2
     err = capsys.readouterr().err

@@ -111,7 +111,7 @@ def test_deploy_excitation_then_sysid_writes_what_the_env_takes(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--motors", "elbow"], "--motors must name motors of"),
+    (["--motors", "elbow"], "--motors must be names of"),
     (["--elites", "80"], "elites must be at least 2 and fewer than population (64)"),
     (["--population", str(10**9)], "--population = 1000000000 needs about"),
     (["--seed", "0"], "the report beside it, '"),  # its path may be shortened in the message
@@ -212,9 +212,9 @@ def test_positions_outside_the_motors_ranges_are_refused_naming_the_units(tmp_pa
 def test_excitation_on_a_real_follower_needs_a_port_and_no_camera():
     from so101_mjx.follower.deploy import make_robot
 
-    with pytest.raises(ValueError, match="--robot.port is required"):
+    with pytest.raises(ValueError, match="^port is required with robot_type so101_follower"):
         make_robot("so101_follower", excitation_plan())
-    with pytest.raises(ValueError, match="--servo-model applies to --robot.type so101_mjx"):
+    with pytest.raises(ValueError, match="^servo_model applies to robot_type so101_mjx"):
         deploy("excitation", "so101_follower", servo_model={}, port="/dev/null")
 
 

@@ -202,8 +202,8 @@ def test_sac_resume_with_more_timesteps_grows_the_replay_buffer(sac_run, tmp_pat
 
 
 @pytest.mark.parametrize("steps, message", [
-    ("3000000000", "max_replay_size (default: num_timesteps) must be at most 2,147,483,639 (the replay buffer's positions are int32), "
-                   "got 3,000,000,000"),
+    ("3000000000", "max_replay_size (default: --num-timesteps) must be at most 2,147,483,639 (the replay buffer's "
+                   "positions are int32), got 3,000,000,000"),
     ("1000000000000", "must be at most 2,147,483,639"),
     ("100000000", "max_replay_size (default: --num-timesteps) = 100,000,000 needs about 15.3 GiB (a replay buffer of 100,000,000 "
                   "transitions x 41 float32); this machine has 1.0 GiB of RAM"),

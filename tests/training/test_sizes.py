@@ -29,9 +29,9 @@ def test_distill_refuses_frames_smaller_than_the_students_convolutions_take():
 
 
 @pytest.mark.parametrize(("config", "option"), [
-    (DistillConfig(iterations=10**6), "--iterations 1000000 x --episodes 64 x --steps 40"),
-    (DistillConfig(iterations=1, episodes=10**6), "--iterations 1 x --episodes 1000000 x --steps 40"),
-    (DistillConfig(batch_size=10**7), "--batch-size 10000000"),
+    (DistillConfig(iterations=10**6), "iterations 1000000 x episodes 64 x steps 40"),
+    (DistillConfig(iterations=1, episodes=10**6), "iterations 1 x episodes 1000000 x steps 40"),
+    (DistillConfig(batch_size=10**7), "batch_size 10000000"),
 ])
 def test_distill_refuses_sizes_past_the_machines_memory(config, option, monkeypatch):
     monkeypatch.setattr(checks, "host_memory", lambda: 16 * 2**30)

@@ -11,6 +11,7 @@ import pytest
 from conftest import one_error_line
 
 from so101_mjx import cli
+from so101_mjx.cli import train
 from so101_mjx.cli.main import build_parser
 from so101_mjx.training import presets
 
@@ -33,9 +34,9 @@ def test_every_name_gives_the_preset_it_gave(env, name):
 
 @pytest.mark.parametrize("env, old", FORMER)
 def test_a_former_name_warns_with_a_spelling_that_gives_the_same_run(env, old):
-    with pytest.warns(FutureWarning, match=f"preset '{old}' of {env} is now --preset ") as said:
+    with pytest.warns(FutureWarning, match=f"preset '{old}' of {env} is now preset ") as said:
         former_name, former, former_variant = presets.resolve(env, old)
-    spelling = str(said[0].message).split(" is now ")[1].split()
+    spelling = train.spelling(said[0].message.renamed).split()  # the command line's spelling of the same run
     args = build_parser().parse_args(["train", "--env", env, *spelling])
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the new spelling warns of nothing

@@ -22,11 +22,12 @@ import warnings
 from typing import Any
 
 from so101_mjx.envs.registry import canonical
-from so101_mjx.errors import InputError
+from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.training.preset import Preset, Renamed, SacPreset, TrainingPreset, Variant, tiny, tiny_sac
 
-__all__ = ["DEFAULT_PRESET", "PRESETS", "RENAMED", "VARIANTS", "Preset", "Renamed", "SacPreset", "TrainingPreset", "Variant",
-           "default_preset", "preset", "resolve", "tiny", "tiny_sac", "variant", "variant_label"]
+__all__ = ["DEFAULT_PRESET", "PRESETS", "RENAMED", "VARIANTS", "Preset", "Renamed", "RenamedPreset", "SacPreset",
+           "TrainingPreset", "Variant", "default_preset", "preset", "resolve", "tiny", "tiny_sac", "variant",
+           "variant_label"]
 
 
 def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, dict[str, Variant]], dict[str, dict[str, Renamed]]]:
@@ -48,13 +49,21 @@ def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, 
 PRESETS, DEFAULT_PRESET, VARIANTS, RENAMED = _collect()
 
 
+class RenamedPreset(FutureWarning):
+    """A former preset name was given; ``renamed`` is its run now."""
+
+    def __init__(self, message: str, renamed: Renamed):
+        super().__init__(message)
+        self.renamed = renamed
+
+
 def default_preset(env: str, algo: str | None = None) -> str:
     """Name of ``env``'s default preset (``algo="sac"``: its ``sac`` preset); InputError naming the
     choices when it has none."""
     env = canonical(env)
     if algo == "sac":
         if "sac" not in PRESETS.get(env, {}):
-            raise InputError(f"{env} has no 'sac' preset; choose one with --preset: 'tiny-sac', or one of "
+            raise InputError(f"{env} has no 'sac' preset; choose another: 'tiny-sac', or one of "
                              f"{[n for n, p in PRESETS.get(env, {}).items() if p.algo == 'sac']}")
         return "sac"
     if env not in DEFAULT_PRESET:
@@ -79,12 +88,14 @@ def resolve(env: str, name: str | None = None, algo: str | None = None,
     """``(preset name, preset, variant)``: the preset ``name`` (default: the env's default for ``algo``) of
     ``env`` with the variant ``env_config`` (:func:`variant`) laid over it, and that variant as given (a name
     or env config fields; None without one). A former name (``RENAMED``) resolves to its run and its
-    variant, with a FutureWarning giving the new spelling. InputError naming the choices."""
+    variant, with a :class:`RenamedPreset` warning giving the new spelling. InputError naming the choices."""
     renamed = RENAMED.get(canonical(env), {}).get(name or "")
     if renamed is not None:
         if env_config is not None:
-            raise InputError(f"preset {name!r} is now {renamed.spelling()}: give the preset and --env-config that way")
-        warnings.warn(f"preset {name!r} of {canonical(env)} is now {renamed.spelling()}", FutureWarning, stacklevel=2)
+            raise ParameterError(f"preset {name!r} is now {renamed.spelling()}: give the preset and env_config that "
+                                 "way", "env_config")
+        message = f"preset {name!r} of {canonical(env)} is now {renamed.spelling()}"
+        warnings.warn(RenamedPreset(message, renamed), stacklevel=2)
         chosen = preset(env, renamed.preset, algo)
         run = dataclasses.replace(variant(env, renamed.variant).apply(chosen), **renamed.length)
         return renamed.preset, run, renamed.variant
