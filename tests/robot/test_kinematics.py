@@ -34,15 +34,12 @@ def test_fk_equals_mujoco_every_body_and_site(kin, model, ref_model, rng, which)
     q = _random_q(m, rng, 1000)
     xpos, xrot = jax.jit(kin.forward)(q)
     site_pos, site_rot = jax.jit(lambda q: kin.site_pose(q, "gripperframe"))(q)
-    sid = m.site("gripperframe").id
-    for k in range(len(q)):
-        d = _mj(m, q[k])
-        for i, name in enumerate(kin.body_names):
-            b = m.body(name).id
-            np.testing.assert_allclose(xpos[k, i], d.xpos[b], rtol=0, atol=1e-12)
-            np.testing.assert_allclose(xrot[k, i], d.xmat[b].reshape(3, 3), rtol=0, atol=1e-12)
-        np.testing.assert_allclose(site_pos[k], d.site_xpos[sid], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(site_rot[k], d.site_xmat[sid].reshape(3, 3), rtol=0, atol=1e-12)
+    bodies, sid = [m.body(name).id for name in kin.body_names], m.site("gripperframe").id
+    ds = [_mj(m, qk) for qk in q]
+    np.testing.assert_allclose(xpos, [d.xpos[bodies] for d in ds], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(xrot, [d.xmat[bodies].reshape(-1, 3, 3) for d in ds], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(site_pos, [d.site_xpos[sid] for d in ds], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(site_rot, [d.site_xmat[sid].reshape(3, 3) for d in ds], rtol=0, atol=1e-12)
 
 
 def test_jacobians_equal_mj_jac(kin, model, rng):
@@ -52,16 +49,16 @@ def test_jacobians_equal_mj_jac(kin, model, rng):
     jpo, jro = jax.jit(lambda q: kin.jacobian(q, "gripperframe", offset))(q)
     dofs = joint_dof_ids(model, ROBOT_JOINTS)
     sid = model.site("gripperframe").id
-    for k in range(len(q)):
-        d = _mj(model, q[k])
-        a, b = np.zeros((3, model.nv)), np.zeros((3, model.nv))
-        mujoco.mj_jacSite(model, d, a, b, sid)
-        np.testing.assert_allclose(jp[k], a[:, dofs], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(jr[k], b[:, dofs], rtol=0, atol=1e-12)
-        point = d.site_xpos[sid] + d.site_xmat[sid].reshape(3, 3) @ offset
-        mujoco.mj_jac(model, d, a, b, point, model.site_bodyid[sid])
-        np.testing.assert_allclose(jpo[k], a[:, dofs], rtol=0, atol=1e-12)
-        np.testing.assert_allclose(jro[k], b[:, dofs], rtol=0, atol=1e-12)
+    site, point = np.zeros((len(q), 2, 3, model.nv)), np.zeros((len(q), 2, 3, model.nv))
+    for k, qk in enumerate(q):
+        d = _mj(model, qk)
+        mujoco.mj_jacSite(model, d, site[k, 0], site[k, 1], sid)
+        offset_point = d.site_xpos[sid] + d.site_xmat[sid].reshape(3, 3) @ offset
+        mujoco.mj_jac(model, d, point[k, 0], point[k, 1], offset_point, model.site_bodyid[sid])
+    np.testing.assert_allclose(jp, site[:, 0][..., dofs], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(jr, site[:, 1][..., dofs], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(jpo, point[:, 0][..., dofs], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(jro, point[:, 1][..., dofs], rtol=0, atol=1e-12)
 
 
 def test_jacobian_matches_finite_differences_and_autodiff(kin, model, rng):
