@@ -24,7 +24,6 @@ backend is available, so the script is tested on CPU.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import multiprocessing
@@ -245,22 +244,28 @@ def ppo_presets(sizes: Sizes) -> dict[str, Any]:
     return {"SO101Reach-v0": reach, "SO101PickCube-v0": pick}
 
 
-def run(args: argparse.Namespace) -> int:
-    sizes = SMOKE if args.smoke else FULL
-    sizes = dataclasses.replace(sizes, worlds=tuple(args.worlds or sizes.worlds),
-                                pixel_worlds=tuple(args.pixel_worlds or sizes.pixel_worlds), steps=args.steps or sizes.steps)
-    backend = args.backend or (default_backend() if args.smoke else "mjx")
-    out = Path(args.out)
+def bench(out: str | Path, budget_s: float, *, smoke: bool = False, backend: str | None = None,
+          worlds: list[int] | None = None, pixel_worlds: list[int] | None = None,
+          steps: int | None = None) -> dict[str, Any]:
+    """Run every section within ``budget_s`` wall seconds at :data:`FULL` sizes (:data:`SMOKE` with ``smoke``;
+    ``worlds``, ``pixel_worlds`` and ``steps`` replace theirs) on ``backend`` (None: mjx; with ``smoke``, the
+    default backend), writing device.json, device.md and the PPO runs under ``out``; returns the JSON's result.
+    ParameterError naming ``out`` when it holds an earlier run."""
+    sizes = SMOKE if smoke else FULL
+    sizes = dataclasses.replace(sizes, worlds=tuple(worlds or sizes.worlds),
+                                pixel_worlds=tuple(pixel_worlds or sizes.pixel_worlds), steps=steps or sizes.steps)
+    backend = backend or (default_backend() if smoke else "mjx")
+    out = Path(out)
     for run_dir in (out / "reach_ppo", out / "pickcube_ppo"):
         if run_dir.is_dir() and any(run_dir.iterdir()):
             raise ParameterError(f"out: {str(run_dir)!r} holds an earlier run; give an empty or new out", "out")
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    deadline = {k: t0 + share * args.budget_s for k, share in DEADLINES.items()}
+    deadline = {k: t0 + share * budget_s for k, share in DEADLINES.items()}
     device = jax.devices()[0]
     result: dict[str, Any] = {
-        "device": str(device), "device_kind": device.device_kind, "platform": device.platform, "smoke": args.smoke,
-        "budget_s": args.budget_s, "jax": jax.__version__, "warp_installed": warp_available(),
+        "device": str(device), "device_kind": device.device_kind, "platform": device.platform, "smoke": smoke,
+        "budget_s": budget_s, "jax": jax.__version__, "warp_installed": warp_available(),
         "sizes": dataclasses.asdict(sizes), "anchors": list(ANCHORS), "sections": {},
     }
     presets = ppo_presets(sizes)
@@ -291,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
     atomic_write(out / "device.md", markdown(result))
     print(markdown(result))
     print(f"bench device: {out / 'device.json'}, {out / 'device.md'} ({result['total_s']:.0f} s)")
-    return 0
+    return result
 
 
 def _num(x: float | None, digits: int = 3) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -46,19 +44,21 @@ def jax_rates(jb: JaxBackend, inputs: tuple[np.ndarray, ...], dtype, repeats: in
     return {k: len(inputs[0]) / median_time(calls[k], repeats) for k in quantities}
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.x64:
+def bench(batch: list[int], repeats: int, samples: int, x64: bool = False) -> None:
+    """Print evaluations/s of each quantity at each of the ``batch`` sizes against MuJoCo C on ``samples``
+    configurations (the median of ``repeats`` timed runs), in float64 with ``x64``; ParameterError naming ``batch``
+    when the largest would not fit the device."""
+    if x64:
         jax.config.update("jax_enable_x64", True)
-    dtype = jnp.float64 if args.x64 else jnp.float32
-    check_batches(args.batch, 49152, "configuration (the Coriolis matrix, the largest quantity, in float64: XLA's buffers)")
+    dtype = jnp.float64 if x64 else jnp.float32
+    check_batches(batch, 49152, "configuration (the Coriolis matrix, the largest quantity, in float64: XLA's buffers)")
     jb, mb = JaxBackend(), MujocoBackend()
     rng = np.random.default_rng(0)
-    c_rate = mujoco_rates(mb, *sample(jb, mb, args.samples, rng), args.repeats)
+    c_rate = mujoco_rates(mb, *sample(jb, mb, samples, rng), repeats)
     rows = []
-    for batch in args.batch:
-        rates = jax_rates(jb, sample(jb, mb, batch, rng), dtype, args.repeats)
-        rows += [[k, batch, rates[k], c_rate[k], rates[k] / c_rate[k], rates[k] / c_rate["M"]] for k in QUANTITIES]
+    for n in batch:
+        rates = jax_rates(jb, sample(jb, mb, n, rng), dtype, repeats)
+        rows += [[k, n, rates[k], c_rate[k], rates[k] / c_rate[k], rates[k] / c_rate["M"]] for k in QUANTITIES]
     print(f"JaxBackend on {jax.default_backend()}, {jnp.dtype(dtype).name}; MuJoCo C = MujocoBackend, one "
           f"configuration per call from Python (mj_makeM+mj_fullM, mj_rne, mj_inverse, mj_forward)")
     print_table(["quantity", "batch", "evals/s", "mujoco_c/s", "ratio", "vs C mass matrix/s"], rows)
-    return 0

@@ -16,7 +16,6 @@ sizes, and the worlds that fit a 16 GB and an 80 GB card at that per-world footp
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import statistics
@@ -148,24 +147,32 @@ def reference_rate(name: str, config: dict, seconds: float = 3.0) -> float | Non
     return n / (time.perf_counter() - start)
 
 
-def run(args: argparse.Namespace) -> int:
-    placement = placement_config(args.env, random_positions=True)  # block tasks: random blocks at the scripted scale
+def bench(name: str, batch: list[int], steps: int, repeats: int, *, backend: str | None = None, loop: str | None = None,
+          ik_solver: str | None = None, reference_env: bool = True, cost_batch: list[int] | None = None) -> None:
+    """Print env-steps/s of the env ``name`` on ``backend`` (None: the default) at each of the ``batch`` sizes,
+    ``steps`` control steps per timed run (medians of ``repeats``), against raw MuJoCo C and, with
+    ``reference_env``, the reference env; on backend c per host ``loop`` (None: each of ``C_LOOPS``).
+    ``ik_solver``: the env's (None: the task's). With ``cost_batch``, XLA's cost and memory analysis at those batch
+    sizes too. ParameterError naming ``batch`` when the largest would not fit the device."""
+    placement = placement_config(name, random_positions=True)  # block tasks: random blocks at the scripted scale
     config = {"action_scale": 0.025, **placement} if placement else {}
-    if args.ik_solver:
-        config["ik_solver"] = args.ik_solver
+    if ik_solver:
+        config["ik_solver"] = ik_solver
     start = time.perf_counter()
-    env = make(args.env, backend=args.backend, **config, **({"loop": args.loop} if args.loop else {}))
+    env = make(name, backend=backend, **config, **({"loop": loop} if loop else {}))
     make_s = time.perf_counter() - start
-    loops = ([args.loop] if args.loop else list(C_LOOPS)) if env.backend == "c" else [None]
-    envs = {loop: env if loop in (None, env.physics.loop) else make(args.env, backend="c", loop=loop, **config) for loop in loops}
-    check_memory(env, max(args.batch), args.steps, True, f"batch {max(args.batch)}", ("batch",))
+    loops = ([loop] if loop else list(C_LOOPS)) if env.backend == "c" else [None]
+    envs = {lp: env if lp in (None, env.physics.loop) else make(name, backend="c", loop=lp, **config) for lp in loops}
+    check_memory(env, max(batch), steps, True, f"batch {max(batch)}", ("batch",))
     state_size = mujoco.mj_stateSize(env.mj_model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
-    check_batches(args.batch, 8 * env.n_substeps * (state_size + env.mj_model.nsensordata + env.mj_model.nu),
+    check_batches(batch, 8 * env.n_substeps * (state_size + env.mj_model.nsensordata + env.mj_model.nu),
                   "world of the raw mujoco.rollout (float64 states, sensors and ctrl of each substep)")
-    ref = None if args.no_reference else reference_rate(args.env, {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads})
-    rows = [row + ([ref, row[2] / ref] if ref else ["n/a", "n/a"]) for batch in args.batch
-            for row in batch_rows(envs, batch, args.steps, args.repeats)]
-    print(f"{args.env}, backend {env.backend}, ik_solver {env.config.ik_solver}, {env.n_substeps} substeps per env step, JAX {jax.default_backend()}, "
+    ref_config = {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads}
+    ref = reference_rate(name, ref_config) if reference_env else None
+    rows = [row + ([ref, row[2] / ref] if ref else ["n/a", "n/a"])
+            for n in batch for row in batch_rows(envs, n, steps, repeats)]
+    print(f"{name}, backend {env.backend}, ik_solver {env.config.ik_solver}, {env.n_substeps} substeps per env step, "
+          f"JAX {jax.default_backend()}, "
           f"{os.cpu_count()} CPU threads; make (put_model for mjx) {make_s:.2f} s; "
           f"persistent compilation cache: {jax.config.jax_compilation_cache_dir or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
     print_table(
@@ -173,12 +180,11 @@ def run(args: argparse.Namespace) -> int:
          "vs raw batch", "first jit s", "reference env-steps/s", "vs reference"],
         rows,
     )
-    if args.cost:
+    if cost_batch:
         print(f"\nXLA on {jax.default_backend()}, one jitted vmap(env.step), float32 (compiled on abstract inputs, not run); "
               "flops/bytes: XLA's static count, each loop body (substeps, solver, IK) ONCE; MiB: buffers of the call")
         print_table(
             ["batch", "lower s", "compile s", "compile cpu s", "flops/world", "bytes acc./world", "args MiB", "temp MiB",
              "total MiB", "KiB/world", *(f"worlds in {gb} GB" for gb in CARDS_GB)],
-            cost_rows(env, args.cost_batch),
+            cost_rows(env, cost_batch),
         )
-    return 0

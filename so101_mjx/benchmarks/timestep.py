@@ -18,7 +18,6 @@ them):
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import jax
@@ -76,13 +75,14 @@ def study(name: str, physics_dts: list[float], episodes: int, seed: int = 0) -> 
     return rows
 
 
-def run(args: argparse.Namespace) -> int:
-    tasks = names() if args.env is None else [args.env]
-    rows = [row for task in tasks for row in study(task, args.physics_dt, args.episodes, args.seed)]
-    print(f"physics step study, backend c, {jnp.result_type(float).name}, {args.episodes} scripted episodes per row; "
-          f"deviations against {args.physics_dt[0] * 1000:g} ms (the same actions, the same resets)")
+def bench(env: str | None, physics_dt: list[float], episodes: int, seed: int = 0) -> None:
+    """Print :func:`study`'s rows of the task ``env`` (None: every registered task) for the physics steps
+    ``physics_dt`` (s; the first is the baseline), ``episodes`` scripted episodes each."""
+    tasks = names() if env is None else [env]
+    rows = [row for task in tasks for row in study(task, physics_dt, episodes, seed)]
+    print(f"physics step study, backend c, {jnp.result_type(float).name}, {episodes} scripted episodes per row; "
+          f"deviations against {physics_dt[0] * 1000:g} ms (the same actions, the same resets)")
     print_table(["task", "dt ms", "substeps", "scripted", "arm 1 step rad", "arm episode rad", "objects episode m",
                  "env-steps/s", "speedup"],
                 [[r["task"], r["physics_dt"] * 1000, r["substeps"], r["scripted"], r["arm_1_step"], r["arm_episode"],
                   r["objects_episode"], r["env_steps_per_s"], r["speedup"]] for r in rows])
-    return 0

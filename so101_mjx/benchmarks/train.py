@@ -14,7 +14,6 @@ the policy, so the SGD share is what remains.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import statistics
@@ -62,20 +61,24 @@ def ppo_rates(env, preset: presets.Preset, epochs: int, updates: int, wrap) -> t
     return rates[1:], marks[1] - marks[0]
 
 
-def run(args: argparse.Namespace) -> int:
-    preset = presets.preset(args.env, args.preset, "ppo")  # the PPO loop's rates
-    env = brax_env.make_env(args.env, preset.env_overrides(), args.backend)
+def bench(env_name: str, preset_name: str, backend: str | None, epochs: int, updates_per_epoch: int,
+          repeats: int) -> None:
+    """Print the PPO loop's env-steps/s of ``env_name``'s preset ``preset_name`` on ``backend`` (None: the default)
+    over ``epochs`` epochs of ``updates_per_epoch`` updates, against the raw env and collection rates (medians of
+    ``repeats`` timed runs)."""
+    preset = presets.preset(env_name, preset_name, "ppo")  # the PPO loop's rates
+    env = brax_env.make_env(env_name, preset.env_overrides(), backend)
     wrap = functools.partial(brax_env.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
-    raw, _ = env_rate(env, preset.num_envs, preset.unroll_length, args.repeats)
-    collect = collection_rate(wrap(env, episode_length=env.episode_length), preset, args.repeats)
-    rates, first_s = ppo_rates(env, preset, args.epochs, args.updates_per_epoch, wrap)
+    raw, _ = env_rate(env, preset.num_envs, preset.unroll_length, repeats)
+    collect = collection_rate(wrap(env, episode_length=env.episode_length), preset, repeats)
+    rates, first_s = ppo_rates(env, preset, epochs, updates_per_epoch, wrap)
     ppo = statistics.median(rates)
-    print(f"{args.env} preset {args.preset}, backend {env.backend}, {preset.num_envs} worlds, JAX {jax.default_backend()}; "
-          f"PPO: {args.epochs} epochs of {args.updates_per_epoch} updates "
-          f"({args.updates_per_epoch * preset.batch_size * preset.num_minibatches * preset.unroll_length:,} env steps each), "
+    steps_per_epoch = updates_per_epoch * preset.batch_size * preset.num_minibatches * preset.unroll_length
+    print(f"{env_name} preset {preset_name}, backend {env.backend}, {preset.num_envs} worlds, "
+          f"JAX {jax.default_backend()}; PPO: {epochs} epochs of {updates_per_epoch} updates "
+          f"({steps_per_epoch:,} env steps each), "
           f"first epoch (compile) {first_s:.1f} s; PPO per epoch {', '.join(f'{r:.0f}' for r in rates)} env-steps/s")
     print_table(
         ["raw env env-steps/s", "collection env-steps/s", "PPO env-steps/s", "collection / raw", "PPO / raw"],
         [[raw, collect, ppo, collect / raw, ppo / raw]],
     )
-    return 0

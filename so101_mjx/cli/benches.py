@@ -1,14 +1,14 @@
 """The arguments of every ``so101-mjx bench`` target, declared without importing the benchmarks.
 
-Each benchmark reports a ratio against a baseline timed in the same run; its module's
-``run(args) -> int`` is imported only to run it.
+Each benchmark reports a ratio against a baseline timed in the same run; every target runs through
+:func:`so101_mjx.cli.bench.run`, which imports its benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from so101_mjx.cli import argtypes as types
+from so101_mjx.cli import argtypes as types, bench
 from so101_mjx.cli.commands import Command
 from so101_mjx.cli.options import BACKEND, BACKEND_HELP, QUALITY, QUALITY_HELP
 
@@ -103,13 +103,13 @@ def _timestep(parser: argparse.ArgumentParser) -> None:
 
 
 BENCHES: dict[str, Command] = {
-    "fk": Command("FK + Jacobian evaluations/s vs MuJoCo C", "so101_mjx.benchmarks.fk", _fk),
-    "ik": Command("batched IK solves/s vs the reference numpy solver", "so101_mjx.benchmarks.ik", _ik),
-    "env": Command("env-steps/s vs raw mujoco.rollout and the reference env", "so101_mjx.benchmarks.env", _env),
-    "dynamics": Command("M, C, g, ID, FD, regressor evaluations/s vs MuJoCo C", "so101_mjx.benchmarks.dynamics", _dynamics),
-    "render": Command("batched camera frames/s vs a plain mujoco.Renderer loop; pixel env cost", "so101_mjx.benchmarks.render", _render),
-    "train": Command("PPO env-steps/s vs the raw env rate (collection and SGD shares)", "so101_mjx.benchmarks.train", _train),
+    "fk": Command("FK + Jacobian evaluations/s vs MuJoCo C", bench.__name__, _fk),
+    "ik": Command("batched IK solves/s vs the reference numpy solver", bench.__name__, _ik),
+    "env": Command("env-steps/s vs raw mujoco.rollout and the reference env", bench.__name__, _env),
+    "dynamics": Command("M, C, g, ID, FD, regressor evaluations/s vs MuJoCo C", bench.__name__, _dynamics),
+    "render": Command("batched camera frames/s vs a plain mujoco.Renderer loop; pixel env cost", bench.__name__, _render),
+    "train": Command("PPO env-steps/s vs the raw env rate (collection and SGD shares)", bench.__name__, _train),
     "timestep": Command("a coarser physics step per task: scripted success, deviation and speed vs 2 ms",
-                        "so101_mjx.benchmarks.timestep", _timestep),
-    "device": Command("the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown", "so101_mjx.benchmarks.device", _device),
+                        bench.__name__, _timestep),
+    "device": Command("the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown", bench.__name__, _device),
 }

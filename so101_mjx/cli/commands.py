@@ -1,5 +1,5 @@
-"""The ``so101-mjx`` commands: each one's help and its module ``so101_mjx.cli.<command>``
-(``bench`` targets: :mod:`so101_mjx.cli.benches`).
+"""The ``so101-mjx`` commands: each one's help and its module ``so101_mjx.cli.<command>`` (``bench`` targets:
+their arguments in :mod:`so101_mjx.cli.benches`, their runs in :mod:`so101_mjx.cli.bench`).
 
 A command's module declares its arguments (``arguments(parser)``) and carries it out (``run(args) -> int``),
 importing the library (and JAX, MuJoCo) only inside ``run``, so ``--help`` of any command starts in a fraction
