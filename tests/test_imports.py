@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
+import io
 import pathlib
 import re
 import subprocess
 import sys
+import tokenize
 
 import pytest
 
@@ -35,8 +37,11 @@ FLOORS = [
 ]
 FLOOR = {unit: level for level, units in enumerate(FLOORS) for unit in units}
 MAX_TOP_LEVEL_MODULES = 12
-MAX_MODULE_LINES = 400
-MAX_FUNCTION_LINES = 80
+# Sizes in logical lines (statements, as tokenize ends them), not physical ones: a call wrapped over four
+# lines counts once, so the caps are not met by widening lines; docstrings, comments and blank lines
+# do not count. 250 and 60 are what 400 and 80 physical lines held at the code's 1.6 lines a statement.
+MAX_MODULE_LINES = 250
+MAX_FUNCTION_LINES = 60
 MAX_IK_MODULES = 6  # ik/ outside ik/solvers/: the envs' IK
 
 
@@ -133,15 +138,28 @@ def test_the_envs_ik_stays_apart_from_the_solver_suite():
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
 
 
+def _logical_lines(source: str) -> list[int]:
+    """The last physical line of each statement in ``source``, docstrings left out."""
+    strings = {n.end_lineno for n in ast.walk(ast.parse(source))
+               if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)}
+    return [t.start[0] for t in tokenize.generate_tokens(io.StringIO(source).readline)
+            if t.type == tokenize.NEWLINE and t.start[0] not in strings]
+
+
 def test_modules_and_functions_stay_short():
+    source = 'def f(a):\n    """Doc."""\n    # a comment\n\n    return g(a,\n             a)\n'
+    assert _logical_lines(source) == [1, 6]  # the check counts a wrapped call once, and no docstring
     long_modules, long_functions = [], []
     for name, path in _modules().items():
         source = path.read_text()
-        if source.count("\n") > MAX_MODULE_LINES:
-            long_modules.append(name)
+        lines = _logical_lines(source)
+        if len(lines) > MAX_MODULE_LINES:
+            long_modules.append(f"{name} ({len(lines)} lines)")
         for node in ast.walk(ast.parse(source)):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES:
-                long_functions.append(f"{name}.{node.name} ({node.end_lineno - node.lineno + 1} lines)")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = sum(node.lineno <= line <= node.end_lineno for line in lines)
+                if size > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{name}.{node.name} ({size} lines)")
     assert not long_modules and not long_functions, (long_modules, long_functions)
 
 
