@@ -44,7 +44,8 @@ def _scalar(name: str, value: Any, kinds: str, what: str) -> Any:
 
 
 def _bounds(gt: float | None, ge: float | None, le: float | None, unit: str) -> str:
-    parts = [f"> {gt}" if gt is not None else "", f">= {ge}" if ge is not None else "", f"<= {le}" if le is not None else ""]
+    parts = [f"> {gt}" if gt is not None else "", f">= {ge}" if ge is not None else "",
+             f"<= {le}" if le is not None else ""]
     text = " and ".join(p for p in parts if p)
     return f" {text}{unit}" if text else ""
 
@@ -54,7 +55,8 @@ def real(name: str, value: Any, *, gt: float | None = None, ge: float | None = N
     """A finite real number (int or float, not bool) within the given bounds, as ``float``."""
     what = "a finite number" + _bounds(gt, ge, le, unit)
     x = float(_scalar(name, value, "iuf", what))
-    if not math.isfinite(x) or (gt is not None and not x > gt) or (ge is not None and not x >= ge) or (le is not None and not x <= le):
+    if (not math.isfinite(x) or (gt is not None and not x > gt) or (ge is not None and not x >= ge)
+            or (le is not None and not x <= le)):
         raise InputError(f"{name} must be {what}, got {value!r}")
     return x
 
@@ -73,14 +75,16 @@ def flag(name: str, value: Any) -> bool:
     return bool(_scalar(name, value, "b", "True or False"))
 
 
-def range_pair(name: str, value: Any, *, lowest: float, highest: float, strict: bool = False, what: str = "") -> tuple[float, float]:
+def range_pair(name: str, value: Any, *, lowest: float, highest: float, strict: bool = False,
+               what: str = "") -> tuple[float, float]:
     """A range ``(low, high)`` of two finite numbers (tuple, list or array) with
     ``lowest <= low <= high <= highest`` (``lowest < low`` when ``strict``), as a float tuple."""
     if not isinstance(value, (tuple, list, np.ndarray)) or len(value) != 2:
         raise InputError(f"{name} must be a range (low, high) of two numbers, got {value!r}")
     lo, hi = (real(name, v) for v in value)
     if not ((lowest < lo) if strict else (lowest <= lo)) or not lo <= hi <= highest:
-        raise InputError(f"{name} must be a range {lowest} {'<' if strict else '<='} low <= high <= {highest}{what}, got {(lo, hi)}")
+        raise InputError(f"{name} must be a range {lowest} {'<' if strict else '<='} low <= high <= {highest}{what}, "
+                         f"got {(lo, hi)}")
     return lo, hi
 
 
@@ -139,7 +143,8 @@ def fits_memory(setting: str, nbytes: float, what: str, *, device: bool = False,
     if limit and nbytes > limit:
         raise ParameterError(f"{setting} needs about {_size(nbytes)} ({what}); this machine has {_size(limit)} of "
                              f"{kind}", *parameters)
-def real_array(name: str, value: Any, shape: tuple[int, ...] | None = None, *, finite: bool = False, layout: str = "") -> np.ndarray:
+def real_array(name: str, value: Any, shape: tuple[int, ...] | None = None, *, finite: bool = False,
+               layout: str = "") -> np.ndarray:
     """``value`` as a float64 NumPy array of real numbers (ints and floats: not complex, bool, text or
     objects), of ``shape`` when given (``layout`` names its entries in the message), finite with
     ``finite``; ValueError naming ``name`` otherwise (never a TypeError, never a dropped imaginary part)."""
@@ -150,7 +155,8 @@ def real_array(name: str, value: Any, shape: tuple[int, ...] | None = None, *, f
     except (TypeError, ValueError):  # ragged nesting
         arr = np.asarray(None)
     if arr.dtype.kind not in "iuf":
-        raise InputError(f"{name} must be real numbers (int or float; not complex, bool, text or objects), got {arr.dtype} {value!r:.80}")
+        raise InputError(f"{name} must be real numbers (int or float; not complex, bool, text or objects), got "
+                         f"{arr.dtype} {value!r:.80}")
     if shape is not None and arr.shape != shape:
         raise InputError(f"{name} must have shape {shape}{layout}, got {arr.shape}")
     if finite and not np.all(np.isfinite(arr)):

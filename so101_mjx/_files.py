@@ -38,9 +38,10 @@ MANIFEST = "MANIFEST.json"
 KILL_ENV = "SO101_MJX_KILL_AT"
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once: files get the permissions open() would give them
-DISK_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded", errno.EROFS: "read-only file system",
-               errno.EACCES: "permission denied", errno.EPERM: "operation not permitted", errno.ENAMETOOLONG: "file name too long",
-               errno.EFBIG: "file too large"}
+DISK_ERRNOS = {errno.ENOSPC: "no space left on device", errno.EDQUOT: "disk quota exceeded",
+               errno.EROFS: "read-only file system",
+               errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+               errno.ENAMETOOLONG: "file name too long", errno.EFBIG: "file too large"}
 
 
 def kill_point(point: str, count: int) -> None:
@@ -51,7 +52,8 @@ def kill_point(point: str, count: int) -> None:
 
 @contextlib.contextmanager
 def disk_errors(what: str | Path) -> Iterator[None]:
-    """Re-raise an OSError of :data:`DISK_ERRNOS` as one line: ``<reason> while writing <what>; nothing was changed``."""
+    """Re-raise an OSError of :data:`DISK_ERRNOS` as one line: ``<reason> while writing <what>; nothing was
+    changed``."""
     try:
         yield
     except OSError as err:
@@ -116,7 +118,8 @@ def deferred_signals() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
@@ -153,7 +156,8 @@ def _read_manifest(root: Path, prefixes: tuple[str, ...]) -> dict[str, list[str]
         manifest = json.loads(path.read_bytes())
     except ValueError:
         raise InputError(f"{path} is not valid JSON; {refuse}") from None
-    if not (isinstance(manifest, dict) and set(manifest) == {"replace", "delete"} and all(isinstance(v, list) for v in manifest.values())):
+    if not (isinstance(manifest, dict) and set(manifest) == {"replace", "delete"}
+            and all(isinstance(v, list) for v in manifest.values())):
         raise InputError(f"{path} must be a JSON object {{\"replace\": [paths], \"delete\": [paths]}}; {refuse}")
     for rel in manifest["replace"] + manifest["delete"]:
         try:
@@ -174,7 +178,8 @@ def recover(root: str | Path, prefixes: tuple[str, ...] = ("",)) -> bool:
     root = Path(root)
     stage = root / STAGING
     if stage.is_symlink():
-        raise InputError(f"{stage} is a symbolic link; so101-mjx did not write this staging area: look at it, then remove it to go on")
+        raise InputError(f"{stage} is a symbolic link; so101-mjx did not write this staging area: look at it, then "
+                         "remove it to go on")
     if not (stage / MANIFEST).is_file():
         shutil.rmtree(stage, ignore_errors=True)
         return False

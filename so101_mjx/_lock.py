@@ -31,7 +31,8 @@ def exclusive(directory: str | Path, what: str) -> Iterator[Path]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as err:  # ELOOP: a symlink in its place; EACCES: not writable
-        raise InputError(f"cannot lock {path} ({os.strerror(err.errno)}): so101-mjx writes only where it can lock") from None
+        raise InputError(f"cannot lock {path} ({os.strerror(err.errno)}): so101-mjx writes only "
+                         "where it can lock") from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -53,5 +54,6 @@ def _refuse_symlinks(directory: Path) -> None:
         for name in sorted(dirs + files):
             if os.path.islink(os.path.join(root, name)):
                 link = Path(root, name)
-                raise InputError(f"{link} is a symlink (to {os.readlink(link)}): so101-mjx does not write through links "
-                                 f"inside an output directory; replace it with a file or choose another directory")
+                raise InputError(f"{link} is a symlink (to {os.readlink(link)}): so101-mjx does not write "
+                                 "through links inside an output directory; replace it with a file or choose "
+                                 "another directory")

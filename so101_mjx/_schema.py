@@ -65,7 +65,8 @@ def one_of(values: Iterable[Any]) -> Kind:
 def list_of(kind: Kind, length: int | None = None) -> Kind:
     """A list of ``length`` (any when None) items, each of ``kind``."""
     what = f"a list of {length if length is not None else 'any number of'} items, each {kind.what}"
-    return Kind(what, lambda v: isinstance(v, list) and (length is None or len(v) == length) and all(kind.test(x) for x in v))
+    return Kind(what,
+                lambda v: isinstance(v, list) and (length is None or len(v) == length) and all(kind.test(x) for x in v))
 
 
 def optional(kind: Kind) -> Kind:
@@ -89,14 +90,16 @@ def fields(source: str | Path, data: Any, spec: Mapping[str, Kind], *, where: st
     ``extra=False`` no other field is allowed. ``where``: the object's path in the file (``"network."``).
     InputError naming ``source`` and the first bad field otherwise."""
     if not isinstance(data, dict):
-        raise InputError(f"{source}: {where.rstrip('.') or 'the top level'} must be a dict (a JSON object), got {found(data)}")
+        raise InputError(f"{source}: {where.rstrip('.') or 'the top level'} must be a dict (a JSON object), got "
+                         f"{found(data)}")
     for name, kind in spec.items():
         value = data.get(name, MISSING)
         if not kind.test(value):
             raise InputError(f"{source}: {label} {where + name!r} must be {kind.what}, got {found(value)}")
     unknown = sorted(set(data) - set(spec), key=str)
     if not extra and unknown:
-        raise InputError(f"{source}: unknown {label}(s) {[where + str(u) for u in unknown]}, allowed: {[where + n for n in spec]}")
+        raise InputError(f"{source}: unknown {label}(s) {[where + str(u) for u in unknown]}, allowed: "
+                         f"{[where + n for n in spec]}")
     return data
 
 

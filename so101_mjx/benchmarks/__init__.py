@@ -79,7 +79,8 @@ def compile_cost(fn: Callable, *args: Any) -> tuple[Any, dict[str, float]]:
         figures["argument_bytes"] = float(mem.argument_size_in_bytes)
         figures["output_bytes"] = float(mem.output_size_in_bytes)
         figures["temp_bytes"] = float(mem.temp_size_in_bytes)
-        figures["total_bytes"] = float(mem.argument_size_in_bytes + mem.output_size_in_bytes - mem.alias_size_in_bytes + mem.temp_size_in_bytes)
+        figures["total_bytes"] = float(mem.argument_size_in_bytes + mem.output_size_in_bytes - mem.alias_size_in_bytes
+                                       + mem.temp_size_in_bytes)
     return compiled, figures
 
 

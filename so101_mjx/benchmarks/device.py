@@ -72,7 +72,8 @@ class Sizes:
     repeats: int
 
 
-FULL = Sizes((1024, 4096, 16384), (1024, 4096), 25, (65_536, 1_048_576), 65_536, dynamics_bench.QUANTITIES, 5_000_000, "gpu", 3)
+FULL = Sizes((1024, 4096, 16384), (1024, 4096), 25, (65_536, 1_048_576), 65_536, dynamics_bench.QUANTITIES,
+             5_000_000, "gpu", 3)
 SMOKE = Sizes((2,), (2,), 2, (64,), 16, ("M", "FD"), None, "tiny", 1)
 
 
@@ -103,13 +104,15 @@ def measure_env(env, worlds: int, steps: int) -> dict[str, Any]:
     keys = jax.random.split(jax.random.PRNGKey(0), worlds)
     flag = jax.ShapeDtypeStruct((), jnp.bool_)
     compiled, cost = compile_cost(env_program(env, steps), jax.ShapeDtypeStruct(keys.shape, keys.dtype), flag)
-    row: dict[str, Any] = {"first_jit_s": cost["lower_s"] + cost["compile_s"], "xla_total_bytes": cost.get("total_bytes")}
+    row: dict[str, Any] = {"first_jit_s": cost["lower_s"] + cost["compile_s"],
+                           "xla_total_bytes": cost.get("total_bytes")}
     jax.block_until_ready(compiled(keys, jnp.asarray(False)))  # first run: device module loading
     for policy in POLICIES:
         start = time.perf_counter()
         out = jax.block_until_ready(compiled(keys, jnp.asarray(policy == "scripted")))
         seconds = time.perf_counter() - start
-        row[policy] = {"env_steps_per_s": worlds * steps / seconds, "physics_steps_per_s": worlds * steps * env.n_substeps / seconds,
+        row[policy] = {"env_steps_per_s": worlds * steps / seconds,
+                       "physics_steps_per_s": worlds * steps * env.n_substeps / seconds,
                        "success": float(out["success"]), "seconds": seconds}
     row["peak_device_bytes"] = peak_device_bytes()
     return row
@@ -132,7 +135,8 @@ def env_section(sizes: Sizes, backend: str, deadline: float) -> dict[str, Any]:
                 start = time.perf_counter()
                 try:
                     if name not in bases:
-                        bases[name] = make(name, backend=backend, **rollout.task_config(name, scripted.DEFAULT_ACTION_SCALE, True))
+                        bases[name] = make(name, backend=backend,
+                                           **rollout.task_config(name, scripted.DEFAULT_ACTION_SCALE, True))
                     if (name, impl) not in envs:
                         base = bases[name]
                         same = impl in ("-", getattr(base.physics, "impl", "-"))
@@ -181,7 +185,8 @@ def ik_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
         if time.perf_counter() > deadline:
             rows.append({"batch": n, "status": "skipped (time budget)"})
             continue
-        rows += [r | {"status": "ok"} for r in ik_bench.jax_rates(kin, lo, hi, targets, [n], jnp.float32, sizes.repeats)]
+        rows += [r | {"status": "ok"}
+                 for r in ik_bench.jax_rates(kin, lo, hi, targets, [n], jnp.float32, sizes.repeats)]
     return {"rows": rows}
 
 
@@ -197,7 +202,8 @@ def dynamics_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
             skipped.append(k)
             continue
         rates |= dynamics_bench.jax_rates(jb, inputs, jnp.float32, sizes.repeats, (k,))
-    return {"batch": sizes.dynamics_batch, "evals_per_s": rates} | ({"skipped (time budget)": skipped} if skipped else {})
+    return ({"batch": sizes.dynamics_batch, "evals_per_s": rates}
+            | ({"skipped (time budget)": skipped} if skipped else {}))
 
 
 def _train_child(env_name: str, preset_name: str, preset, out: str, backend: str) -> None:
@@ -211,7 +217,8 @@ def ppo_run(env_name: str, preset_name: str, preset, out: Path, backend: str, ti
     from so101_mjx.training.progress import CSV_FILE, read_csv
 
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # the child shares the device with this process
-    child = multiprocessing.get_context("spawn").Process(target=_train_child, args=(env_name, preset_name, preset, str(out), backend))
+    child = multiprocessing.get_context("spawn").Process(target=_train_child,
+                                                         args=(env_name, preset_name, preset, str(out), backend))
     start = time.perf_counter()
     with mock.patch.dict(os.environ, {"PYTHONSAFEPATH": "1"}):  # the child never imports from the working directory
         child.start()
@@ -223,7 +230,8 @@ def ppo_run(env_name: str, preset_name: str, preset, out: Path, backend: str, ti
     rows = read_csv(out / CSV_FILE) if (out / CSV_FILE).exists() else []
     curve = [{"step": int(r["step"]), "wall_s": r["wall_s"], "eval_success": r["eval_success"]} for r in rows]
     return {
-        "status": "stopped at the time budget" if stopped else ("ok" if child.exitcode == 0 else f"failed: exit code {child.exitcode}"),
+        "status": "stopped at the time budget" if stopped
+        else ("ok" if child.exitcode == 0 else f"failed: exit code {child.exitcode}"),
         "env": env_name, "preset": preset_name, "planned_steps": preset.total_steps, "num_envs": preset.num_envs,
         "wall_s": time.perf_counter() - start, "curve": curve,
         "final_success": curve[-1]["eval_success"] if curve else None, "steps_done": curve[-1]["step"] if curve else 0,
@@ -236,7 +244,8 @@ def ppo_presets(sizes: Sizes) -> dict[str, Any]:
 
     reach, pick = (presets.preset(env, sizes.preset, "ppo") for env in ("SO101Reach-v0", "SO101PickCube-v0"))
     if sizes.reach_steps is not None:  # as few epochs (2-10) as come closest to reach_steps
-        candidates = [dataclasses.replace(reach, num_timesteps=sizes.reach_steps, num_evals=k + 1) for k in range(2, 11)]
+        candidates = [dataclasses.replace(reach, num_timesteps=sizes.reach_steps, num_evals=k + 1)
+                      for k in range(2, 11)]
         reach = min(candidates, key=lambda p: (p.total_steps, -p.num_evals))
     if sizes.preset != "tiny":  # epochs of two PPO updates: several evals before the budget stops the run
         per_update = pick.batch_size * pick.num_minibatches * pick.unroll_length
@@ -274,10 +283,10 @@ def bench(out: str | Path, budget_s: float, *, smoke: bool = False, backend: str
         "pixels": lambda: pixels_section(sizes, backend, deadline["pixels"]),
         "ik": lambda: ik_section(sizes, deadline["ik"]),
         "dynamics": lambda: dynamics_section(sizes, deadline["dynamics"]),
-        "reach_ppo": lambda: ppo_run("SO101Reach-v0", sizes.preset, presets["SO101Reach-v0"], out / "reach_ppo", backend,
-                                     deadline["reach_ppo"] - time.perf_counter()),
-        "pickcube_ppo": lambda: ppo_run("SO101PickCube-v0", sizes.preset, presets["SO101PickCube-v0"], out / "pickcube_ppo",
-                                        backend, deadline["pickcube_ppo"] - time.perf_counter()),
+        "reach_ppo": lambda: ppo_run("SO101Reach-v0", sizes.preset, presets["SO101Reach-v0"],
+                                     out / "reach_ppo", backend, deadline["reach_ppo"] - time.perf_counter()),
+        "pickcube_ppo": lambda: ppo_run("SO101PickCube-v0", sizes.preset, presets["SO101PickCube-v0"],
+                                        out / "pickcube_ppo", backend, deadline["pickcube_ppo"] - time.perf_counter()),
     }
     for name, section in sections.items():
         start = time.perf_counter()
@@ -313,19 +322,21 @@ def _gib(x: float | None) -> str:
 def markdown(result: dict[str, Any]) -> str:
     """The accelerator tables (docs/benchmarks.md, "GPU"), filled from one run's JSON."""
     s = result["sections"]
-    lines = [f"Device: {result['device_kind']} ({result['platform']}), JAX {result['jax']}, total {result.get('total_s', 0):.0f} s"
-             f"{' (smoke sizes)' if result['smoke'] else ''}.", ""]
+    lines = [f"Device: {result['device_kind']} ({result['platform']}), JAX {result['jax']}, total "
+             f"{result.get('total_s', 0):.0f} s{' (smoke sizes)' if result['smoke'] else ''}.", ""]
     env = s.get("env", {})
     substeps = ", ".join(f"{k.removeprefix('SO101')} {v}" for k, v in env.get("n_substeps", {}).items()) or "?"
-    lines += [f"Env throughput (backend {env.get('backend', '?')}, reset + {env.get('steps', '?')} control steps per program, "
-              f"physics substeps per control step: {substeps}):", "",
-              "| env | impl | worlds | policy | env-steps/s | physics-steps/s | first jit s | XLA buffers GiB | peak device GiB | status |",
+    lines += [f"Env throughput (backend {env.get('backend', '?')}, reset + {env.get('steps', '?')} control steps "
+              f"per program, physics substeps per control step: {substeps}):", "",
+              "| env | impl | worlds | policy | env-steps/s | physics-steps/s | first jit s | XLA buffers GiB | peak "
+              "device GiB | status |",
               "|---|---|---|---|---|---|---|---|---|---|"]
     for r in env.get("rows", []):
         for policy in POLICIES:
             p = r.get(policy, {})
-            lines.append(f"| {r['env']} | {r['impl']} | {r['worlds']:,} | {policy} | {_num(p.get('env_steps_per_s'))} | "
-                         f"{_num(p.get('physics_steps_per_s'))} | {_num(r.get('first_jit_s'))} | {_gib(r.get('xla_total_bytes'))} | "
+            lines.append(f"| {r['env']} | {r['impl']} | {r['worlds']:,} | {policy} | "
+                         f"{_num(p.get('env_steps_per_s'))} | {_num(p.get('physics_steps_per_s'))} | "
+                         f"{_num(r.get('first_jit_s'))} | {_gib(r.get('xla_total_bytes'))} | "
                          f"{_gib(r.get('peak_device_bytes'))} | {r['status'].splitlines()[0][:80]} |")
     if "rows" not in env:
         lines.append(f"| env section: {env.get('status', 'not run')} |||||||||")
@@ -333,26 +344,32 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["", f"Pixel observations (PickCube, backend {pix.get('backend', '?')}, 64×64 shadowed front camera): "
               + (pix.get("status", "not run") if "rows" not in pix else ""), ""]
     if "rows" in pix:
-        lines += ["| worlds | policy | env-steps/s | first jit s | peak device GiB | status |", "|---|---|---|---|---|---|"]
+        lines += ["| worlds | policy | env-steps/s | first jit s | peak device GiB | status |",
+                  "|---|---|---|---|---|---|"]
         for r in pix["rows"]:
             for policy in POLICIES:
                 lines.append(f"| {r['worlds']:,} | {policy} | {_num(r.get(policy, {}).get('env_steps_per_s'))} | "
-                             f"{_num(r.get('first_jit_s'))} | {_gib(r.get('peak_device_bytes'))} | {r['status'].splitlines()[0][:80]} |")
+                             f"{_num(r.get('first_jit_s'))} | {_gib(r.get('peak_device_bytes'))} | "
+                             f"{r['status'].splitlines()[0][:80]} |")
     lines += ["", "| IK targets | solves/s | success < 1 mm |", "|---|---|---|"]
     for r in s.get("ik", {}).get("rows", []):
         lines.append(f"| {r['batch']:,} | {_num(r.get('solves_per_s'))} | {_num(r.get('success'))} |")
     dyn = s.get("dynamics", {})
     rates = dyn.get("evals_per_s", {})
-    lines += ["", f"Dynamics at batch {dyn.get('batch', '?')}: " + (", ".join(f"{k} {_num(v)}/s" for k, v in rates.items())
+    lines += ["",
+              f"Dynamics at batch {dyn.get('batch', '?')}: " + (", ".join(f"{k} {_num(v)}/s" for k, v in rates.items())
                                                                    or dyn.get("status", "not run"))]
-    lines += ["", "| PPO run | preset | envs | steps done / planned | final eval success | wall s | status |", "|---|---|---|---|---|---|---|"]
+    lines += ["", "| PPO run | preset | envs | steps done / planned | final eval success | wall s | status |",
+              "|---|---|---|---|---|---|---|"]
     for key in ("reach_ppo", "pickcube_ppo"):
         r = s.get(key, {})
         done = f"{r.get('steps_done', 0):,} / {r.get('planned_steps', 0):,}"
         lines.append(f"| {r.get('env', key)} | {r.get('preset', '?')} | {r.get('num_envs', '?')} | {done} | "
-                     f"{_num(r.get('final_success'))} | {_num(r.get('wall_s'))} | {r.get('status', 'not run').splitlines()[0][:80]} |")
+                     f"{_num(r.get('final_success'))} | {_num(r.get('wall_s'))} | "
+                     f"{r.get('status', 'not run').splitlines()[0][:80]} |")
     curve = s.get("pickcube_ppo", {}).get("curve", [])
     if curve:
-        lines += ["", "PickCube eval success so far (env steps: success): " + ", ".join(f"{c['step']:,}: {_num(c['eval_success'])}" for c in curve)]
+        lines += ["", "PickCube eval success so far (env steps: success): "
+                  + ", ".join(f"{c['step']:,}: {_num(c['eval_success'])}" for c in curve)]
     lines += ["", "Anchors: " + "; ".join(result["anchors"]) + "."]
     return "\n".join(lines) + "\n"

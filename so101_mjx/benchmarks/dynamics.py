@@ -32,7 +32,8 @@ def mujoco_rates(backend: MujocoBackend, q, v, a, tau, repeats: int) -> dict[str
 
 
 def sample(jb: JaxBackend, mb: MujocoBackend, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-    """``n`` random (q, v, a, tau): configurations within the limits, v ~ N(0, 2), a ~ N(0, 5), tau = ID(q, v, a) (MuJoCo C)."""
+    """``n`` random (q, v, a, tau): configurations within the limits, v ~ N(0, 2), a ~ N(0, 5), tau = ID(q, v, a)
+    (MuJoCo C)."""
     q, v, a = jb.random_configuration(rng, (n,)), rng.normal(0, 2, (n, jb.nv)), rng.normal(0, 5, (n, jb.nv))
     return q, v, a, np.stack([mb.compute_inverse_dynamics(*x) for x in zip(q, v, a)])
 

@@ -77,8 +77,10 @@ def cost_rows(env, batches: list[int]) -> list[list[object]]:
         c = step_cost(env, batch)
         per_world = c["total_bytes"] / batch
         fits = [f"{int(gb * 1e9 // per_world):,}" for gb in CARDS_GB]
-        rows.append([batch, c["lower_s"], c["compile_s"], c["compile_cpu_s"], c["flops"] / batch, c["bytes_accessed"] / batch,
-                     c["argument_bytes"] / 2**20, c["temp_bytes"] / 2**20, c["total_bytes"] / 2**20, per_world / 1024, *fits])
+        rows.append([batch, c["lower_s"], c["compile_s"], c["compile_cpu_s"], c["flops"] / batch,
+                     c["bytes_accessed"] / batch,
+                     c["argument_bytes"] / 2**20, c["temp_bytes"] / 2**20, c["total_bytes"] / 2**20,
+                     per_world / 1024, *fits])
     return rows
 
 
@@ -91,7 +93,8 @@ def _initial_states(model: mujoco.MjModel, batch: int, spec: mujoco.mjtState) ->
     return np.tile(state0, (batch, 1))
 
 
-def raw_rollout_runner(model: mujoco.MjModel, batch: int, n_substeps: int, stack: contextlib.ExitStack) -> Callable[[], object]:
+def raw_rollout_runner(model: mujoco.MjModel, batch: int, n_substeps: int,
+                       stack: contextlib.ExitStack) -> Callable[[], object]:
     """A call of ``mujoco.rollout`` on all threads: ``n_substeps`` physics steps of ``batch`` worlds
     from the model's default state, ctrl held (its thread pool lives as long as ``stack``)."""
     nthread = os.cpu_count() or 1
@@ -128,7 +131,8 @@ def batch_rows(envs: dict[str | None, Any], batch: int, steps: int, repeats: int
     rows = []
     for loop, seconds, (_, compile_s) in zip(envs, env_s, runners):
         rows.append([batch, loop or "n/a", rate(seconds, batch * steps), rate(seconds, batch * steps * n_substeps),
-                     rate(rollout_s, batch), rate(batch_s, batch), per_round(rollout_s, seconds), per_round(batch_s, seconds), compile_s])
+                     rate(rollout_s, batch), rate(batch_s, batch), per_round(rollout_s, seconds),
+                     per_round(batch_s, seconds), compile_s])
     return rows
 
 
@@ -174,17 +178,19 @@ def bench(name: str, batch: list[int], steps: int, repeats: int, *, backend: str
     print(f"{name}, backend {env.backend}, ik_solver {env.config.ik_solver}, {env.n_substeps} substeps per env step, "
           f"JAX {jax.default_backend()}, "
           f"{os.cpu_count()} CPU threads; make (put_model for mjx) {make_s:.2f} s; "
-          f"persistent compilation cache: {jax.config.jax_compilation_cache_dir or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
+          "persistent compilation cache: "
+          f"{jax.config.jax_compilation_cache_dir or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
     print_table(
-        ["batch", "c loop", "env-steps/s", "physics/s", "raw rollout env-steps/s", "raw batch env-steps/s", "vs raw rollout",
-         "vs raw batch", "first jit s", "reference env-steps/s", "vs reference"],
+        ["batch", "c loop", "env-steps/s", "physics/s", "raw rollout env-steps/s", "raw batch env-steps/s",
+         "vs raw rollout", "vs raw batch", "first jit s", "reference env-steps/s", "vs reference"],
         rows,
     )
     if cost_batch:
-        print(f"\nXLA on {jax.default_backend()}, one jitted vmap(env.step), float32 (compiled on abstract inputs, not run); "
-              "flops/bytes: XLA's static count, each loop body (substeps, solver, IK) ONCE; MiB: buffers of the call")
+        print(f"\nXLA on {jax.default_backend()}, one jitted vmap(env.step), float32 (compiled on abstract "
+              "inputs, not run); flops/bytes: XLA's static count, each loop body (substeps, solver, IK) ONCE; MiB: "
+              "buffers of the call")
         print_table(
-            ["batch", "lower s", "compile s", "compile cpu s", "flops/world", "bytes acc./world", "args MiB", "temp MiB",
-             "total MiB", "KiB/world", *(f"worlds in {gb} GB" for gb in CARDS_GB)],
+            ["batch", "lower s", "compile s", "compile cpu s", "flops/world", "bytes acc./world",
+             "args MiB", "temp MiB", "total MiB", "KiB/world", *(f"worlds in {gb} GB" for gb in CARDS_GB)],
             cost_rows(env, cost_batch),
         )

@@ -77,13 +77,16 @@ def _row(solve: Callable[[], object], kin: Kinematics, targets: np.ndarray, repe
     rate = batch / median_time(solve, repeats)
     err = _errors(kin, solve(), targets)
     p50, p99 = np.percentile(err, [50, 99])
-    return {"batch": batch, "solves_per_s": rate, "success": float(np.mean(err < SUCCESS_M)), "err_p50_m": p50, "err_p99_m": p99}
+    return {"batch": batch, "solves_per_s": rate, "success": float(np.mean(err < SUCCESS_M)), "err_p50_m": p50,
+            "err_p99_m": p99}
 
 
 def jax_rates(kin: Kinematics, lo: np.ndarray, hi: np.ndarray, targets: np.ndarray, batches: list[int], dtype,
               repeats: int) -> list[dict[str, float]]:
-    """Jitted LM from HOME on the first ``batch`` of ``targets``, per batch: solves/s, success < 1 mm, error p50/p99 (m)."""
-    solve = jax.jit(lambda q, t: ik.levenberg_marquardt(kin, q, t, lower=jnp.asarray(lo, dtype), upper=jnp.asarray(hi, dtype)))
+    """Jitted LM from HOME on the first ``batch`` of ``targets``, per batch: solves/s, success < 1 mm, error p50/p99
+    (m)."""
+    solve = jax.jit(lambda q, t: ik.levenberg_marquardt(kin, q, t, lower=jnp.asarray(lo, dtype),
+                                                        upper=jnp.asarray(hi, dtype)))
     rows = []
     for b in batches:
         t, q0 = jnp.asarray(targets[:b], dtype), jnp.zeros((b, len(ARM_JOINTS)), dtype)
@@ -97,7 +100,8 @@ def pitched_rates(solver, targets: np.ndarray, pitches: np.ndarray, batches: lis
     home, rows = jnp.zeros(len(ARM_JOINTS), dtype), []
     for b in batches:
         t, p = jnp.asarray(targets[:b], dtype), jnp.asarray(pitches[:b], dtype)
-        rows.append(_row(lambda t=t, p=p: solver.get_ik(t, qpos_seed=home, pitch=p)[1], solver.kin, targets[:b], repeats))
+        rows.append(_row(lambda t=t, p=p: solver.get_ik(t, qpos_seed=home, pitch=p)[1], solver.kin,
+                         targets[:b], repeats))
     return rows
 
 

@@ -100,10 +100,11 @@ def bench(size: list[int], batch: list[int], quality: str, env_batch: int, repea
         finally:
             renderer.close()
     print(f"{SCENE}, render quality {quality!r}, {os.cpu_count()} CPU threads ({renderer.workers} render processes), "
-          f"MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}; baseline: one mujoco.Renderer on the full scene, single-threaded; "
-          "1 thread: one mujoco.Renderer on the same render model, single-threaded, timed in alternation with ours "
-          "(vs 1 thread: the median of the per-round ratios)")
-    print_table(["size px", "batch", "frames/s", "baseline frames/s", "vs baseline", "1-thread frames/s", "vs 1 thread"], rows)
+          f"MUJOCO_GL={os.environ.get('MUJOCO_GL', '')!r}; baseline: one mujoco.Renderer on the full scene, "
+          "single-threaded; 1 thread: one mujoco.Renderer on the same render model, single-threaded, timed in "
+          "alternation with ours (vs 1 thread: the median of the per-round ratios)")
+    print_table(["size px", "batch", "frames/s", "baseline frames/s", "vs baseline", "1-thread frames/s",
+                 "vs 1 thread"], rows)
     env_rows = []
     for px in size:
         env = make("SO101PickPlace-v0", backend="c", image_obs=True, image_size=px, image_quality=quality)

@@ -68,7 +68,8 @@ def study(name: str, physics_dts: list[float], episodes: int, seed: int = 0) -> 
         live = np.arange(arm.shape[1])[None, :] < np.maximum(length, 1)[:, None]  # (B, T) up to each end
         d_arm = np.abs(arm - base_arm).max(-1)
         d_obj = np.abs(objects - base_objects).max(-1) if objects.shape[-1] else np.zeros_like(d_arm)
-        rows.append({"task": name, "physics_dt": dt, "substeps": env.n_substeps, "scripted": float(np.mean(out["success"])),
+        rows.append({"task": name, "physics_dt": dt, "substeps": env.n_substeps,
+                     "scripted": float(np.mean(out["success"])),
                      "arm_1_step": float(d_arm[:, 0].max()), "arm_episode": float(np.where(live, d_arm, 0).max()),
                      "objects_episode": float(np.where(live, d_obj, 0).max()), "env_steps_per_s": rate,
                      "speedup": rate / base_rate})

@@ -42,13 +42,15 @@ def collection_rate(train_env, preset: presets.Preset, repeats: int) -> float:
     policy = ppo_networks.make_inference_fn(net)(params)
     unroll = jax.jit(lambda s, key: acting.generate_unroll(train_env, s, policy, key, preset.unroll_length,
                                                            extra_fields=ppo_loop.EXTRA_FIELDS)[0].obs)
-    return preset.num_envs * preset.unroll_length / median_time(lambda: unroll(state, jax.random.PRNGKey(2)), repeats, 0.0)
+    return (preset.num_envs * preset.unroll_length
+            / median_time(lambda: unroll(state, jax.random.PRNGKey(2)), repeats, 0.0))
 
 
 def ppo_rates(env, preset: presets.Preset, epochs: int, updates: int, wrap) -> tuple[list[float], float]:
     """The loop's ``training/sps`` of each epoch after the first, and the first epoch's seconds (compile included)."""
     per_update = preset.batch_size * preset.num_minibatches * preset.unroll_length
-    timed = dataclasses.replace(preset, num_timesteps=(epochs + 1) * updates * per_update, num_evals=epochs + 2, num_eval_envs=1)
+    timed = dataclasses.replace(preset, num_timesteps=(epochs + 1) * updates * per_update, num_evals=epochs + 2,
+                                num_eval_envs=1)
     rates, marks = [], [time.perf_counter()]
 
     def progress(step: int, metrics: dict) -> None:
@@ -56,7 +58,8 @@ def ppo_rates(env, preset: presets.Preset, epochs: int, updates: int, wrap) -> t
             rates.append(float(metrics["training/sps"]))
             marks.append(time.perf_counter())
 
-    ppo_loop.train(env, wrap_env_fn=wrap, episode_length=env.episode_length, network_factory=networks.network_factory(**preset.network()),
+    ppo_loop.train(env, wrap_env_fn=wrap, episode_length=env.episode_length,
+                   network_factory=networks.network_factory(**preset.network()),
                progress_fn=progress, use_pmap_on_reset=False, **timed.loop_kwargs())
     return rates[1:], marks[1] - marks[0]
 

@@ -100,7 +100,8 @@ def _short(text: str) -> str:
 def _valid_length(path: Path, text: str) -> None:
     """ArgumentValueError when a component of ``path`` or the whole absolute path is longer than Linux allows."""
     if any(len(part.encode()) > NAME_MAX for part in path.parts) or len(str(path.absolute()).encode()) >= PATH_MAX:
-        raise ArgumentValueError(f"{_short(text)} is too long: at most {NAME_MAX} bytes per name and {PATH_MAX - 1} in all")
+        raise ArgumentValueError(f"{_short(text)} is too long: at most {NAME_MAX} bytes per name and "
+                                 f"{PATH_MAX - 1} in all")
 
 
 def _creatable(path: Path, text: str) -> None:
@@ -123,7 +124,8 @@ def input_file(text: str) -> str:
     """An existing file to read."""
     _valid_length(Path(text), text)
     if not Path(text).is_file():
-        raise ArgumentValueError(f"{_short(text)} is not a file" if Path(text).exists() else f"{_short(text)} does not exist")
+        raise ArgumentValueError(f"{_short(text)} is not a file" if Path(text).exists()
+                                 else f"{_short(text)} does not exist")
     return text
 
 
@@ -147,7 +149,8 @@ def output_dir(text: str) -> str:
 
 def visual_randomization(text: str):
     """A level's name (``standard``, ``wide``) or a JSON object of
-    :class:`~so101_mjx.render.visual_randomization.VisualRandomization`'s fields, inline or as a file (:func:`json_object`)."""
+    :class:`~so101_mjx.render.visual_randomization.VisualRandomization`'s fields, inline or as a file
+    (:func:`json_object`)."""
     from so101_mjx.render import visual_randomization as vr
 
     try:
@@ -177,12 +180,14 @@ def camera_names(text: str) -> tuple[str, ...]:
     """Comma-separated distinct camera names (``front,wrist``); the env checks them against its scene."""
     names = tuple(n.strip() for n in text.split(","))
     if not all(names) or len(set(names)) != len(names):
-        raise ArgumentValueError(f"camera names must be distinct and comma-separated (front,wrist), got {_short(text)!r}")
+        raise ArgumentValueError("camera names must be distinct and comma-separated (front,wrist), got "
+                                 f"{_short(text)!r}")
     return names
 
 
 def servo_model(text: str) -> dict | str:
-    """``off`` (no servo model), or a JSON object given inline or as a file (:func:`json_object`; checked by the command)."""
+    """``off`` (no servo model), or a JSON object given inline or as a file (:func:`json_object`; checked by the
+    command)."""
     return text if text == "off" else json_object(text)
 
 
@@ -199,7 +204,8 @@ def camera_spec(text: str) -> tuple[str, Any]:
 
     camera, sep, source = text.partition("=")
     if not sep or not camera or not source:
-        raise ArgumentValueError(f"expected CAMERA=FILE (e.g. wrist=menagerie_wrist or front=front.yaml), got {_short(text)}")
+        raise ArgumentValueError("expected CAMERA=FILE (e.g. wrist=menagerie_wrist or front=front.yaml), got "
+                                 f"{_short(text)}")
     try:
         return camera, load_camera(source)
     except InputError as err:
@@ -223,10 +229,12 @@ def read_option_file(text: str, limit: int = JSON_MAX_BYTES) -> str:
     try:
         fd = os.open(text, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
-        raise ArgumentValueError(f"{_short(text)}: cannot read it ({err.strerror or err}); expected a JSON object or a JSON file") from None
+        raise ArgumentValueError(f"{_short(text)}: cannot read it ({err.strerror or err}); expected a JSON object "
+                                 "or a JSON file") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise ArgumentValueError(f"{_short(text)} is not a plain file (a directory, device or FIFO); expected a JSON file")
+        raise ArgumentValueError(f"{_short(text)} is not a plain file (a directory, device or FIFO); "
+                                 "expected a JSON file")
     with os.fdopen(fd, "rb") as f:
         data = f.read(limit + 1)
     if len(data) > limit:
@@ -244,7 +252,8 @@ def json_object(text: str) -> dict:
     source = text if inline else read_option_file(text)
     where = "" if inline else f" in {_short(text)}"
     if _json_depth(source) > JSON_MAX_DEPTH:
-        raise ArgumentValueError(f"the JSON{where} nests deeper than {JSON_MAX_DEPTH} levels; expected a JSON object of fields")
+        raise ArgumentValueError(f"the JSON{where} nests deeper than {JSON_MAX_DEPTH} levels; expected a JSON "
+                                 "object of fields")
     try:
         value = json.loads(source)
     except (json.JSONDecodeError, RecursionError) as err:

@@ -69,7 +69,8 @@ def device(args: argparse.Namespace) -> None:
 
 
 RUNS: dict[str, Callable[[argparse.Namespace], None]] = {
-    "fk": fk, "ik": ik, "env": env, "dynamics": dynamics, "render": render, "train": train, "timestep": timestep, "device": device,
+    "fk": fk, "ik": ik, "env": env, "dynamics": dynamics, "render": render, "train": train, "timestep": timestep,
+    "device": device,
 }
 
 

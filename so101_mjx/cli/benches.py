@@ -36,11 +36,15 @@ def _fk(parser: argparse.ArgumentParser) -> None:
 def _ik(parser: argparse.ArgumentParser) -> None:
     _batches(parser, [1, 4096, 65536])
     _repeats(parser)
-    parser.add_argument("--reference-targets", type=types.positive_int, default=200, help="targets timed on the reference solver")
+    parser.add_argument("--reference-targets", type=types.positive_int, default=200,
+                        help="targets timed on the reference solver")
     _x64(parser)
-    parser.add_argument("--learned", metavar="PATH", type=types.input_file, help="load the learned solver's seed net (.npz) instead of training one")
-    parser.add_argument("--learned-steps", type=types.positive_int, default=6000, help="training steps of the in-run seed net")
-    parser.add_argument("--save-learned", metavar="PATH", type=types.output_file, help="write the in-run seed net (.npz)")
+    parser.add_argument("--learned", metavar="PATH", type=types.input_file,
+                        help="load the learned solver's seed net (.npz) instead of training one")
+    parser.add_argument("--learned-steps", type=types.positive_int, default=6000,
+                        help="training steps of the in-run seed net")
+    parser.add_argument("--save-learned", metavar="PATH", type=types.output_file,
+                        help="write the in-run seed net (.npz)")
 
 
 def _env(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +57,8 @@ def _env(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loop", type=types.one_of("so101_mjx.sim.physics", "C_LOOPS", "c loop"), default=None,
                         help="backend c's host loop: batch (mujoco.batch) or pool (default: both, one row each)")
     parser.add_argument("--ik-solver", type=types.one_of("so101_mjx.envs.arm", "IK_SOLVERS", "IK solver"), default=None,
-                        help="the env's ik_solver: lm or analytic (default: the task's; 'analytic' needs a top-down task, e.g. PickPlace)")
+                        help="the env's ik_solver: lm or analytic (default: the task's; 'analytic' needs a top-down "
+                             "task, e.g. PickPlace)")
     parser.add_argument("--cost", action="store_true", help="also XLA's cost and memory analysis of one env step")
     parser.add_argument("--cost-batch", type=types.positive_int, nargs="+", default=[1, 1024, 8192],
                         help="batch sizes of --cost (compiled only, never run)")
@@ -62,7 +67,8 @@ def _env(parser: argparse.ArgumentParser) -> None:
 def _dynamics(parser: argparse.ArgumentParser) -> None:
     _batches(parser, [1, 1024, 65536], "JAX batch sizes (65536 takes a while on CPU)")
     _repeats(parser)
-    parser.add_argument("--samples", type=types.positive_int, default=500, help="configurations per MuJoCo C timing loop")
+    parser.add_argument("--samples", type=types.positive_int, default=500,
+                        help="configurations per MuJoCo C timing loop")
     _x64(parser)
 
 
@@ -78,17 +84,22 @@ def _train(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101PickCube-v0")
     parser.add_argument("--preset", default="cpu", help="the preset whose sizes, networks and env config are timed")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
-    parser.add_argument("--epochs", type=types.positive_int, default=3, help="timed PPO epochs (after one compiling epoch)")
+    parser.add_argument("--epochs", type=types.positive_int, default=3,
+                        help="timed PPO epochs (after one compiling epoch)")
     parser.add_argument("--updates-per-epoch", type=types.steps, default=2, help="PPO training steps per epoch")
     _repeats(parser)
 
 
 def _device(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--smoke", action="store_true", help="tiny sizes and tiny PPO presets (a CPU check of the script)")
-    parser.add_argument("--out", type=types.output_dir, default="bench_device", help="directory for device.json, device.md, PPO runs")
+    parser.add_argument("--smoke", action="store_true",
+                        help="tiny sizes and tiny PPO presets (a CPU check of the script)")
+    parser.add_argument("--out", type=types.output_dir, default="bench_device",
+                        help="directory for device.json, device.md, PPO runs")
     parser.add_argument("--budget-s", type=types.positive_float, default=480.0, help="wall seconds for the whole check")
-    parser.add_argument("--backend", type=BACKEND, default=None, help="env backend: mjx or c (default: mjx; --smoke: c on CPU)")
-    parser.add_argument("--worlds", type=types.positive_int, nargs="+", default=None, help="env batch sizes (default 1024 4096 16384)")
+    parser.add_argument("--backend", type=BACKEND, default=None,
+                        help="env backend: mjx or c (default: mjx; --smoke: c on CPU)")
+    parser.add_argument("--worlds", type=types.positive_int, nargs="+", default=None,
+                        help="env batch sizes (default 1024 4096 16384)")
     parser.add_argument("--pixel-worlds", type=types.positive_int, nargs="+", default=None,
                         help="env batch sizes of the pixels section (default 1024 4096)")
     parser.add_argument("--steps", type=types.steps, default=None, help="control steps per env program (default 25)")
@@ -107,9 +118,11 @@ BENCHES: dict[str, Command] = {
     "ik": Command("batched IK solves/s vs the reference numpy solver", bench.__name__, _ik),
     "env": Command("env-steps/s vs raw mujoco.rollout and the reference env", bench.__name__, _env),
     "dynamics": Command("M, C, g, ID, FD, regressor evaluations/s vs MuJoCo C", bench.__name__, _dynamics),
-    "render": Command("batched camera frames/s vs a plain mujoco.Renderer loop; pixel env cost", bench.__name__, _render),
+    "render": Command("batched camera frames/s vs a plain mujoco.Renderer loop; pixel env cost",
+                      bench.__name__, _render),
     "train": Command("PPO env-steps/s vs the raw env rate (collection and SGD shares)", bench.__name__, _train),
     "timestep": Command("a coarser physics step per task: scripted success, deviation and speed vs 2 ms",
                         bench.__name__, _timestep),
-    "device": Command("the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown", bench.__name__, _device),
+    "device": Command("the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown",
+                      bench.__name__, _device),
 }

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     report_path(args.out)
     camera_command.calibrate_recording(args.dataset, args.out, args.intrinsics, marker, camera_key=args.camera_key,
-                                       refine_intrinsics=args.refine_intrinsics, units=args.units, calibration=args.calibration,
+                                       refine_intrinsics=args.refine_intrinsics, units=args.units,
+                                       calibration=args.calibration,
                                        scene=args.scene, frames=args.frames, max_speed=args.max_speed)
     return 0

@@ -12,7 +12,22 @@ import argparse
 import dataclasses
 from collections.abc import Callable
 
-from so101_mjx.cli import camera, deploy, distill, eval as eval_, evaluate, export, info, parity, record, replay, rollout, sysid, teleop, train
+from so101_mjx.cli import (
+    camera,
+    deploy,
+    distill,
+    eval as eval_,
+    evaluate,
+    export,
+    info,
+    parity,
+    record,
+    replay,
+    rollout,
+    sysid,
+    teleop,
+    train,
+)
 
 Arguments = Callable[[argparse.ArgumentParser], None]
 

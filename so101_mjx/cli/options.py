@@ -22,13 +22,14 @@ def add_camera_spec(parser: argparse.ArgumentParser) -> None:
     """``--camera-spec CAMERA=FILE``, repeatable: an image camera's file."""
     parser.add_argument("--camera-spec", dest="camera_specs", type=types.camera_spec, action="append", default=None,
                         metavar="CAMERA=FILE",
-                        help="a camera's file (OpenCV conventions: pose, intrinsics, lens distortion, latency in ticks; "
-                        "docs/pixels.md) or a shipped one (menagerie_wrist); repeat per camera")
+                        help="a camera's file (OpenCV conventions: pose, intrinsics, lens distortion, "
+                        "latency in ticks; docs/pixels.md) or a shipped one (menagerie_wrist); repeat per camera")
 
 
 def add_visual_randomization(parser: argparse.ArgumentParser, what: str) -> None:
     """``--visual-randomization``: a level or a JSON object, per episode of ``what``."""
-    parser.add_argument("--visual-randomization", type=types.visual_randomization, default=None, metavar="standard|wide|JSON",
-                        help=f"randomize lighting, colours, camera pose and lens, and image effects per episode of {what}: "
-                             "'standard', 'wide' or a JSON "
+    parser.add_argument("--visual-randomization", type=types.visual_randomization, default=None,
+                        metavar="standard|wide|JSON",
+                        help="randomize lighting, colours, camera pose and lens, and image effects per "
+                             f"episode of {what}: 'standard', 'wide' or a JSON "
                              "object of so101_mjx.render.visual_randomization.VisualRandomization's fields")

@@ -8,7 +8,15 @@ import sys
 
 from so101_mjx._interrupts import dataset_kept, interruptible
 from so101_mjx.cli import argtypes as types
-from so101_mjx.cli.options import BACKEND, BACKEND_HELP, JOINT_UNITS, QUALITY, QUALITY_HELP, add_camera_spec, add_visual_randomization
+from so101_mjx.cli.options import (
+    BACKEND,
+    BACKEND_HELP,
+    JOINT_UNITS,
+    QUALITY,
+    QUALITY_HELP,
+    add_camera_spec,
+    add_visual_randomization,
+)
 from so101_mjx.errors import InputError
 
 IMAGE_SIZES = (16, 8192)  # px: the frame sides record writes (so101_mjx.data.record.IMAGE_SIZES)
@@ -16,11 +24,15 @@ IMAGE_SIZES = (16, 8192)  # px: the frame sides record writes (so101_mjx.data.re
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
-    parser.add_argument("--env", default=None, help="env name (required with --policy scripted; default: the policy's env)")
-    parser.add_argument("--policy", default="scripted", help="'scripted', 'demonstrator' (a controller that solves the task: "
+    parser.add_argument("--env", default=None,
+                        help="env name (required with --policy scripted; default: the policy's env)")
+    parser.add_argument("--policy", default="scripted",
+                        help="'scripted', 'demonstrator' (a controller that solves the task: "
                         "PickCube's lifts) or an exported .onnx / .npz policy")
-    parser.add_argument("--episodes", type=types.positive_int, required=True, help="episodes to record (kept, with --only-success)")
-    parser.add_argument("--out", type=types.output_dir, required=True, help="dataset directory (new and empty, or with --resume)")
+    parser.add_argument("--episodes", type=types.positive_int, required=True,
+                        help="episodes to record (kept, with --only-success)")
+    parser.add_argument("--out", type=types.output_dir, required=True,
+                        help="dataset directory (new and empty, or with --resume)")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
     parser.add_argument("--image-size", type=types.int_in(*IMAGE_SIZES, "image size"), default=128,
                         help="frame height and width, pixels: even, {} to {}".format(*IMAGE_SIZES))
@@ -32,11 +44,14 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--only-success", action="store_true", help="keep successful episodes only")
     parser.add_argument("--max-tries", type=types.positive_int, default=None,
                         help="with --only-success: give up after this many episodes (default 10 x --episodes)")
-    parser.add_argument("--fps", type=types.positive_int, default=None, help="frames per second: the env's control rate (the default)")
+    parser.add_argument("--fps", type=types.positive_int, default=None,
+                        help="frames per second: the env's control rate (the default)")
     parser.add_argument("--seed", type=types.seed, default=0)
-    parser.add_argument("--resume", action="store_true", help="append to the dataset at --out (checked for consistency first)")
+    parser.add_argument("--resume", action="store_true",
+                        help="append to the dataset at --out (checked for consistency first)")
     parser.add_argument("--repair", action="store_true",
-                        help="truncate the dataset at --out to its last complete episode, then append (implies --resume)")
+                        help="truncate the dataset at --out to its last complete episode, then append "
+                             "(implies --resume)")
     parser.add_argument("--no-video", action="store_true", help="record no camera frames")
     parser.add_argument("--control-mode", choices=("cartesian", "joint"), default="cartesian",
                         help="joint: the follower's action space and feature names (six motor targets, '<motor>.pos'; "
@@ -45,7 +60,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --control-mode joint: the arm motors' units, degrees or range_m100_100 "
                              "(lerobot's use_degrees=True or False)")
     parser.add_argument("--calibration", type=types.calibration, default=None, metavar="FILE",
-                        help="with --control-mode joint: a real follower's lerobot calibration file; the motor units follow it")
+                        help="with --control-mode joint: a real follower's lerobot calibration file; the motor "
+                             "units follow it")
     add_camera_spec(parser)
     parser.add_argument("--num-envs", type=types.positive_int, default=64, help="worlds simulated at a time")
 
@@ -64,14 +80,17 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("recording video needs imageio-ffmpeg: pip install imageio-ffmpeg (or so101-mjx[viz]), "
                          "or pass --no-video")
 
-    r = record.record(args.env, args.policy, args.episodes, args.out, args.backend, None if args.no_video else args.image_size,
-                      tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps, args.seed, args.resume,
+    r = record.record(args.env, args.policy, args.episodes, args.out, args.backend,
+                      None if args.no_video else args.image_size,
+                      tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps,
+                      args.seed, args.resume,
                       args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization,
                       repair=args.repair, config=joint_config(args) if args.control_mode == "joint" else None,
                       camera_specs=dict(args.camera_specs or ()))
     print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
-    print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: {r['successes'] / max(r['tried'], 1):.3f}), "
-          f"{r['frames']:,} frames; the dataset now holds {r['total_episodes']} episodes")
+    print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: "
+          f"{r['successes'] / max(r['tried'], 1):.3f}), {r['frames']:,} frames; the dataset now holds "
+          f"{r['total_episodes']} episodes")
     print(f"  {r['seconds']:.1f} s (compile included): {r['frames'] / r['seconds']:,.1f} frames/s")
     if r["kept"] < args.episodes:
         print(f"  gave up after {r['tried']} tries: {r['kept']} of {args.episodes} episodes recorded", file=sys.stderr)

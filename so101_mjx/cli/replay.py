@@ -14,7 +14,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default=None, help="env name (default: the policy's)")
     parser.add_argument("--episodes", type=types.positive_int, default=100)
     parser.add_argument("--seed", type=types.seed, default=0)
-    parser.add_argument("--video", type=types.output_file, default=None, help="write the first episodes to this .mp4 or .gif (needs a GL backend)")
+    parser.add_argument("--video", type=types.output_file, default=None,
+                        help="write the first episodes to this .mp4 or .gif (needs a GL backend)")
     parser.add_argument("--video-episodes", type=types.non_negative_int, default=3)
     parser.add_argument("--reference", action="store_true", help="replay in lerobot_env_so101's own env (pick tasks)")
     parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
@@ -23,5 +24,6 @@ def arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import replay
 
-    replay.replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes, args.reference, args.force)
+    replay.replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes,
+                  args.reference, args.force)
     return 0

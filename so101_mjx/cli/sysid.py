@@ -1,4 +1,5 @@
-"""``so101-mjx sysid DATASET``: the servo model fitted to a recording (:func:`so101_mjx.sysid.command.fit_servo_model`)."""
+"""``so101-mjx sysid DATASET``: the servo model fitted to a recording
+(:func:`so101_mjx.sysid.command.fit_servo_model`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from so101_mjx.cli.options import BACKEND, BACKEND_HELP, JOINT_UNITS
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
-    parser.add_argument("dataset", help="a LeRobotDataset v3.0 of a follower in joint mode: action and observation.state "
-                                        "with the six '<motor>.pos' (so101-mjx deploy excitation --dataset DIR records one)")
+    parser.add_argument("dataset",
+                        help="a LeRobotDataset v3.0 of a follower in joint mode: action and observation.state "
+                                        "with the six '<motor>.pos' (so101-mjx deploy excitation --dataset DIR "
+                                        "records one)")
     parser.add_argument("--out", type=types.output_file, default="servo_model.json",
                         help="the fitted ServoModel fields (JSON); the report goes beside it as <out>.report.json")
     parser.add_argument("--units", type=JOINT_UNITS, default="degrees",
@@ -24,12 +27,15 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                              "(default: the scene's joint ranges stand for its calibration)")
     parser.add_argument("--task", default="SO101Reach-v0", help="the scene the commands are replayed in")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
-    parser.add_argument("--motors", nargs="+", default=None, metavar="MOTOR", help="fit these motors only (default: all six; the others keep the defaults)")
+    parser.add_argument("--motors", nargs="+", default=None, metavar="MOTOR",
+                        help="fit these motors only (default: all six; the others keep the defaults)")
     parser.add_argument("--population", type=types.positive_int, default=64, help="candidate worlds simulated at once")
-    parser.add_argument("--elites", type=types.positive_int, default=8, help="candidates each search iteration keeps, per motor")
+    parser.add_argument("--elites", type=types.positive_int, default=8,
+                        help="candidates each search iteration keeps, per motor")
     parser.add_argument("--iterations", type=types.positive_int, default=12, help="cross-entropy iterations")
     parser.add_argument("--sweeps", type=types.non_negative_int, default=3, help="coordinate sweeps after the search")
-    parser.add_argument("--polish", type=types.non_negative_int, default=4, help="search iterations around the swept fit")
+    parser.add_argument("--polish", type=types.non_negative_int, default=4,
+                        help="search iterations around the swept fit")
     parser.add_argument("--plot", dest="plot_to", metavar="PLOT", type=types.output_file, default=None,
                         help="also draw measured and fitted positions to this PNG")
     parser.add_argument("--seed", type=types.seed, default=0)

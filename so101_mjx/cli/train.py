@@ -20,11 +20,14 @@ from so101_mjx.errors import InputError
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
     parser.add_argument("--env", default="SO101Reach-v0", help="registered env name")
-    parser.add_argument("--preset", default=None, help="a preset of the env (so101_mjx/training/presets/<task>.py; every "
-                        "task has 'tiny' and 'tiny-sac'; default: the task's DEFAULT, or its 'sac' preset with --algo sac)")
+    parser.add_argument("--preset", default=None,
+                        help="a preset of the env (so101_mjx/training/presets/<task>.py; every "
+                        "task has 'tiny' and 'tiny-sac'; default: the task's DEFAULT, or its 'sac' preset "
+                        "with --algo sac)")
     parser.add_argument("--env-config", type=types.name_or_json, default=None, metavar="NAME|JSON",
                         help="an env variant laid over the preset: one of the task's named variants (e.g. PickCube's "
-                        "'joint', 'joint-30hz', 'servo'; docs/training.md), or env config fields as JSON, inline or a file")
+                        "'joint', 'joint-30hz', 'servo'; docs/training.md), or env config fields as JSON, "
+                        "inline or a file")
     parser.add_argument("--algo", choices=("ppo", "sac"), default=None,
                         help="the algorithm (default: the preset's); a preset of the other algorithm is refused")
     parser.add_argument("--backend", type=BACKEND, default=None, help=BACKEND_HELP)
@@ -33,19 +36,24 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         help="run directory (default: runs/<env>-<preset>[-<variant>]-s<seed>)")
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in --out")
     parser.add_argument("--num-timesteps", type=types.positive_int, default=None,
-                        help="override the preset's env steps (SAC: also its replay buffer's size unless the preset sets "
-                             "max_replay_size; a --resume may raise it)")
+                        help="override the preset's env steps (SAC: also its replay buffer's size unless the "
+                             "preset sets max_replay_size; a --resume may raise it)")
     parser.add_argument("--num-evals", type=types.positive_int, default=None,
                         help="override the preset's number of evals (>= 2; one checkpoint each after the first)")
     parser.add_argument("--demo-start-prob", type=types.probability, default=None,
-                        help="override the preset's share of training resets from scripted states (0 = none; evals always reset normally)")
+                        help="override the preset's share of training resets from scripted states (0 = none; evals "
+                             "always reset normally)")
     parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
-    parser.add_argument("--replay-episodes", type=types.non_negative_int, default=0, help="replay N episodes of the export on CPU MuJoCo")
+    parser.add_argument("--replay-episodes", type=types.non_negative_int, default=0,
+                        help="replay N episodes of the export on CPU MuJoCo")
     parser.add_argument("--num-processes", type=types.positive_int, default=1,
-                        help="train in N processes joined by jax.distributed; alone: N processes on this host, one device "
-                        "each on a CPU (with --process-id and --coordinator: this process is one of N, e.g. one per host)")
-    parser.add_argument("--process-id", type=types.non_negative_int, default=None, help="this process's index in a multi-process run")
-    parser.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address in a multi-process run")
+                        help="train in N processes joined by jax.distributed; alone: N processes on this "
+                        "host, one device each on a CPU (with --process-id and --coordinator: this process is one of "
+                        "N, e.g. one per host)")
+    parser.add_argument("--process-id", type=types.non_negative_int, default=None,
+                        help="this process's index in a multi-process run")
+    parser.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                        help="process 0's address in a multi-process run")
 
 
 def spelling(renamed: Any) -> str:
@@ -94,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
         return distributed.launch(args._argv, args.num_processes)
     if args.process_id is not None:
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
-    overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals, "demo_start_prob": args.demo_start_prob}
+    overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals,
+                 "demo_start_prob": args.demo_start_prob}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
     label = "-".join(filter(None, (env_name, preset_name, presets.variant_label(variant))))
     out = Path(types.output_dir(args.out or f"runs/{label}-s{args.seed}"))
@@ -102,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
         check_out(out / "policy.onnx", out / "policy.npz", parameter="--export")
     start = time.perf_counter()
     try:
-        last, metrics = ppo.train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed, resume=args.resume,
-                                  variant=variant)
+        last, metrics = ppo.train(env_name, preset_name, preset, out, backend=args.backend, seed=args.seed,
+                                  resume=args.resume, variant=variant)
     except NonFiniteError as err:  # a diverged run: one line, exit 1 (not a traceback, not a published NaN checkpoint)
         print(f"so101-mjx train: error: {err}", file=sys.stderr)
         return 1

@@ -30,12 +30,14 @@ from so101_mjx.data import lerobot_format as fmt
 from so101_mjx.errors import InputError, MissingFileError, ParameterError
 
 # the info.json fields read back (checking, resuming), and those of each feature
-INFO_FIELDS = {"codebase_version": schema.STRING, "total_episodes": schema.integer(0), "total_frames": schema.integer(0),
+INFO_FIELDS = {"codebase_version": schema.STRING, "total_episodes": schema.integer(0),
+               "total_frames": schema.integer(0),
                "fps": schema.integer(1), "chunks_size": schema.integer(1), "data_files_size_in_mb": schema.number(0),
                "video_files_size_in_mb": schema.number(0), "features": schema.OBJECT}
 FEATURE_FIELDS = {"dtype": schema.STRING, "shape": schema.list_of(schema.integer(1)), "names": schema.Kind(
     "a list, a dict or null", lambda v: v is None or isinstance(v, (list, dict)))}
-EPISODE_COLUMNS = ("episode_index", "tasks", "length", "dataset_from_index", "dataset_to_index", "data/chunk_index", "data/file_index")
+EPISODE_COLUMNS = ("episode_index", "tasks", "length", "dataset_from_index", "dataset_to_index", "data/chunk_index",
+                   "data/file_index")
 VIDEO_COLUMNS = ("chunk_index", "file_index", "from_timestamp", "to_timestamp")
 DATA_COLUMNS = ("episode_index", "index", "frame_index", "timestamp")  # the data columns inspected
 
@@ -49,7 +51,8 @@ def read_info(root: str | Path) -> dict[str, Any]:
         raise MissingFileError(f"no dataset to resume or repair at {root} ({fmt.INFO_PATH} is missing)")
     info = schema.fields(path, schema.read_json(path), INFO_FIELDS)
     if info["codebase_version"] != fmt.CODEBASE_VERSION:
-        raise InputError(f"{path}: codebase_version {info['codebase_version']!r}; so101-mjx writes {fmt.CODEBASE_VERSION} datasets only")
+        raise InputError(f"{path}: codebase_version {info['codebase_version']!r}; so101-mjx writes "
+                         f"{fmt.CODEBASE_VERSION} datasets only")
     fmt.check_feature_keys(info["features"], path)
     for key, feature in info["features"].items():
         schema.fields(path, feature, FEATURE_FIELDS, where=f"features.{key}.")
@@ -68,9 +71,11 @@ class Finding:
     info: dict[str, Any]
     fps: int  # the episodes' frame rate: info.json's, unless the data's timestamps agree on another
     rows: list[dict[str, Any]]  # every row of the readable meta/episodes files, "_meta": its file's (chunk, file)
-    intact: list[dict[str, Any]]  # the intact rows by episode_index; "_data": ((chunk, file), first row), "_videos": key -> (file, start, stop)
+    # the intact rows by episode_index; "_data": ((chunk, file), first row), "_videos": key -> (file, start, stop)
+    intact: list[dict[str, Any]]
     problems: list[str]  # one line each
-    sizes: dict[str, dict[tuple[int, int], int]]  # prefix -> file -> rows (data/) or frames (videos/<key>/; -1: unreadable)
+    # prefix -> file -> rows (data/) or frames (videos/<key>/; -1: unreadable)
+    sizes: dict[str, dict[tuple[int, int], int]]
 
 
 def _is_int(value: Any) -> bool:
@@ -91,7 +96,8 @@ def inspect(root: str | Path) -> Finding:
         except InputError as err:
             problems.append(str(err))
     data = _read_data(root, problems)
-    found = Finding(info, _fps(info, data, problems), rows, [], problems, {"data/": {f: len(c["index"]) for f, c in data.items()}})
+    found = Finding(info, _fps(info, data, problems), rows, [], problems,
+                    {"data/": {f: len(c["index"]) for f, c in data.items()}})
     for key in video_keys:
         found.sizes[f"videos/{key}/"] = {fmt.file_index(p): _count(p) for p in fmt.files(root, f"videos/{key}/")}
     _find_intact(found, data, video_keys)
@@ -119,7 +125,8 @@ def _read_data(root: Path, problems: list[str]) -> dict[tuple[int, int], dict[st
             problems.append(str(err))
             continue
         kinds = [pa.types.is_integer] * 3 + [lambda t: pa.types.is_floating(t) or pa.types.is_integer(t)]
-        bad = [c for c, kind in zip(DATA_COLUMNS, kinds) if not kind(table.schema.field(c).type) or table.column(c).null_count]
+        bad = [c for c, kind in zip(DATA_COLUMNS, kinds) if not kind(table.schema.field(c).type)
+               or table.column(c).null_count]
         if bad:
             problems.append(f"{path}: column {bad[0]!r} must hold numbers (integers but for timestamp), no nulls")
             continue
@@ -163,7 +170,8 @@ def _find_intact(found: Finding, data: dict[tuple[int, int], dict[str, np.ndarra
         videos = {} if isinstance(where, str) else {k: _video(row, k, found) for k in video_keys}
         why = where if isinstance(where, str) else next((v for v in videos.values() if isinstance(v, str)), None)
         if why:
-            found.problems.append(f"episode {row['episode_index']} ({fmt.file_path('meta/episodes/', row['_meta'])}): {why}")
+            found.problems.append(f"episode {row['episode_index']} "
+                                  f"({fmt.file_path('meta/episodes/', row['_meta'])}): {why}")
             continue
         seen.add(row["episode_index"])
         found.intact.append(row | {"_data": where, "_videos": videos})
@@ -173,7 +181,8 @@ def _row_problem(row: dict[str, Any]) -> str | None:
     if not all(_is_int(row[c]) for c in EPISODE_COLUMNS if c != "tasks"):
         return "its row holds a missing or negative index"
     if row["length"] < 1 or row["dataset_to_index"] - row["dataset_from_index"] != row["length"]:
-        return f"its row says {row['length']} frames at index {row['dataset_from_index']}..{row['dataset_to_index']} (at least 1 frame)"
+        return (f"its row says {row['length']} frames at index {row['dataset_from_index']}..{row['dataset_to_index']} "
+                "(at least 1 frame)")
     return None
 
 
@@ -186,44 +195,53 @@ def _locate(row: dict[str, Any], data: dict, runs: dict) -> tuple[tuple[int, int
                 and np.array_equal(cols["frame_index"][start: start + n], np.arange(n)):
             return f, start
     return f"no data file holds its {n} rows (index {first}..{first + n - 1})" + ("" if listed in data else
-                                                                                 f"; {fmt.file_path('data/', listed)} is missing or unreadable")
+                                                                                 f"; {fmt.file_path('data/', listed)} "
+                                                                                 "is missing or unreadable")
 
 
 def _video(row: dict[str, Any], key: str, found: Finding) -> tuple[tuple[int, int], int, int] | str:
     """The episode's ``(file, first frame, end frame)`` in ``key``'s video files, else why not."""
     prefix = f"videos/{key}/"
-    f, times = (row[prefix + "chunk_index"], row[prefix + "file_index"]), (row[prefix + "from_timestamp"], row[prefix + "to_timestamp"])
+    f, times = (row[prefix + "chunk_index"], row[prefix + "file_index"]), (row[prefix + "from_timestamp"],
+                                                                           row[prefix + "to_timestamp"])
     if not (all(map(_is_int, f)) and all(isinstance(t, (int, float)) and math.isfinite(t) and t >= 0 for t in times)):
         return f"its {key} video columns are not indices and timestamps"
     frames = found.sizes[prefix].get(f)
     start, stop = (round(t * found.fps) for t in times)
-    if frames is None or frames < 0 or stop - start != row["length"] or stop > frames or max(abs(t * found.fps - round(t * found.fps)) for t in times) > 0.01:
+    if (frames is None or frames < 0 or stop - start != row["length"] or stop > frames
+            or max(abs(t * found.fps - round(t * found.fps)) for t in times) > 0.01):
         state = "is missing" if frames is None else "is unreadable" if frames < 0 else f"holds {frames} frames"
         return f"{fmt.file_path(prefix, f)} {state}, not its frames {start}..{stop}"
     return f, start, stop
 
 
 def _check_layout(found: Finding, video_keys: list[str]) -> None:
-    """Problems of place: rows out of order, offsets with gaps, a file holding episodes out of order or rows and frames no row lists."""
+    """Problems of place: rows out of order, offsets with gaps, a file holding episodes out of order or rows and frames
+    no row lists."""
     intact, problems = found.intact, found.problems
     if len(intact) == len(found.rows):
         if [r["episode_index"] for r in found.rows] != list(range(len(found.rows))):
             problems.append("meta/episodes does not list the episodes 0, 1, ... in order")
-        elif any(r["dataset_from_index"] != (intact[i - 1]["dataset_to_index"] if i else 0) for i, r in enumerate(intact)):
+        elif any(r["dataset_from_index"] != (intact[i - 1]["dataset_to_index"] if i else 0)
+                 for i, r in enumerate(intact)):
             problems.append("meta/episodes: the episodes' frame offsets are not contiguous from 0")
     for prefix, places in [("data/", [(r, (r["data/chunk_index"], r["data/file_index"]), r["_data"]) for r in intact]),
-                           *((f"videos/{k}/", [(r, r["_videos"][k][0], r["_videos"][k][:2]) for r in intact]) for k in video_keys)]:
+                           *((f"videos/{k}/", [(r, r["_videos"][k][0], r["_videos"][k][:2]) for r in intact])
+                             for k in video_keys)]:
         used, listed_so_far, misplaced = collections.Counter(), collections.Counter(), False
         for row, listed, (f, start) in places:
             if not misplaced and (f, start) != (listed, listed_so_far[listed]):
                 misplaced = True
-                problems.append(f"{fmt.file_path(prefix, f)}: episode {row['episode_index']} is not at {fmt.file_path(prefix, listed)}'s "
-                                f"{'row' if prefix == 'data/' else 'frame'} {listed_so_far[listed]}")
+                problems.append(f"{fmt.file_path(prefix, f)}: episode {row['episode_index']} is not at "
+                                f"{fmt.file_path(prefix, listed)}'s {'row' if prefix == 'data/' else 'frame'} "
+                                f"{listed_so_far[listed]}")
             used[f] += row["length"]
             listed_so_far[listed] += row["length"]
         for f, size in found.sizes[prefix].items():
             if size < 0 or size > used[f]:
-                what = "is unreadable" if size < 0 else f"holds {size - used[f]} {'rows' if prefix == 'data/' else 'frames'} that meta/episodes does not list"
+                what = ("is unreadable" if size < 0
+                        else f"holds {size - used[f]} {'rows' if prefix == 'data/' else 'frames'} that meta/episodes "
+                        "does not list")
                 problems.append(f"{fmt.file_path(prefix, f)} {what}")
 
 

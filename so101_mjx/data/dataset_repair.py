@@ -1,4 +1,5 @@
-"""``record --repair``: a dataset rewritten to hold its intact episodes (:func:`so101_mjx.data.dataset_check.inspect`), renumbered.
+"""``record --repair``: a dataset rewritten to hold its intact episodes (:func:`so101_mjx.data.dataset_check.inspect`),
+renumbered.
 
 The kept episodes keep their order (by ``episode_index``) and are numbered 0, 1, ... with contiguous
 frame indices. Each run of kept episodes that shared a file shares a new one, the files numbered
@@ -61,13 +62,14 @@ def repair(root: str | Path, provenance: str | None = None) -> tuple[int, list[s
 
 
 def _renumber(intact: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The intact rows as episodes 0, 1, ... with contiguous frames (the ``index`` and ``episode_index`` stats moved along);
+    """The intact rows as episodes 0, 1, ... with contiguous frames (the ``index`` and ``episode_index`` stats moved
+    along);
     ``_old``: the row's episode_index and dataset_from_index."""
     kept, end = [], 0
     for new, row in enumerate(intact):
         shift = end - row["dataset_from_index"]
-        row = row | {"_old": (row["episode_index"], row["dataset_from_index"]), "episode_index": new, "dataset_from_index": end,
-                     "dataset_to_index": end + row["length"]}
+        row = row | {"_old": (row["episode_index"], row["dataset_from_index"]), "episode_index": new,
+                     "dataset_from_index": end, "dataset_to_index": end + row["length"]}
         for k in ("min", "max", "mean", *QUANTILE_KEYS):
             if f"stats/index/{k}" in row:
                 row[f"stats/index/{k}"] = [type(v)(v + shift) for v in row[f"stats/index/{k}"]]
@@ -81,7 +83,8 @@ def _renumber(intact: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _groups(kept: list[dict[str, Any]], source: Callable[[dict], tuple[int, int]], chunks_size: int) -> list[tuple]:
-    """``(new file, source file, rows)`` for each run of kept rows with one source file, new files numbered from (0, 0)."""
+    """``(new file, source file, rows)`` for each run of kept rows with one source file, new files numbered from (0,
+    0)."""
     runs: list[tuple[tuple[int, int], list[dict[str, Any]]]] = []
     for row in kept:
         if runs and runs[-1][0] == source(row):
@@ -109,7 +112,8 @@ def _write_data(root: Path, txn: Transaction, found: Finding, kept: list[dict[st
         used.add(rel)
         starts = np.cumsum([0, *(r["length"] for r in rows)])
         same = index == src and found.sizes["data/"][src] == starts[-1] and all(
-            r["_data"][1] == s and r["_old"] == (r["episode_index"], r["dataset_from_index"]) for r, s in zip(rows, starts))
+            r["_data"][1] == s and r["_old"] == (r["episode_index"], r["dataset_from_index"])
+            for r, s in zip(rows, starts))
         if not same:
             table = fmt.read_columns(root / fmt.file_path("data/", src))
             parts = []
@@ -137,7 +141,8 @@ def _write_video(root: Path, txn: Transaction, found: Finding, kept: list[dict[s
         if not whole:
             fmt.cut([(source, r["_videos"][key][1], r["_videos"][key][2]) for r in rows], fps, txn.path(rel))
             if (frames := fmt.count_frames(txn.path(rel))) != starts[-1]:
-                raise InputError(f"{source}: cutting the intact episodes' frames gave {frames} frames, not {starts[-1]}; nothing was changed")
+                raise InputError(f"{source}: cutting the intact episodes' frames gave {frames} frames, not "
+                                 f"{starts[-1]}; nothing was changed")
         elif index != src:  # the whole file, renamed
             target = txn.path(rel)
             try:
@@ -145,7 +150,8 @@ def _write_video(root: Path, txn: Transaction, found: Finding, kept: list[dict[s
             except OSError:
                 shutil.copyfile(source, target)
         for r, start in zip(rows, starts):
-            r |= {prefix + "chunk_index": index[0], prefix + "file_index": index[1], prefix + "from_timestamp": float(start / fps),
+            r |= {prefix + "chunk_index": index[0], prefix + "file_index": index[1],
+                  prefix + "from_timestamp": float(start / fps),
                   prefix + "to_timestamp": float((start + r["length"]) / fps)}
     _delete_unused(root, txn, prefix, used)
 
@@ -157,22 +163,26 @@ def _write_meta(root: Path, txn: Transaction, found: Finding, kept: list[dict[st
         rel = fmt.file_path("meta/episodes/", index)
         used.add(rel)
         schema = pq.read_schema(root / fmt.file_path("meta/episodes/", src))
-        rows = [{k: v for k, v in r.items() if not k.startswith("_")} | {"meta/episodes/chunk_index": index[0],
-                                                                           "meta/episodes/file_index": index[1]} for r in rows]
+        rows = [{k: v for k, v in r.items() if not k.startswith("_")}
+                | {"meta/episodes/chunk_index": index[0], "meta/episodes/file_index": index[1]} for r in rows]
         fmt.write_parquet(txn.path(rel), [pa.Table.from_pylist(rows, schema=schema)], fmt.METADATA_ROWS_PER_WRITE)
     _delete_unused(root, txn, "meta/episodes/", used)
 
 
-def _write_summary(root: Path, txn: Transaction, found: Finding, kept: list[dict[str, Any]], provenance: str | None) -> None:
-    """Tasks (rebuilt when unreadable), stats, ``provenance``'s ``repairs`` entry and ``info.json`` (fps the episodes')."""
+def _write_summary(root: Path, txn: Transaction, found: Finding, kept: list[dict[str, Any]],
+                   provenance: str | None) -> None:
+    """Tasks (rebuilt when unreadable), stats, ``provenance``'s ``repairs`` entry and ``info.json`` (fps the
+    episodes')."""
     try:
         tasks = pq.read_table(root / fmt.TASKS_PATH).column("task").to_pylist()
     except (pa.ArrowException, OSError, KeyError):  # rebuilt in the order the kept episodes name them
         tasks = list(dict.fromkeys(t for r in kept for t in r["tasks"] or ()))
         pq.write_table(fmt.tasks_table(tasks), txn.path(fmt.TASKS_PATH))
     features = found.info["features"]
-    stats = aggregate_stats([{f: {k: np.asarray(r[f"stats/{f}/{k}"]) for k in STAT_KEYS} for f in features} for r in kept])
-    txn.path(fmt.STATS_PATH).write_text(json.dumps({f: {k: v.tolist() for k, v in s.items()} for f, s in stats.items()}, indent=4))
+    stats = aggregate_stats([{f: {k: np.asarray(r[f"stats/{f}/{k}"]) for k in STAT_KEYS} for f in features}
+                             for r in kept])
+    txn.path(fmt.STATS_PATH).write_text(json.dumps({f: {k: v.tolist() for k, v in s.items()}
+                                                    for f, s in stats.items()}, indent=4))
     if provenance and (root / provenance).is_file():
         try:
             record = json.loads((root / provenance).read_text())
@@ -182,8 +192,10 @@ def _write_summary(root: Path, txn: Transaction, found: Finding, kept: list[dict
             record.setdefault("repairs", []).append({"kept_episodes": len(kept), "problems": found.problems})
             txn.path(provenance).write_text(json.dumps(record, indent=1, default=str))
     if found.fps != found.info["fps"]:
-        features = {k: f | {"info": f["info"] | {"video.fps": found.fps}} if isinstance(f.get("info"), dict) and "video.fps" in f["info"] else f
+        features = {k: f | {"info": f["info"] | {"video.fps": found.fps}} if isinstance(f.get("info"), dict)
+                    and "video.fps" in f["info"] else f
                     for k, f in features.items()}
-    info = found.info | {"total_episodes": len(kept), "total_frames": sum(r["length"] for r in kept), "total_tasks": len(tasks),
+    info = found.info | {"total_episodes": len(kept), "total_frames": sum(r["length"] for r in kept),
+                         "total_tasks": len(tasks),
                          "splits": {"train": f"0:{len(kept)}"}, "fps": found.fps, "features": features}
     txn.path(fmt.INFO_PATH).write_text(json.dumps(info, indent=4, ensure_ascii=False))

@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from so101_mjx._files import STAGING, Transaction, deferred_signals, disk_errors, recover
 from so101_mjx._lock import LOCK_FILE
 from so101_mjx.data import dataset_check, lerobot_format as fmt
-from so101_mjx.data.lerobot_format import video_feature  # noqa: F401  (re-exported: the writer's callers build features with it)
+from so101_mjx.data.lerobot_format import video_feature  # noqa: F401  (re-exported: callers build features with it)
 from so101_mjx.data.stats import QUANTILE_KEYS, aggregate_stats, feature_stats, image_stats
 from so101_mjx.errors import ExistingFileError, InputError
 
@@ -83,13 +83,17 @@ class DatasetWriter:
             rows = read_episodes(self.root).to_pylist()
             self.episode_stats = [self._row_stats(row, features) for row in rows]
             self.tasks = pq.read_table(self.root / fmt.TASKS_PATH).column("task").to_pylist()
-            self.next = {p: fmt.next_file(rows[-1][p + "chunk_index"], rows[-1][p + "file_index"], self.info["chunks_size"])
+            self.next = {p: fmt.next_file(rows[-1][p + "chunk_index"], rows[-1][p + "file_index"],
+                                          self.info["chunks_size"])
                          for p in prefixes}
         else:
-            if self.root.exists() and (not self.root.is_dir() or any(p.name not in (LOCK_FILE, STAGING) for p in self.root.iterdir())):
-                raise ExistingFileError(f"{self.root} exists and is not an empty directory (resume to append to a dataset there)")
+            if self.root.exists() and (not self.root.is_dir()
+                                       or any(p.name not in (LOCK_FILE, STAGING) for p in self.root.iterdir())):
+                raise ExistingFileError(f"{self.root} exists and is not an empty directory (resume to append to a "
+                                        "dataset there)")
             self.info = {
-                "codebase_version": fmt.CODEBASE_VERSION, "robot_type": robot_type, "total_episodes": 0, "total_frames": 0,
+                "codebase_version": fmt.CODEBASE_VERSION, "robot_type": robot_type, "total_episodes": 0,
+                "total_frames": 0,
                 "total_tasks": 0, "chunks_size": chunks_size, "data_files_size_in_mb": data_files_size_in_mb,
                 "video_files_size_in_mb": video_files_size_in_mb, "fps": fps, "splits": {}, "data_path": fmt.DATA_PATH,
                 "video_path": fmt.VIDEO_PATH if self.video_keys else None, "features": features,
@@ -97,7 +101,8 @@ class DatasetWriter:
         with disk_errors(self.root):
             self.root.mkdir(parents=True, exist_ok=True)
         self.features, self.fps, self.committed = features, fps, 0  # committed: episodes this writer has published
-        self.pending: list[dict[str, Any]] = []  # episodes added since the last commit: appending one is add_episode's only change
+        # episodes added since the last commit: appending one is add_episode's only change
+        self.pending: list[dict[str, Any]] = []
         self.txn: Transaction | None = None
         self.hf_metadata = fmt.hf_metadata(features)
 
@@ -105,10 +110,12 @@ class DatasetWriter:
         info = dataset_check.check(self.root)
         if info["fps"] != fps:
             raise InputError(f"{self.root} is recorded at fps {info['fps']}, not {fps}")
-        ours, theirs = ({k: {f: v.get(f) for f in ("dtype", "shape", "names")} for k, v in fs.items()} for fs in (features, info["features"]))
+        ours, theirs = ({k: {f: v.get(f) for f in ("dtype", "shape", "names")} for k, v in fs.items()}
+                        for fs in (features, info["features"]))
         for key in sorted(set(ours) | set(theirs)):
             if ours.get(key) != theirs.get(key):
-                raise InputError(f"{self.root}: feature {key!r} is {theirs.get(key)} there, {ours.get(key)} in this recording")
+                raise InputError(f"{self.root}: feature {key!r} is {theirs.get(key)} there, {ours.get(key)} in "
+                                 "this recording")
         return info
 
     @staticmethod
@@ -143,12 +150,14 @@ class DatasetWriter:
         steps = np.arange(length)
         data = {**data, "timestamp": steps / self.fps, "frame_index": steps, "episode_index": np.full(length, episode),
                 "index": start + steps, "task_index": np.full(length, tasks.index(task))}
-        data = {k: np.asarray(data[k], f["dtype"]) for k, f in self.features.items() if f["dtype"] != "video"}  # stats of what is stored
+        # stats of what is stored
+        data = {k: np.asarray(data[k], f["dtype"]) for k, f in self.features.items() if f["dtype"] != "video"}
         for k, values in [*data.items(), *((k, frames.get(k, ())) for k in self.video_keys)]:
             if len(values) != length:
                 raise InputError(f"episode {episode}: {k} has {len(values)} frames, {next(iter(data))} {length}")
         stats = {k: image_stats(frames[k]) if k in self.video_keys else feature_stats(data[k]) for k in self.features}
-        table = pa.table({k: fmt.column(data[k], self.features[k]) for k in data}).replace_schema_metadata(self.hf_metadata)
+        table = pa.table({k: fmt.column(data[k], self.features[k])
+                          for k in data}).replace_schema_metadata(self.hf_metadata)
         with disk_errors(self.root):
             self.txn = self.txn or Transaction(self.root, fmt.PREFIXES)
             parts = {}
@@ -168,7 +177,8 @@ class DatasetWriter:
             with disk_errors(f"the dataset at {self.root}"):
                 self._stage_and_publish(extra)
         except BaseException:
-            if self.txn is not None and self.txn.published:  # publication cut short: the next writer's recover finishes it
+            # publication cut short: the next writer's recover finishes it
+            if self.txn is not None and self.txn.published:
                 self.txn, self.pending = None, []
             elif self.txn is not None:  # nothing published: a retry stages the same episodes into the same files
                 self.next = first_files
@@ -184,7 +194,8 @@ class DatasetWriter:
         for i, e in enumerate(self.pending):
             rows[i] |= {f"stats/{f}/{k}": v.tolist() for f, s in e["stats"].items() for k, v in s.items()}
         index = self._advance("meta/episodes/")
-        table = pa.Table.from_pylist([rows[i] | {"meta/episodes/chunk_index": index[0], "meta/episodes/file_index": index[1]}
+        table = pa.Table.from_pylist([rows[i] | {"meta/episodes/chunk_index": index[0],
+                                                 "meta/episodes/file_index": index[1]}
                                       for i in range(len(self.pending))])
         fmt.write_parquet(self.txn.path(fmt.file_path("meta/episodes/", index)), [table], fmt.METADATA_ROWS_PER_WRITE)
         tasks, episode_stats = self._tasks(), [*self.episode_stats, *(e["stats"] for e in self.pending)]
@@ -194,7 +205,8 @@ class DatasetWriter:
         for rel, text in (extra or {}).items():
             self.txn.path(rel).write_text(text)
         total = self.total_episodes
-        info = self.info | {"total_episodes": total, "total_frames": self.info["total_frames"] + sum(e["length"] for e in self.pending),
+        info = self.info | {"total_episodes": total,
+                            "total_frames": self.info["total_frames"] + sum(e["length"] for e in self.pending),
                             "total_tasks": len(tasks), "splits": {"train": f"0:{total}"}}
         self._stage_json(fmt.INFO_PATH, info)
         with deferred_signals():  # published and taken as committed, or neither: an interrupt never splits them
@@ -219,8 +231,10 @@ class DatasetWriter:
             fmt.write_parquet(self.txn.path(fmt.file_path("data/", index)), [self.pending[i]["table"] for i in group])
             for i in group:
                 e = self.pending[i]
-                rows[i] = {"episode_index": e["episode"], "tasks": [e["task"]], "length": e["length"], "data/chunk_index": index[0],
-                           "data/file_index": index[1], "dataset_from_index": e["start"], "dataset_to_index": e["start"] + e["length"]}
+                rows[i] = {"episode_index": e["episode"], "tasks": [e["task"]], "length": e["length"],
+                           "data/chunk_index": index[0],
+                           "data/file_index": index[1], "dataset_from_index": e["start"],
+                           "dataset_to_index": e["start"] + e["length"]}
         return rows
 
     def _stage_video(self, key: str) -> dict[int, dict[str, Any]]:
@@ -234,7 +248,8 @@ class DatasetWriter:
             for i in group:
                 length = self.pending[i]["length"]
                 columns[i] = {prefix + "chunk_index": index[0], prefix + "file_index": index[1],
-                              prefix + "from_timestamp": frames / self.fps, prefix + "to_timestamp": (frames + length) / self.fps}
+                              prefix + "from_timestamp": frames / self.fps,
+                              prefix + "to_timestamp": (frames + length) / self.fps}
                 frames += length
         return columns
 

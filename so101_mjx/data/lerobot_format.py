@@ -44,7 +44,8 @@ PREFIXES = ("data/", "meta/", "videos/")  # the only places a dataset writer pub
 FEATURE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]{0,199}")  # one path component: videos/<key>/
 _FILE_NAME = re.compile(r"chunk-(\d{3,9})/file-(\d{3,9})\.(parquet|mp4)")
 DEFAULT_FEATURES = {name: {"dtype": dtype, "shape": [1], "names": None} for name, dtype in (
-    ("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"), ("task_index", "int64"))}
+    ("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"),
+    ("task_index", "int64"))}
 VIDEO_CODEC = {"vcodec": "libsvtav1", "codec": "av1", "pix_fmt": "yuv420p", "g": 2, "crf": 30}
 METADATA_ROWS_PER_WRITE = 10  # episodes per row group of meta/episodes (lerobot's metadata_buffer_size)
 _ARROW = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
@@ -52,7 +53,8 @@ _ARROW = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(),
 
 def video_feature(height: int, width: int, fps: int) -> dict[str, Any]:
     """A camera's ``info.json`` feature: (height, width, 3) frames in an AV1 mp4."""
-    info = {"video.height": height, "video.width": width, "video.codec": VIDEO_CODEC["codec"], "video.pix_fmt": VIDEO_CODEC["pix_fmt"],
+    info = {"video.height": height, "video.width": width, "video.codec": VIDEO_CODEC["codec"],
+            "video.pix_fmt": VIDEO_CODEC["pix_fmt"],
             "video.is_depth_map": False, "video.fps": fps, "video.channels": 3, "has_audio": False}
     return {"dtype": "video", "shape": [height, width, 3], "names": ["height", "width", "channels"], "info": info}
 
@@ -63,15 +65,18 @@ def next_file(chunk_index: int, file_index: int, chunks_size: int) -> tuple[int,
 
 
 def file_path(prefix: str, index: tuple[int, int]) -> str:
-    """The path of file ``index`` (chunk, file) under ``prefix`` (``data/``, ``meta/episodes/`` or ``videos/<key>/``)."""
+    """The path of file ``index`` (chunk, file) under ``prefix`` (``data/``, ``meta/episodes/`` or
+    ``videos/<key>/``)."""
     suffix = ".mp4" if prefix.startswith("videos/") else ".parquet"
     return prefix + _CHUNK_FILE.format(chunk_index=index[0], file_index=index[1]) + suffix
 
 
 def files(root: Path, prefix: str) -> list[Path]:
-    """The files ``root/prefix/chunk-<digits>/file-<digits>.<parquet|mp4>`` in (chunk, file) order (other names are no part of the dataset)."""
+    """The files ``root/prefix/chunk-<digits>/file-<digits>.<parquet|mp4>`` in (chunk, file) order (other names are no
+    part of the dataset)."""
     suffix = ".mp4" if prefix.startswith("videos/") else ".parquet"
-    found = [p for p in (Path(root) / prefix).glob("chunk-*/file-*" + suffix) if _FILE_NAME.fullmatch(f"{p.parent.name}/{p.name}")]
+    found = [p for p in (Path(root) / prefix).glob("chunk-*/file-*" + suffix)
+             if _FILE_NAME.fullmatch(f"{p.parent.name}/{p.name}")]
     return sorted(found, key=file_index)
 
 
@@ -84,8 +89,8 @@ def check_feature_keys(features: dict[str, Any], source: str | Path) -> None:
     """InputError naming ``source`` and the first feature key that does not match :data:`FEATURE_KEY`."""
     for key in features:
         if not isinstance(key, str) or not FEATURE_KEY.fullmatch(key):
-            raise InputError(f"{source}: feature key {key!r} must be letters, digits, '_', '.' and '-' (not starting with '.' or '-'), "
-                             "at most 200 characters")
+            raise InputError(f"{source}: feature key {key!r} must be letters, digits, '_', '.' and '-' (not starting "
+                             "with '.' or '-'), at most 200 characters")
 
 
 def read_columns(path: Path, columns: list[str] | None = None, required: tuple[str, ...] = ()) -> pa.Table:
@@ -107,8 +112,10 @@ def tasks_table(tasks: list[str]) -> pa.Table:
         "index_columns": ["task"],
         "column_indexes": [{"name": None, "field_name": None, "pandas_type": "unicode", "numpy_type": "object",
                             "metadata": {"encoding": "UTF-8"}}],
-        "columns": [{"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64", "metadata": None},
-                    {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object", "metadata": None}],
+        "columns": [{"name": "task_index", "field_name": "task_index", "pandas_type": "int64", "numpy_type": "int64",
+                     "metadata": None},
+                    {"name": "task", "field_name": "task", "pandas_type": "unicode", "numpy_type": "object",
+                     "metadata": None}],
         "creator": {"library": "pyarrow", "version": pa.__version__}, "pandas_version": "2.2.3",
     }
     table = pa.table({"task_index": pa.array(range(len(tasks)), pa.int64()), "task": pa.array(tasks, pa.string())})
@@ -121,7 +128,8 @@ def hf_metadata(features: dict[str, dict]) -> dict[str, str]:
         value = {"dtype": f["dtype"], "_type": "Value"}
         return value if f["shape"] == [1] else {"feature": value, "length": f["shape"][0], "_type": "Sequence"}
 
-    return {"huggingface": json.dumps({"info": {"features": {k: feature(f) for k, f in features.items() if f["dtype"] != "video"}}})}
+    return {"huggingface": json.dumps({"info": {"features": {k: feature(f) for k, f in features.items()
+                                                             if f["dtype"] != "video"}}})}
 
 
 def column(values: np.ndarray, feature: dict[str, Any]) -> pa.Array:
@@ -147,14 +155,16 @@ def ffmpeg(args: list[str], cwd: Path, stdin: bytes | None = None) -> str:
     env = {**os.environ, "SVT_LOG": "1"}  # SVT-AV1 prints its configuration to stderr unless told
     with warnings.catch_warnings():  # JAX warns on any fork; ffmpeg is a plain subprocess
         warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
-        done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-y", *(["-nostdin"] if stdin is None else []), *args], input=stdin,
+        done = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-y", *(["-nostdin"] if stdin is None else []),
+                               *args], input=stdin,
                               env=env, capture_output=True, cwd=cwd)
     if done.returncode != 0:
         log = done.stderr.decode(errors="replace")
         for code in DISK_ERRNOS:
             if os.strerror(code) in log:
                 raise OSError(code, os.strerror(code), str(cwd / args[-1]))
-        raise RuntimeError(f"ffmpeg failed ({' '.join(args[-3:])}): {done.stderr.decode(errors='replace').strip()[-800:]}")
+        raise RuntimeError(f"ffmpeg failed ({' '.join(args[-3:])}): "
+                           f"{done.stderr.decode(errors='replace').strip()[-800:]}")
     return done.stderr.decode(errors="replace")
 
 
@@ -180,10 +190,12 @@ def cut(segments: list[tuple[Path, int, int]], fps: int, out: Path) -> None:
     """Frames ``start .. stop - 1`` of each ``(mp4, start, stop)`` (each ``start`` an episode's first
     frame, a keyframe), stream-copied one after another into ``out``."""
     listing = out.parent / f".{out.name}.cut"
-    listing.write_text("".join(f"file '{os.path.relpath(p, out.parent)}'\ninpoint {start / fps!r}\noutpoint {stop / fps!r}\n"
+    listing.write_text("".join(f"file '{os.path.relpath(p, out.parent)}'\ninpoint {start / fps!r}\noutpoint "
+                               f"{stop / fps!r}\n"
                                for p, start, stop in segments))
     try:
-        ffmpeg(["-loglevel", "error", "-f", "concat", "-safe", "0", "-i", listing.name, "-c", "copy", out.name], out.parent)
+        ffmpeg(["-loglevel", "error", "-f", "concat", "-safe", "0", "-i", listing.name, "-c", "copy",
+                out.name], out.parent)
     finally:
         listing.unlink()
 

@@ -46,7 +46,8 @@ from so101_mjx.robot.scenes import ARM_JOINTS
 ROBOT_TYPE = "so101"
 VISUAL_STREAM = 0x715A  # folded into the seed's key: the visual draws' own stream
 IMAGE_SIZES = (16, 8192)  # px: the frame sides record accepts (even)
-STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x", "ee.y", "ee.z"]
+STATE_NAMES = [*(f"{j}.pos" for j in ARM_JOINTS), *(f"{j}.vel" for j in ARM_JOINTS), "gripper.pose", "ee.x",
+               "ee.y", "ee.z"]
 # joint mode (control_mode="joint"): observation.state and action as a real so101_follower's, "<motor>.pos"
 FOLLOWER_NAMES = list(FEATURE_NAMES)
 
@@ -154,12 +155,15 @@ def features(env: SO101Env, image_size: int | None, cameras: list[str], fps: int
     env_names = environment_state_names(env.name)
     state_names, action_names = state_and_action_names(env)
     if env.obs_size() != len(state_names) + len(env_names):
-        raise InputError(f"{env.name}: observation size {env.obs_size()}, expected {len(state_names)} + {len(env_names)}")
+        raise InputError(f"{env.name}: observation size {env.obs_size()}, expected {len(state_names)} + "
+                         f"{len(env_names)}")
     vector = lambda names: {"dtype": "float32", "shape": [len(names)], "names": names}  # noqa: E731
     scalar = lambda dtype: {"dtype": dtype, "shape": [1], "names": None}  # noqa: E731
-    images = {f"observation.images.{c}": dataset.video_feature(image_size, image_size, fps) for c in (cameras if image_size else ())}
+    images = {f"observation.images.{c}": dataset.video_feature(image_size, image_size, fps)
+              for c in (cameras if image_size else ())}
     return images | {
-        "observation.state": vector(state_names), "observation.environment_state": vector(env_names), "action": vector(action_names),
+        "observation.state": vector(state_names), "observation.environment_state": vector(env_names),
+        "action": vector(action_names),
         "next.reward": scalar("float32"), "next.done": scalar("bool"), "next.success": scalar("bool"),
     }
 
@@ -196,7 +200,8 @@ def _episode_fns(env: SO101Env, policy):
             state, cs, ended = c
             cs, action = act(cs, state, k)
             after = env.step(state, action)
-            out = {"obs": state.obs, "qpos": state.physics.qpos, "markers": env.marker_positions(state.info), "action": sent(state, action),
+            out = {"obs": state.obs, "qpos": state.physics.qpos, "markers": env.marker_positions(state.info),
+                   "action": sent(state, action),
                    "reward": after.reward, "done": after.done > 0, "success": after.metrics["success"] > 0}
             return (after, cs, ended | (after.done > 0)), out
 
@@ -246,7 +251,8 @@ class _Frames:
         model.vis.global_.offheight = max(model.vis.global_.offheight, size)
         self.model, self.visual, self.markers = model, visual, tuple(env.markers)
         self.specs = specs or {}
-        self.renderers = {c: BatchRenderer(model, size, size, c, markers=self.markers, spec=self.specs.get(c)) for c in cameras}
+        self.renderers = {c: BatchRenderer(model, size, size, c, markers=self.markers, spec=self.specs.get(c))
+                          for c in cameras}
 
     def episode(self, out: dict[str, np.ndarray], world: int, key: jax.Array | None = None) -> dict[str, np.ndarray]:
         """(T, size, size, 3) uint8 frames per camera of world ``world``'s episode; ``key``: its visual draw."""
@@ -273,7 +279,8 @@ class _Frames:
 
 
 def record(
-    env: str | None, policy: str, episodes: int, out: str | Path, backend: str | None = None, image_size: int | None = 128,
+    env: str | None, policy: str, episodes: int, out: str | Path, backend: str | None = None,
+    image_size: int | None = 128,
     cameras: tuple[str, ...] = ("front",), only_success: bool = False, fps: int | None = None, seed: int = 0,
     resume: bool = False, num_envs: int = 64, max_tries: int | None = None, config: dict[str, Any] | None = None,
     image_quality: str = "shadowed", visual: VisualRandomization | dict | str | None = None, repair: bool = False,
@@ -290,9 +297,9 @@ def record(
     the draw follows from ``seed`` and the episode's attempt number); ``repair`` first rewrites the dataset
     at ``out`` to its intact episodes, renumbered (:func:`so101_mjx.data.dataset_repair.repair`; refused,
     unchanged, when none is intact) and implies ``resume``. The episodes of each batch of ``num_envs``
-    worlds are committed together (:class:`~so101_mjx.data.lerobot_dataset.DatasetWriter`); an interrupt (Ctrl-C, SIGTERM) commits the
-    complete episodes of the batch under way, a kill loses them and nothing else. Returns ``tried``,
-    ``kept``, ``successes``, ``frames``, ``seconds`` and the dataset's ``total_episodes``. ValueError
+    worlds are committed together (:class:`~so101_mjx.data.lerobot_dataset.DatasetWriter`); an interrupt (Ctrl-C,
+    SIGTERM) commits the complete episodes of the batch under way, a kill loses them and nothing else. Returns
+    ``tried``, ``kept``, ``successes``, ``frames``, ``seconds`` and the dataset's ``total_episodes``. ValueError
     names a bad argument.
     """
     dataset = _dataset_module()
@@ -320,9 +327,12 @@ def record(
         counts = {"tried": 0, "kept": 0, "successes": 0, "frames": 0}
         # a GL failure: before anything is written
         renderer = _Frames(jax_env, image_size, cameras, image_quality, visual, camera_specs) if image_size else None
-        writer = dataset.DatasetWriter(out, features(jax_env, image_size, cameras, fps, dataset), fps, ROBOT_TYPE, resume)
-        run_record = {"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend, "policy": source,
-                      "seed": seed, "only_success": only_success, "visual_randomization": visual and dataclasses.asdict(visual),
+        writer = dataset.DatasetWriter(out, features(jax_env, image_size, cameras, fps, dataset), fps,
+                                       ROBOT_TYPE, resume)
+        run_record = {"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend,
+                      "policy": source,
+                      "seed": seed, "only_success": only_success,
+                      "visual_randomization": visual and dataclasses.asdict(visual),
                       "first_episode": writer.total_episodes}
 
         def provenance_file() -> dict[str, str]:
@@ -333,7 +343,8 @@ def record(
         try:
             with sigterm_interrupts():  # SIGTERM as Ctrl-C: the pending episodes are committed
                 while counts["kept"] < episodes and counts["tried"] < max_tries:
-                    _record_batch(jax_env, fns, renderer, writer, name, only_success, episodes, max_tries, counts, start,
+                    _record_batch(jax_env, fns, renderer, writer, name, only_success, episodes,
+                                  max_tries, counts, start,
                                   jnp.asarray(offset + counts["tried"] + np.arange(worlds), jnp.uint32), base)
                     writer.commit(provenance_file())
         finally:  # an interrupted recording keeps every complete episode: the pending ones are committed
@@ -369,11 +380,13 @@ def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: st
 
 
 def _repair(out: Path, shown: int = 20) -> None:
-    """Rewrite the dataset at ``out`` to its intact episodes, saying what was wrong on stderr (the first ``shown`` problems)."""
+    """Rewrite the dataset at ``out`` to its intact episodes, saying what was wrong on stderr (the first ``shown``
+    problems)."""
     from so101_mjx.data import dataset_repair
 
     kept, problems = dataset_repair.repair(out, PROVENANCE)
-    for problem in problems[:shown] + ([f"... and {len(problems) - shown} more problems"] if len(problems) > shown else []):
+    for problem in problems[:shown] + ([f"... and {len(problems) - shown} more problems"]
+                                       if len(problems) > shown else []):
         print(f"record repair: {out}: {problem}", file=sys.stderr)
     print(f"record repair: {out} holds {kept} intact episodes" + (" (nothing to repair)" if not problems else ""),
           file=sys.stderr)

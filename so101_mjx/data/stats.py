@@ -26,7 +26,8 @@ def _histogram_quantile(counts: np.ndarray, edges: np.ndarray, target: float) ->
     if k >= len(cum):
         return float(edges[-1])
     inside = cum[k] - cum[k - 1]
-    return float(edges[k]) if inside == 0 else float(edges[k] + (target - cum[k - 1]) / inside * (edges[k + 1] - edges[k]))
+    return float(edges[k]) if inside == 0 else float(edges[k]
+                                                     + (target - cum[k - 1]) / inside * (edges[k + 1] - edges[k]))
 
 
 def feature_stats(values: np.ndarray) -> dict[str, np.ndarray]:
@@ -61,7 +62,8 @@ def image_stats(frames: np.ndarray) -> dict[str, np.ndarray]:
         step = int(w / 150) if w > h else int(h / 150)
         images = images[:, ::step, ::step]
     stats = feature_stats(images.reshape(-1, images.shape[-1]))
-    return {k: v if k == "count" else (v / 255.0).reshape(-1, 1, 1) for k, v in stats.items()} | {"count": np.array([len(images)])}
+    return ({k: v if k == "count" else (v / 255.0).reshape(-1, 1, 1) for k, v in stats.items()}
+            | {"count": np.array([len(images)])})
 
 
 def aggregate_stats(episodes: list[dict[str, dict[str, np.ndarray]]]) -> dict[str, dict[str, np.ndarray]]:

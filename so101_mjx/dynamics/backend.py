@@ -39,8 +39,8 @@ Conventions (both backends):
   each name to ``position`` (3,), ``orientation`` (3, 3) (columns are the frame axes in world),
   ``quaternion`` (4,) (w, x, y, z) with w ≥ 0, ``transformation`` (4, 4). Jacobians are (6, nv),
   ``[linear; angular]``, world-aligned, of the frame origin (``mj_jacBody`` / ``mj_jacSite``).
-- Inertial parameters (``get_inertias``: :class:`BodyInertia` objects): one 10-vector per moving body (bodies with a chain joint at or above them;
-  the fixed ``base`` has none), in Pinocchio's dynamic-parameter order
+- Inertial parameters (``get_inertias``: :class:`BodyInertia` objects): one 10-vector per moving body (bodies with a
+  chain joint at or above them; the fixed ``base`` has none), in Pinocchio's dynamic-parameter order
   ``[m, m cx, m cy, m cz, Ixx, Ixy, Iyy, Ixz, Iyz, Izz]``, in the body frame, inertia about the
   body origin (``I_com + m (|c|² 1 - c cᵀ)``). The regressor ``W(q, v, a)`` (nv, 10 nb) satisfies
   ``W θ = tau`` for the rigid-body inverse dynamics (armature excluded even with
@@ -129,7 +129,8 @@ class DynamicsBackend(ABC):
     nq = property(abstractmethod(lambda self: None), doc="Number of position variables.")
     nv = property(abstractmethod(lambda self: None), doc="Number of velocity variables.")
     model_format = property(abstractmethod(lambda self: None), doc="Model format: 'mjcf' or 'urdf'.")
-    model_path = property(lambda self: self._model_path, doc="Path or scene name of the model; None for an in-memory one.")
+    model_path = property(lambda self: self._model_path,
+                          doc="Path or scene name of the model; None for an in-memory one.")
     config = property(lambda self: dict(self._config), doc="Backend options.")
 
     @abstractmethod
@@ -210,7 +211,8 @@ def load_mujoco_model(model: str | Path) -> mujoco.MjModel:
     if not isinstance(model, (str, Path)):
         raise InputError(f"model must be a scene name, an MJCF or URDF path or an MjModel, got {type(model).__name__}")
     try:  # a URDF keeps every link as a body (MuJoCo would fuse the fixed ones): urdf_xml
-        return mujoco.MjModel.from_xml_string(urdf_xml(model, "model_path")) if str(model).endswith(".urdf") else load_model(model)
+        return (mujoco.MjModel.from_xml_string(urdf_xml(model, "model_path")) if str(model).endswith(".urdf")
+                else load_model(model))
     except (ValueError, OSError) as err:
         raise ModelLoadError(f"Failed to load model '{model}' with MuJoCo: {err}\n"
                              "Ensure the file is valid URDF or MJCF format.") from err  # fmt: skip
@@ -283,7 +285,8 @@ class ChainBackend(DynamicsBackend):
         """``q ⊕ v = q + v`` (hinges), (..., nq)."""
         return self._asarray(q, "q") + self._asarray(v, "v")
 
-    def random_configuration(self, rng: np.random.Generator | int | None = None, size: tuple[int, ...] = ()) -> np.ndarray:
+    def random_configuration(self, rng: np.random.Generator | int | None = None,
+                             size: tuple[int, ...] = ()) -> np.ndarray:
         """Uniform configurations within the joint limits, (*size, nq)."""
         lo, hi = self.chain.q_range.T
         return np.random.default_rng(rng).uniform(lo, hi, (*size, self.nq))
@@ -304,7 +307,8 @@ class JaxBackend(ChainBackend):
             return mass_matrix(c, params(q), q) + jnp.diag(jnp.asarray(arm, q.dtype))
 
         def rnea(q, v, a):
-            return inverse_dynamics(c, params(q), q, v, a, jnp.asarray(c.gravity, q.dtype)) + jnp.asarray(arm, q.dtype) * a
+            return (inverse_dynamics(c, params(q), q, v, a, jnp.asarray(c.gravity, q.dtype))
+                    + jnp.asarray(arm, q.dtype) * a)
 
         def gravity(q):
             return rnea(q, jnp.zeros_like(q), jnp.zeros_like(q))
@@ -322,7 +326,8 @@ class JaxBackend(ChainBackend):
             return jnp.linalg.solve(mass(q), tau - bias(q, v))
 
         def derivatives(q, v):
-            return jax.jacfwd(mass)(q), jax.jacfwd(coriolis)(q, v), jax.jacfwd(coriolis, 1)(q, v), jax.jacfwd(gravity)(q)
+            return (jax.jacfwd(mass)(q), jax.jacfwd(coriolis)(q, v), jax.jacfwd(coriolis, 1)(q, v),
+                    jax.jacfwd(gravity)(q))
 
         def frames(q):
             xpos, xrot = c.kin.forward(q)
@@ -344,13 +349,15 @@ class JaxBackend(ChainBackend):
             "M": vec(mass, "(n)->(n,n)"), "C": vec(coriolis, "(n),(n)->(n,n)"), "g": vec(gravity, "(n)->(n)"),
             "bias": vec(bias, "(n),(n)->(n)"), "ID": vec(rnea, "(n),(n),(n)->(n)"),
             "FD": vec(forward, "(n),(n),(n)->(n)"), "Y": vec(body_regressor, "(n),(n),(n)->(n,p)"),
-            "d": vec(derivatives, "(n),(n)->(n,n,n),(n,n,n),(n,n,n),(n,n)"), "frames": vec(frames, "(n)->(f,3),(f,3,3)"), "J": vec(jacobians, "(n)->(f,6,n)"),
+            "d": vec(derivatives, "(n),(n)->(n,n,n),(n,n,n),(n,n,n),(n,n)"),
+            "frames": vec(frames, "(n)->(f,3),(f,3,3)"), "J": vec(jacobians, "(n)->(f,6,n)"),
         }  # fmt: skip
 
     def _asarray(self, x, name: str) -> Array:
         x = jnp.asarray(x)
         if x.ndim < 1 or x.shape[-1] != self.nv:
-            raise InputError(f"{name} must have shape (..., {self.nv}) for joints {self.chain.kin.joints}, got {x.shape}")
+            raise InputError(f"{name} must have shape (..., {self.nv}) for joints {self.chain.kin.joints}, "
+                             f"got {x.shape}")
         return x if jnp.issubdtype(x.dtype, jnp.floating) else x.astype(jnp.result_type(float))
 
     def _args(self, **arrays) -> list[Array]:
@@ -386,7 +393,8 @@ class JaxBackend(ChainBackend):
         pos, rot = self._fn["frames"](*self._args(q=q))
         quat, tf = mat2quat(rot), homogeneous(pos, rot, jnp)
         return {name: {"position": pos[..., i, :], "orientation": rot[..., i, :, :], "quaternion": quat[..., i, :],
-                       "transformation": tf[..., i, :, :]} for i, name in enumerate(self.chain.frame_names)}  # fmt: skip
+                       "transformation": tf[..., i, :, :]}
+                for i, name in enumerate(self.chain.frame_names)}  # fmt: skip
 
     def compute_jacobian(self, q, frame: str) -> Array:
         i = self.get_frame_id(frame)

@@ -107,7 +107,8 @@ class IdentificationReport:
             f"torque RMS {self.tau_rms:.4g} N·m, noise σ {self.noise_std:.4g} N·m",
             f"noise-free: ||Δβ||/||β|| {self.rel_error_clean:.3g}, residual RMS {self.fit_rms_clean:.3g} N·m",
             f"noisy: ||Δβ||/||β|| {self.rel_error_noisy:.3g}, residual RMS {self.fit_rms_noisy:.4g} N·m, "
-            f"validation RMS {self.validation_rms_noisy:.4g} N·m (vs noisy), {self.validation_rms_true:.4g} N·m (vs true)",
+            f"validation RMS {self.validation_rms_noisy:.4g} N·m (vs noisy), {self.validation_rms_true:.4g} "
+            "N·m (vs true)",
             f"{'base parameter':<60} {'true':>12} {'noise-free':>12} {'noisy':>12}",
         ]
         for n, b, c, z in zip(self.names, self.beta_true, self.beta_clean, self.beta_noisy):

@@ -44,7 +44,8 @@ def import_pinocchio():
     try:
         import pinocchio
     except ImportError as err:
-        raise ImportError('Pinocchio is not installed. Install with: pip install "so101-mjx[pinocchio]" (or: pip install pin)') from err
+        raise ImportError('Pinocchio is not installed. Install with: pip install "so101-mjx[pinocchio]" (or: pip '
+                          'install pin)') from err
     return pinocchio
 
 
@@ -76,7 +77,8 @@ def _mjcf_for_pinocchio(path: Path, folder: str) -> str:
 def _build(pin, model_path: str | Path, root_joint, package_dirs) -> Any:
     path = Path(model_path) if str(model_path).endswith((".urdf", ".xml")) else scene_path(str(model_path))
     if path.suffix == ".urdf":  # the kinematic tree only: no geometry, so no mesh is read
-        return pin.buildModelsFromUrdf(str(path), package_dirs=package_dirs, root_joint=root_joint, geometry_types=[])[0]
+        return pin.buildModelsFromUrdf(str(path), package_dirs=package_dirs, root_joint=root_joint,
+                                       geometry_types=[])[0]
     with tempfile.TemporaryDirectory() as folder:
         mjcf = _mjcf_for_pinocchio(path, folder)
         if root_joint is None:
@@ -107,9 +109,11 @@ class PinocchioBackend(DynamicsBackend):
         pin = import_pinocchio()
         _check_options(kwargs)
         if not isinstance(model_path, (str, Path)):
-            raise InputError(f"model_path must be a scene name or a URDF / MJCF path (str or Path), got {type(model_path).__name__}")
+            raise InputError("model_path must be a scene name or a URDF / MJCF path (str or Path), got "
+                             f"{type(model_path).__name__}")
         super().__init__(str(model_path), **kwargs)
-        root_joint = pin.JointModelFreeFlyer() if kwargs.get("free_flyer", False) or kwargs.get("isFext", False) else None
+        root_joint = (pin.JointModelFreeFlyer() if kwargs.get("free_flyer", False) or kwargs.get("isFext", False)
+                      else None)
         try:
             model = _build(pin, model_path, root_joint, kwargs.get("package_dirs"))
             data = model.createData()
@@ -191,7 +195,8 @@ class PinocchioBackend(DynamicsBackend):
 
     def compute_regressor(self, q, v, a) -> np.ndarray:
         """W by ``computeJointTorqueRegressor``, (nv, 10 njoints): all 10 parameters of every body."""
-        w = import_pinocchio().computeJointTorqueRegressor(self.model, self.data, self._q(q), self._v(v), self._v(a, "a"))
+        w = import_pinocchio().computeJointTorqueRegressor(self.model, self.data, self._q(q), self._v(v),
+                                                           self._v(a, "a"))
         return np.asarray(w).reshape(self.nv, -1).copy()
 
     def compute_forward_kinematics(self, q) -> dict[str, dict[str, np.ndarray]]:
@@ -249,7 +254,8 @@ class PinocchioBackend(DynamicsBackend):
         q = import_pinocchio().randomConfiguration(self.model)
         if not np.isfinite(q).all():
             raise InputError("random_configuration needs finite position limits; set lowerPositionLimit / "
-                             "upperPositionLimit of the free-flyer's translation (q[:3]) in get_model_object()")  # fmt: skip
+                             "upperPositionLimit of the free-flyer's translation (q[:3]) in "
+                             "get_model_object()")  # fmt: skip
         return q
 
     def get_model_object(self) -> Any:

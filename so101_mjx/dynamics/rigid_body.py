@@ -27,7 +27,8 @@ def body_parameters(model: mujoco.MjModel, body: int) -> np.ndarray:
     m, c = model.body_mass[body], model.body_ipos[body]
     rot = R.quat_to_mat_np(model.body_iquat[body])
     inertia = rot @ np.diag(model.body_inertia[body]) @ rot.T + m * (c @ c * np.eye(3) - np.outer(c, c))
-    return np.array([m, *(m * c), inertia[0, 0], inertia[0, 1], inertia[1, 1], inertia[0, 2], inertia[1, 2], inertia[2, 2]])
+    return np.array([m, *(m * c), inertia[0, 0], inertia[0, 1], inertia[1, 1], inertia[0, 2], inertia[1, 2],
+                     inertia[2, 2]])
 
 
 

@@ -55,7 +55,8 @@ RELATIVE_BOUND = 10.0  # motor units per control step: relative targets' span wi
 
 
 def agent_pos_layout(control_mode: str) -> tuple[tuple[str, int], ...]:
-    """``agent_pos``'s entries under ``control_mode``: :data:`AGENT_POS_LAYOUT`, or :data:`JOINT_AGENT_POS_LAYOUT` in joint mode."""
+    """``agent_pos``'s entries under ``control_mode``: :data:`AGENT_POS_LAYOUT`, or :data:`JOINT_AGENT_POS_LAYOUT` in
+    joint mode."""
     return JOINT_AGENT_POS_LAYOUT if control_mode == "joint" else AGENT_POS_LAYOUT
 
 
@@ -83,9 +84,11 @@ class SO101Arm:
 
     def __init__(self, model: mujoco.MjModel, physics: Physics, *, top_down_ik: bool, action_scale: float,
                  n_substeps: int, ik_solver: str = "lm", joint_mode: JointMode | None = None,
-                 home_position=HOME_POSITION, cartesian_bounds=CARTESIAN_BOUNDS, servo_model: servo.ServoModel | None = None):
+                 home_position=HOME_POSITION, cartesian_bounds=CARTESIAN_BOUNDS,
+                 servo_model: servo.ServoModel | None = None):
         if ik_solver not in IK_SOLVERS or (ik_solver == "analytic" and not top_down_ik):
-            raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {ik_solver!r}")
+            raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got "
+                             f"{ik_solver!r}")
         self.model, self.physics = model, physics
         self.top_down_ik, self.action_scale, self.n_substeps = top_down_ik, action_scale, n_substeps
         self.ik_solver, self.joint_mode = ik_solver, joint_mode
@@ -105,13 +108,14 @@ class SO101Arm:
         # (6, 2) rad, arm joints then gripper: the motors' ranges (standing for a calibration when none is given)
         self.motor_ranges = motors.joint_ranges(model)
         self.ik_offset = ik.grasp_point_offset(model) if top_down_ik else None  # (3,) in the site frame
-        self.geometry = analytic_ik.ArmGeometry.from_kinematics(self.kin, EE_SITE, self.ik_offset) if ik_solver == "analytic" else None
+        self.geometry = (analytic_ik.ArmGeometry.from_kinematics(self.kin, EE_SITE, self.ik_offset)
+                         if ik_solver == "analytic" else None)
         self.servo_model = servo_model
         if servo_model is not None:
             narrowest = float(np.min(np.diff(self.motor_ranges, axis=1)))
             if servo_model.range_of("deadband")[1] >= narrowest:
-                raise InputError(f"servo_model.deadband ({servo_model.range_of('deadband')[1]} rad) must be narrower than every motor's "
-                                 f"range (the narrowest: {narrowest:.4f} rad)")
+                raise InputError(f"servo_model.deadband ({servo_model.range_of('deadband')[1]} rad) must be narrower "
+                                 f"than every motor's range (the narrowest: {narrowest:.4f} rad)")
 
     # -- state readers ------------------------------------------------------------------------
     def joint_q(self, physics: PhysicsState) -> Array:
@@ -200,7 +204,8 @@ class SO101Arm:
         dtype = physics.qpos.dtype
         q = physics.qpos[..., self.actuated_qpos]
         v = physics.qvel[..., self.actuated_dof]
-        force = (jnp.asarray(m.actuator_gainprm[:, 0], dtype) * physics.ctrl + jnp.asarray(m.actuator_biasprm[:, 1], dtype) * q
+        force = (jnp.asarray(m.actuator_gainprm[:, 0], dtype) * physics.ctrl
+                 + jnp.asarray(m.actuator_biasprm[:, 1], dtype) * q
                  + jnp.asarray(m.actuator_biasprm[:, 2], dtype) * v)
         return jnp.clip(force, m.actuator_forcerange[:, 0], m.actuator_forcerange[:, 1])
 
@@ -216,7 +221,8 @@ class SO101Arm:
         ctrl = jnp.zeros(self.model.nu, dtype).at[self.actuator_ids].set(home)
         physics = self.physics.init(qpos, jnp.zeros(self.model.nv, dtype), ctrl)
         info = Info(
-            rng=rng, succeed=jnp.zeros((), bool), ik_target=self.ik_point(physics), last_action_zero=jnp.zeros((), bool),
+            rng=rng, succeed=jnp.zeros((), bool), ik_target=self.ik_point(physics),
+            last_action_zero=jnp.zeros((), bool),
             nonfinite_actions=jnp.zeros((), jnp.int32), task=dict(task or {}), model_params=params,
             servo=None if self.servo_model is None else servo.initial(
                 self.servo_model, ctrl[self.motor_ctrl_ids], jax.random.fold_in(rng, SERVO_DRAWS)),
@@ -244,7 +250,8 @@ class SO101Arm:
     def _closed_form(self, physics: PhysicsState, seed: Array, target: Array, lower: Array, upper: Array) -> Array:
         """Top-down closed-form IK: the feasible branch (within the limits) nearest the current joints."""
         pitches = jnp.asarray(ANALYTIC_PITCHES, target.dtype)
-        exists, q = analytic_ik.solve(self.geometry, jnp.broadcast_to(target, (len(ANALYTIC_PITCHES), 3)), pitches, seed[ROLL])
+        exists, q = analytic_ik.solve(self.geometry, jnp.broadcast_to(target, (len(ANALYTIC_PITCHES), 3)),
+                                      pitches, seed[ROLL])
         feasible = exists & jnp.all((q >= lower) & (q <= upper) & jnp.isfinite(q), -1)  # (P, 4)
         steepest = jnp.argmax(jnp.any(feasible, -1))  # the first pitch (closest to straight down) some branch reaches
         cost = jnp.where(feasible[steepest], jnp.sum((q[steepest] - self.joint_q(physics)) ** 2, -1), jnp.inf)
@@ -261,7 +268,8 @@ class SO101Arm:
 
     def _checked(self, action: Array, dtype) -> Array:
         """``action`` as a ``dtype`` array of this mode's shape; InputError for complex, text or another shape."""
-        action = jnp.asarray(action if checks.is_traced(action) else checks.real_array("action", action))  # complex, text: refused
+        # complex, text: refused
+        action = jnp.asarray(action if checks.is_traced(action) else checks.real_array("action", action))
         if action.dtype.kind not in "iuf":
             raise InputError(f"action must be real numbers (not complex or bool), got {action.dtype}")
         action = action.astype(dtype)
@@ -324,7 +332,8 @@ class SO101Arm:
         """The absolute motor targets (6,) a joint-mode ``action`` (6,) sets, in motor units, as
         :meth:`_joint_control` describes (what lerobot's ``send_action`` returns)."""
         mode, present = self.joint_mode, self.motor_positions(physics)
-        goal = jnp.where(jnp.isfinite(action), present + action if mode.relative else action, self._motor_targets(physics))
+        goal = jnp.where(jnp.isfinite(action), present + action if mode.relative else action,
+                         self._motor_targets(physics))
         if mode.max_relative is not None:
             goal = present + jnp.clip(goal - present, -mode.max_relative, mode.max_relative)
         return goal
@@ -332,7 +341,8 @@ class SO101Arm:
     def cartesian_as_joint(self, physics: PhysicsState, info: Info, action: Array) -> tuple[Array, Info]:
         """``(joint-mode action (6,), info)``: the motor targets a Cartesian ``action`` (4,) sets from ``info``'s
         IK target, and ``info`` with the moved target, which the caller keeps (``scripted.controller_for``)."""
-        arm_q, gripper, info = self.cartesian_targets(physics, info, self._checked_cartesian(action, physics.qpos.dtype))
+        arm_q, gripper, info = self.cartesian_targets(physics, info,
+                                                      self._checked_cartesian(action, physics.qpos.dtype))
         arm_q = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
         goal = self.joint_mode.to_motor(jnp.concatenate([arm_q, gripper[None]]), self.motor_ranges)
         return (goal - self.motor_positions(physics) if self.joint_mode.relative else goal), info
@@ -354,18 +364,22 @@ class SO101Arm:
         qpos = physics.qpos.at[self.qpos_ids].set(q[:5]).at[self.gripper_qpos].set(q[5])
         return self.physics.init(qpos, jnp.zeros_like(physics.qvel), physics.ctrl.at[self.motor_ctrl_ids].set(q))
 
-    def _servo_actuate(self, physics: PhysicsState, info: Info, arm_q: Array, gripper_ctrl: Array) -> tuple[PhysicsState, Info]:
+    def _servo_actuate(self, physics: PhysicsState, info: Info, arm_q: Array,
+                       gripper_ctrl: Array) -> tuple[PhysicsState, Info]:
         """:meth:`actuate` the targets through the servo model (when on), its state carried in ``info.servo``."""
         if self.servo_model is None:
             return self.actuate(physics, arm_q, gripper_ctrl, info.model_params), info
         command = jnp.concatenate([jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1]), gripper_ctrl[None]])
         control_dt = self.n_substeps * float(self.model.opt.timestep)
-        load = self.actuator_force(physics)[self.motor_ctrl_ids] if self.servo_model.voltage_sag else None  # N·m, for the sag
+        # N·m, for the sag
+        load = self.actuator_force(physics)[self.motor_ctrl_ids] if self.servo_model.voltage_sag else None
         target, state = servo.apply(self.servo_model, info.servo, command, self.motor_q(physics), control_dt, load)
-        params = servo.sagged(self.servo_model, state, info.model_params, self.model.actuator_forcerange, self.motor_ctrl_ids)
+        params = servo.sagged(self.servo_model, state, info.model_params, self.model.actuator_forcerange,
+                              self.motor_ctrl_ids)
         return self.actuate(physics, target[:5], target[5], params), info.replace(servo=state)
 
-    def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array, params: dict[str, Array] | None = None) -> PhysicsState:
+    def actuate(self, physics: PhysicsState, arm_q: Array, gripper_ctrl: Array,
+                params: dict[str, Array] | None = None) -> PhysicsState:
         """Hold arm targets ``arm_q`` (5,) rad (clipped to the ctrl ranges) and ``gripper_ctrl`` rad for
         ``n_substeps`` physics steps, with per-world model ``params`` if given."""
         arm = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])

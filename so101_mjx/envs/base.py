@@ -50,19 +50,23 @@ class SO101Env(abc.ABC):
     config_class: ClassVar[type[ArmConfig]]
     scene: ClassVar[str]  # scenes/<scene>.xml
     observation_layout: ClassVar[tuple[tuple[str, int], ...]]  # environment_state entries: (name, size), in order
-    markers: ClassVar[dict[str, str]] = {}  # scene site -> task entry holding its world position (3,), drawn when rendering
+    # scene site -> task entry holding its world position (3,), drawn when rendering
+    markers: ClassVar[dict[str, str]] = {}
     reference_env: ClassVar[str | None] = None  # the lerobot_env_so101 class this task mirrors
-    fixed_reset: ClassVar[dict[str, tuple[float, ...]]] = {}  # reset_to arguments of the reference's fixed initial state
+    # reset_to arguments of the reference's fixed initial state
+    fixed_reset: ClassVar[dict[str, tuple[float, ...]]] = {}
     terminate_on_success: ClassVar[bool] = True
-    action_layout: ClassVar[str] = "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp in [0, 1] (0 closed)"  # export metadata
+    # export metadata
+    action_layout: ClassVar[str] = "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp in [0, 1] (0 closed)"
 
-    def __init__(self, config: ArmConfig | None = None, backend: str | None = None, *, model: mujoco.MjModel | None = None,
-                 **physics_kwargs):
+    def __init__(self, config: ArmConfig | None = None, backend: str | None = None, *,
+                 model: mujoco.MjModel | None = None, **physics_kwargs):
         """``model``: a compiled variant of the task's ``scene`` (same joints, sites and named geoms)
         to simulate instead of it, used as given (a copy; ``config.jaw_pads`` is not applied to it)."""
         config = self.default_config() if config is None else config
         if not isinstance(config, self.config_class):
-            raise InputError(f"config must be a {self.config_class.__name__} for {self.name}, got {type(config).__name__}")
+            raise InputError(f"config must be a {self.config_class.__name__} for {self.name}, got "
+                             f"{type(config).__name__}")
         config.validate()
         self.config = config
         self.mj_model = load_model(self.scene, jaw_pads=config.jaw_pads) if model is None else copy.copy(model)
@@ -73,7 +77,8 @@ class SO101Env(abc.ABC):
         joint = config.control_mode == "joint"
         self.arm = SO101Arm(
             self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
-            n_substeps=whole_substeps(config.control_dt, config.physics_dt) if joint else int(config.control_dt // config.physics_dt),
+            n_substeps=whole_substeps(config.control_dt, config.physics_dt) if joint
+            else int(config.control_dt // config.physics_dt),
             ik_solver=config.ik_solver, home_position=config.home_position, cartesian_bounds=config.cartesian_bounds,
             servo_model=config.servo_model,
             joint_mode=JointMode(config.joint_units, config.relative_joint_targets, config.max_relative_target,
@@ -200,12 +205,15 @@ class SO101Env(abc.ABC):
         if self.config.visual_randomization is not None:
             rng, key = jax.random.split(rng)
         physics, info = self.arm.init(rng, qpos, params)
-        info = info.replace(task=task(physics), nonfinite_actions=info.nonfinite_actions + jnp.asarray(nonfinite, jnp.int32))
+        info = info.replace(task=task(physics),
+                            nonfinite_actions=info.nonfinite_actions + jnp.asarray(nonfinite, jnp.int32))
         if self.config.visual_randomization is not None:
             render_model = next(iter(self.cameras.values())).model
-            info = info.replace(render_params=visual_randomization.sample(render_model, self.config.visual_randomization, key, qpos.dtype))
+            info = info.replace(render_params=visual_randomization.sample(
+                render_model, self.config.visual_randomization, key, qpos.dtype))
         zero = jnp.zeros((), jnp.float32)
-        metrics = {**self._metrics(info, info.succeed, dict.fromkeys(self.reward_scales, zero)), **self.task_metrics(physics, info)}
+        metrics = {**self._metrics(info, info.succeed, dict.fromkeys(self.reward_scales, zero)),
+                   **self.task_metrics(physics, info)}
         dtype = qpos.dtype
         obs, info = self._delayed(self.observation(physics, info), info, reset=True)
         return State(physics, obs, jnp.zeros((), dtype), jnp.zeros((), dtype), metrics, info)
@@ -217,7 +225,8 @@ class SO101Env(abc.ABC):
         success = self.success(physics, info)
         info = info.replace(succeed=success)
         dtype = physics.qpos.dtype
-        terms = {k: self.reward_scales[k] * v.astype(dtype) for k, v in self.reward_terms(physics, info, success).items()}
+        terms = {k: self.reward_scales[k] * v.astype(dtype)
+                 for k, v in self.reward_terms(physics, info, success).items()}
         reward = sum(terms.values(), jnp.zeros((), dtype))
         done = self.terminated(physics, info)
         if self.terminate_on_success:
@@ -252,7 +261,8 @@ class SO101Env(abc.ABC):
             return flat
         markers = jnp.stack(list(self.marker_positions(info).values())) if self.markers else None
         draw = info.render_params
-        params = {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")} | visual_randomization.model_arrays(draw)
+        params = ({k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")}
+                  | visual_randomization.model_arrays(draw))
         pixels = {f"pixels/{c}": visual_randomization.apply_image(r.jax_render(physics.qpos, markers, params), draw,
                                                                     visual_randomization.state_salt(physics.qpos, i))
                   for i, (c, r) in enumerate(self.cameras.items())}

@@ -43,7 +43,8 @@ class BlockConfig(ArmConfig):
         super().validate()
         if not isinstance(self.reward_type, str) or self.reward_type not in REWARD_TYPES:
             raise InputError(f"reward_type must be one of {REWARD_TYPES}, got {self.reward_type!r}")
-        object.__setattr__(self, "random_block_position", checks.flag("random_block_position", self.random_block_position))
+        object.__setattr__(self, "random_block_position",
+                           checks.flag("random_block_position", self.random_block_position))
 
 
 class BlockTask(SO101Env):
@@ -77,7 +78,8 @@ class BlockTask(SO101Env):
         return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], **task}, nonfinite)
 
     def start_with_goal(self, rng: Array, block_xy: Array, goal_xy: Array | None,
-                        sample_goal_xy: Callable[[Array, Array], Array], task: Callable[[Array, Array], dict[str, Array]]) -> State:
+                        sample_goal_xy: Callable[[Array, Array], Array],
+                        task: Callable[[Array, Array], dict[str, Array]]) -> State:
         """``reset_to`` of a task with a goal on the table: the block at ``block_xy`` (2,) m, the goal
         at ``goal_xy`` (2,) m (``sample_goal_xy(key, block_xy)`` when None) at the block's resting
         height; ``task(block_xy (2,), goal (3,))`` gives the task entries besides ``z_init``."""

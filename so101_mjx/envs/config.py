@@ -41,17 +41,20 @@ class ArmConfig:
     physics_dt: float | None = None  # s; None: 0.002 (the reference's) in Cartesian mode, 1/480 in joint mode
     action_scale: float = 1.0
     home_position: tuple[float, ...] = HOME_POSITION  # rad, the five arm joints (and their targets) at reset
-    cartesian_bounds: tuple[tuple[float, ...], ...] = CARTESIAN_BOUNDS  # m, [[min x, y, z], [max x, y, z]] of the IK target
+    # m, [[min x, y, z], [max x, y, z]] of the IK target
+    cartesian_bounds: tuple[tuple[float, ...], ...] = CARTESIAN_BOUNDS
     top_down_ik: bool = False
     ik_solver: str = "lm"  # extension: "analytic" (top-down only) for the closed-form IK instead of the reference's LM
     jaw_pads: bool = False
     image_obs: bool = False
     image_size: int = 64  # px, height = width of pixels/front when image_obs
-    image_quality: str = "fast"  # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.render.batch.render_model)
+    # the camera's render model: "fast", "shadowed" or "full" (so101_mjx.render.batch.render_model)
+    image_quality: str = "fast"
     image_cameras: tuple[str, ...] = ("front",)  # with image_obs, one pixels/<camera> entry each: "front", "wrist"
     episode_length: int = 100
     randomization: randomization.Randomization | None = None  # per-episode domain randomization
-    visual_randomization: visual_randomization.VisualRandomization | None = None  # per-episode lighting, colours, camera poses (image_obs)
+    # per-episode lighting, colours, camera poses (image_obs)
+    visual_randomization: visual_randomization.VisualRandomization | None = None
     # with image_obs, the user's cameras (render.camera): image camera -> a camera file's path or name, a CameraSpec or
     # its dict form (pose, intrinsics, lens distortion, latency in control ticks); None: the scene's cameras as they are
     camera_specs: tuple[tuple[str, camera.CameraSpec], ...] | None = None
@@ -64,7 +67,8 @@ class ArmConfig:
     calibration: calib.Calibration | None = None
     relative_joint_targets: bool = False  # joint mode: actions are offsets from the measured motor positions
     max_relative_target: float | None = None  # joint mode: largest |target - measured| per motor, in motor units
-    servo_model: servo.ServoModel | None = None  # the STS3215 servos between targets and physics (sim.servo); None: ideal
+    # the STS3215 servos between targets and physics (sim.servo); None: ideal
+    servo_model: servo.ServoModel | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -80,7 +84,8 @@ class ArmConfig:
         joint = self.control_mode == "joint"
         for name in ("physics_dt", "control_dt"):
             default = JOINT_DEFAULTS[name] if joint else CARTESIAN_DEFAULTS[name]
-            set_(self, name, checks.real(name, default if getattr(self, name) is None else getattr(self, name), gt=0, unit=" s"))
+            set_(self, name,
+                 checks.real(name, default if getattr(self, name) is None else getattr(self, name), gt=0, unit=" s"))
         if not self.control_dt >= self.physics_dt:
             raise InputError(f"physics_dt ({self.physics_dt}) must not exceed control_dt ({self.control_dt})")
         substeps = self.control_dt // self.physics_dt
@@ -103,7 +108,8 @@ class ArmConfig:
         if not scale > 0:
             raise InputError(f"action_scale must be positive (m of IK-target motion per unit action), got {scale!r}")
         set_(self, "action_scale", scale)
-        home = checks.real_array("home_position", self.home_position, (len(HOME_POSITION),), finite=True, layout=" (arm joint angles, rad)")
+        home = checks.real_array("home_position", self.home_position, (len(HOME_POSITION),), finite=True,
+                                 layout=" (arm joint angles, rad)")
         set_(self, "home_position", tuple(home.tolist()))
         bounds = checks.real_array("cartesian_bounds", self.cartesian_bounds, (2, 3), finite=True,
                                    layout=" = [[min x, y, z], [max x, y, z]] (m)")
@@ -111,7 +117,8 @@ class ArmConfig:
             raise InputError(f"cartesian_bounds must have min <= max on every axis, got {bounds.tolist()}")
         set_(self, "cartesian_bounds", tuple(tuple(row) for row in bounds.tolist()))
         if self.ik_solver not in IK_SOLVERS or (self.ik_solver == "analytic" and not self.top_down_ik):
-            raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got {self.ik_solver!r}")
+            raise InputError(f"ik_solver must be one of {IK_SOLVERS} ('analytic' needs top_down_ik=True), got "
+                             f"{self.ik_solver!r}")
         for name in ("top_down_ik", "jaw_pads", "image_obs"):
             set_(self, name, checks.flag(name, getattr(self, name)))
         set_(self, "episode_length", checks.integer("episode_length", self.episode_length, ge=1, le=MAX_EPISODE_LENGTH))

@@ -33,10 +33,12 @@ def register(task: type[SO101Env]) -> type[SO101Env]:
         raise InputError(f"register() takes an SO101Env subclass, got {task!r}")
     missing = [attr for attr in _REQUIRED if not hasattr(task, attr)]
     if missing or "name" not in vars(task):
-        raise InputError(f"task {task.__qualname__} must declare {', '.join(missing or ['name'])} (see docs/DESIGN.md, 'A task')")
+        raise InputError(f"task {task.__qualname__} must declare {', '.join(missing or ['name'])} (see "
+                         "docs/DESIGN.md, 'A task')")
     _builtins()
     if _TASKS.get(task.name, task) is not task:
-        raise InputError(f"task name {task.name!r} is registered already, by {_TASKS[task.name].__module__}.{_TASKS[task.name].__qualname__}")
+        raise InputError(f"task name {task.name!r} is registered already, by "
+                         f"{_TASKS[task.name].__module__}.{_TASKS[task.name].__qualname__}")
     if task.name not in _TASKS:
         _TASKS[task.name] = task
         for listener in _LISTENERS:
@@ -102,7 +104,8 @@ def make(name: str, backend: str | None = None, **options) -> SO101Env:
     return cls(config, backend, **physics_kwargs)
 
 
-def split_options(cls: type[SO101Env], backend: str | None, options: dict[str, Any]) -> tuple[ArmConfig, dict[str, Any]]:
+def split_options(cls: type[SO101Env], backend: str | None,
+                  options: dict[str, Any]) -> tuple[ArmConfig, dict[str, Any]]:
     """``(config, backend options)`` of ``make``'s ``options`` for task ``cls``: config overrides on its
     default config (validated; an unknown name is an InputError), with a changed ``control_mode``
     taking that mode's default rates unless they are given."""

@@ -35,7 +35,8 @@ def policy_fns(env: SO101Env, policy: str | Callable[[Array], Array]) -> tuple[C
         return lambda s: init(_flat(s)), lambda cs, s, key: act(cs, _flat(s))
     if policy == "random":
         lo, hi = env.arm.action_bounds()
-        return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, jax.random.uniform(key, lo.shape, s.physics.qpos.dtype, lo, hi)))
+        return (lambda s: jnp.zeros(()),
+                lambda cs, s, key: (cs, jax.random.uniform(key, lo.shape, s.physics.qpos.dtype, lo, hi)))
     if policy == "zero":
         return (lambda s: jnp.zeros(()), lambda cs, s, key: (cs, env.arm.hold_action(s.physics)))
     raise InputError(f"policy must be one of {POLICIES} or a callable, got {policy!r}")
@@ -95,7 +96,8 @@ def check_memory(env: SO101Env, num_envs: int, steps: int, trajectory: bool, set
     """
     state = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(jax.eval_shape(env.reset, jax.random.PRNGKey(0))))
     per_step = (state + 4 * np.dtype(jnp.result_type(float)).itemsize) if trajectory else 0
-    what = f"{state} B of State per world" + (f" and {per_step} B per step of the {steps}-step trajectory" if trajectory else "")
+    what = f"{state} B of State per world" + (f" and {per_step} B per step of the {steps}-step trajectory"
+                                              if trajectory else "")
     checks.fits_memory(setting or f"num_envs = {num_envs}", num_envs * (2 * state + steps * per_step), what,
                        device=True, parameters=parameters)
 
@@ -123,7 +125,8 @@ def _episode_fns(env: SO101Env, init, act):
         key, reset_key = jax.random.split(key)
         state = env.reset(reset_key)
         false = jnp.zeros((), bool)
-        episode = _Episode(state, init(state), false, false, jnp.zeros((), state.reward.dtype), jnp.zeros((), jnp.int32), state.obs)
+        episode = _Episode(state, init(state), false, false, jnp.zeros((), state.reward.dtype),
+                           jnp.zeros((), jnp.int32), state.obs)
         return episode, jax.random.split(key, steps)
 
     def body(ep: _Episode, key):
@@ -202,12 +205,14 @@ def rollout(env_name: str, num_envs: int = 64, steps: int | None = None, *, back
     elapsed = time.perf_counter() - start
     success = np.asarray(out["success"])
     print(f"{env_name} backend={env.backend} policy={policy} worlds={num_envs} steps={steps}")
-    print(f"  success rate {success.mean():.3f} ({success.sum()}/{success.size}), mean return {float(np.mean(out['returns'])):.3f}")
+    print(f"  success rate {success.mean():.3f} ({success.sum()}/{success.size}), mean return "
+          f"{float(np.mean(out['returns'])):.3f}")
     criterion = env.scripted_criterion(out["final_obs"]) if policy == "scripted" else None
     if criterion is not None:
         print(f"  {criterion[0]}: {float(np.mean(criterion[1])):.3f}")
     print(f"  compile {first:.1f} s; run {elapsed:.2f} s: "
-          f"{num_envs * steps / elapsed:,.0f} env-steps/s, {num_envs * steps * env.n_substeps / elapsed:,.0f} physics steps/s")
+          f"{num_envs * steps / elapsed:,.0f} env-steps/s, {num_envs * steps * env.n_substeps / elapsed:,.0f} "
+          "physics steps/s")
     if video:
         Path(video).parent.mkdir(parents=True, exist_ok=True)
         states = out["states"]

@@ -40,7 +40,8 @@ _GRIPPER = np.asarray([GRIPPER_CLOSED if p in (CLOSE, LIFT, TRAVERSE, LOWER) els
 
 
 def reach_close(ee_pos: Array, block_pos: Array, action_scale: float = DEFAULT_ACTION_SCALE) -> Array:
-    """PickCube's observed ``ee_pos`` (3,) and ``block_pos`` (3,) -> action (4,): hover over the block, descend, close."""
+    """PickCube's observed ``ee_pos`` (3,) and ``block_pos`` (3,) -> action (4,): hover over the block, descend,
+    close."""
     ee, block, dtype = ee_pos, block_pos, ee_pos.dtype
     goal = block + jnp.asarray([0.0, 0.0, GRASP_Z_OFFSET], dtype)
     at_goal = jnp.linalg.norm(ee - goal) < REACH_CLOSE_TOLERANCE
@@ -52,7 +53,8 @@ def reach_close(ee_pos: Array, block_pos: Array, action_scale: float = DEFAULT_A
 
 
 def is_reach_close_success(ee_pos: Array, block_pos: Array, gripper_pose: Array) -> Array:
-    """Gripper closed (``gripper_pose`` (..., 1) < -0.5) within 5 cm of the block (``ee_pos``, ``block_pos`` (..., 3)), per world (...)."""
+    """Gripper closed (``gripper_pose`` (..., 1) < -0.5) within 5 cm of the block (``ee_pos``, ``block_pos`` (..., 3)),
+    per world (...)."""
     near = jnp.linalg.norm(ee_pos - block_pos, axis=-1) < REACH_CLOSE_SUCCESS_DISTANCE
     return near & (jnp.squeeze(gripper_pose, -1) < -GRIPPER_CLOSED_THRESHOLD)
 

@@ -31,7 +31,8 @@ class TrainingEnv:
         self.episode_length = int(episode_length or env.episode_length)
         self.action_repeat = int(action_repeat)
         if self.episode_length < 1 or self.action_repeat < 1:
-            raise InputError(f"episode_length and action_repeat must be >= 1, got {self.episode_length}, {self.action_repeat}")
+            raise InputError(f"episode_length and action_repeat must be >= 1, got {self.episode_length}, "
+                             f"{self.action_repeat}")
         if not 0.0 <= start_prob <= 1.0:
             raise InputError(f"start_prob must be in [0, 1], got {start_prob!r}")
         if start_prob > 0 and (starts is None or starts.obs.shape[0] == 0):
@@ -88,7 +89,9 @@ class TrainingEnv:
         keys = jax.vmap(jax.random.split)(state.info.rng)
         fresh = jax.vmap(self.env.reset)(keys[:, 0])
         # the wrapper's own entries (steps, truncation) belong to the finished episode's step
-        fresh = self._seeded(fresh.replace(info=fresh.info.replace(steps=state.info.steps, truncation=state.info.truncation)), keys[:, 0])
+        fresh = self._seeded(
+            fresh.replace(info=fresh.info.replace(steps=state.info.steps,
+                                                  truncation=state.info.truncation)), keys[:, 0])
         done = state.done > 0
         state = select_worlds(done, fresh, state)
         return state.replace(info=state.info.replace(rng=jnp.where(done[:, None], fresh.info.rng, keys[:, 1])))
@@ -102,7 +105,8 @@ class TrainingEnv:
         bank = self.starts
         keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 0x5EED)))(rng)
         use = jax.vmap(lambda k: jax.random.bernoulli(k, self.start_prob))(keys[:, 0])
-        drawn = jax.tree.map(lambda x: x[jax.vmap(lambda k: jax.random.randint(k, (), 0, bank.obs.shape[0]))(keys[:, 1])], bank)
+        drawn = jax.tree.map(
+            lambda x: x[jax.vmap(lambda k: jax.random.randint(k, (), 0, bank.obs.shape[0]))(keys[:, 1])], bank)
         own = {"rng": fresh.info.rng, "steps": fresh.info.steps, "truncation": fresh.info.truncation,
                "nonfinite_actions": fresh.info.nonfinite_actions}
         return select_worlds(use, drawn.replace(info=drawn.info.replace(**own)), fresh)

@@ -58,12 +58,14 @@ def check_max_relative(value: Any) -> float | dict[str, float] | None:
         return None
     if isinstance(value, Mapping):
         if set(value) != set(MOTORS):
-            raise InputError(f"max_relative_target as a dict must have the keys {list(MOTORS)}, got {sorted(value, key=str)}")
+            raise InputError(f"max_relative_target as a dict must have the keys {list(MOTORS)}, got "
+                             f"{sorted(value, key=str)}")
         return {m: checks.real(f"max_relative_target[{m!r}]", value[m], gt=0) for m in MOTORS}
     return checks.real("max_relative_target", value, gt=0)
 
 
-def clamp_relative(goal: np.ndarray, present: np.ndarray, max_relative_target: float | dict[str, float] | None) -> np.ndarray:
+def clamp_relative(goal: np.ndarray, present: np.ndarray,
+                   max_relative_target: float | dict[str, float] | None) -> np.ndarray:
     """``goal`` (6,) moved to within ``max_relative_target`` of ``present`` (6,) per motor (None: unchanged)."""
     if max_relative_target is None:
         return goal

@@ -23,8 +23,8 @@ sent; ``time_limit_s`` bounds the run; Ctrl-C or SIGTERM stops it. On any stop t
 disconnected (a real follower then disables torque, lerobot's ``disable_torque_on_disconnect``) and
 the episodes run so far, the one under way included, are in the ``dataset`` log (a LeRobotDataset
 v3.0: ``observation.state`` and ``action`` with the follower's feature names; :mod:`~so101_mjx.follower.deploy_log`
-records the run and the episodes cut short). A ``dataset`` directory that is not new or empty is refused before the robot
-connects. ``dry_run`` computes the actions and sends none.
+records the run and the episodes cut short). A ``dataset`` directory that is not new or empty is refused before the
+robot connects. ``dry_run`` computes the actions and sends none.
 This loop has not been run on hardware by this project.
 """
 
@@ -157,7 +157,8 @@ def plan(path: str | Path) -> Plan:
     mode = JointMode.of(env_config)
     config, fps = policy.config, policy.control_rate
     if abs(fps - round(fps)) > 1e-9:
-        raise InputError(f"{path} acts every {config.control_dt} s; a follower takes a whole number of actions per second")
+        raise InputError(f"{path} acts every {config.control_dt} s; a follower takes a whole number of "
+                         "actions per second")
     state_config = policies.without_cameras(env_config)
     options = {k: v for k, v in state_config.items() if k not in JOINT_FIELDS}
     units = mode.units if mode is not None else "degrees"
@@ -197,7 +198,8 @@ def excitation_plan(task: str = EXCITATION_TASK, fps: int = 30, units: str = "de
 
 def make_robot(robot_type: str, p: Plan, *, port: str | None = None, robot_id: str | None = None,
                max_relative_target=None,
-               real_time: bool = False, seed: int = 0, front_camera: str | None = None, wrist_camera: str | None = None):
+               real_time: bool = False, seed: int = 0, front_camera: str | None = None,
+               wrist_camera: str | None = None):
     """The robot ``robot_type`` (:data:`ROBOTS`) set up for plan ``p`` (a real follower's cameras: ``front_camera`` and
     ``wrist_camera``, OpenCV indices or paths); ValueError naming what is wrong."""
     max_relative_target = check_max_relative(max_relative_target)
@@ -240,7 +242,8 @@ def make_robot(robot_type: str, p: Plan, *, port: str | None = None, robot_id: s
     cameras = {c: OpenCVCameraConfig(index_or_path=int(paths[c]) if paths[c].isdigit() else Path(paths[c]), fps=p.fps,
                                      **capture_size(p.camera_specs.get(c))) for c in p.cameras}
     return make_robot_from_config(SO101FollowerConfig(
-        port=port, id=robot_id, use_degrees=p.units == "degrees", max_relative_target=max_relative_target, cameras=cameras))
+        port=port, id=robot_id, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
+        cameras=cameras))
 
 
 def start_pose(p: Plan) -> np.ndarray:
@@ -310,8 +313,10 @@ def run_episodes(robot, p: Plan, episodes: int, steps: int, dry_run: bool, deadl
 
 
 def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1, episode_time_s: float | None = None,
-           time_limit_s: float | None = None, dry_run: bool = False, start_tolerance: float = 10.0, dataset: str | None = None,
-           seed: int = 0, servo_model: dict | None = None, calibration: Any = None, **robot_options: Any) -> dict[str, Any]:
+           time_limit_s: float | None = None, dry_run: bool = False, start_tolerance: float = 10.0,
+           dataset: str | None = None,
+           seed: int = 0, servo_model: dict | None = None, calibration: Any = None,
+           **robot_options: Any) -> dict[str, Any]:
     """Run ``episodes`` episodes of the policy at ``path`` (or :data:`EXCITATION`) on the robot; print and
     return a summary (``success_rate`` counts the simulator's task success; a real follower reports none;
     ``stopped``: ``done``, ``time limit``, ``Ctrl-C`` or ``SIGTERM``; ``cut_short``: episodes stopped early).
@@ -330,10 +335,12 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
     log, stopped = Log(), "error"
     deadline = time.monotonic() + (float("inf") if time_limit_s is None else time_limit_s)
     with contextlib.ExitStack() as stack, sigterm_interrupts():
-        writer = None if dataset is None else stack.enter_context(dataset_log(dataset, p, robot_type, isinstance(robot, SimFollower)))
+        writer = (None if dataset is None
+                  else stack.enter_context(dataset_log(dataset, p, robot_type, isinstance(robot, SimFollower))))
         try:
             robot.connect()
-            print(f"deploy: {Path(path).name} on {robot_type}, {episodes} episodes of up to {steps} actions; Ctrl-C stops it",
+            print(f"deploy: {Path(path).name} on {robot_type}, {episodes} episodes of up to {steps} actions; "
+                  "Ctrl-C stops it",
                   file=sys.stderr, flush=True)
             stopped = run_episodes(robot, p, episodes, steps, dry_run, deadline, log, seed, start, start_tolerance)
         except BaseException as err:  # Ctrl-C or SIGTERM, also when JAX wrapped it (as_interrupt)
@@ -349,10 +356,13 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
                 if writer is not None:
                     write_log(writer, log, p, stopped)
     sim = robot_type == "so101_mjx" and p.task_policy  # the excitation has no task outcome
-    result = {"episodes": len(log.episodes), "stopped": stopped, "cut_short": sum(log.cut_short), "clamped_actions": log.clamped,
+    result = {"episodes": len(log.episodes), "stopped": stopped, "cut_short": sum(log.cut_short),
+              "clamped_actions": log.clamped,
               "success_rate": float(np.mean(log.successes)) if sim and log.episodes else None}
-    rate = f"success rate {result['success_rate']:.3f} ({sum(log.successes)}/{len(log.episodes)})" if sim else "success not measured"
-    print(f"deploy {Path(path).name} on {robot_type} ({p.task}, {p.fps} Hz, {p.units}{', dry run' if dry_run else ''}): "
-          f"{len(log.episodes)} episodes ({result['cut_short']} cut short), {rate}, {log.clamped} actions clamped by the robot; "
-          f"stopped: {stopped}" + (f"; logged to {dataset}" if dataset is not None and log.episodes else ""))
+    rate = (f"success rate {result['success_rate']:.3f} ({sum(log.successes)}/{len(log.episodes)})" if sim
+            else "success not measured")
+    print(f"deploy {Path(path).name} on {robot_type} ({p.task}, {p.fps} Hz, "
+          f"{p.units}{', dry run' if dry_run else ''}): {len(log.episodes)} episodes ({result['cut_short']} cut "
+          f"short), {rate}, {log.clamped} actions clamped by the robot; stopped: {stopped}"
+          + (f"; logged to {dataset}" if dataset is not None and log.episodes else ""))
     return result

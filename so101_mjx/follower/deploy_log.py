@@ -25,11 +25,13 @@ class Log:
 
     episodes: list[dict[str, np.ndarray]] = dataclasses.field(default_factory=list)
     successes: list[bool] = dataclasses.field(default_factory=list)
-    cut_short: list[bool] = dataclasses.field(default_factory=list)  # stopped before its last action (interrupt, time limit, error)
+    # stopped before its last action (interrupt, time limit, error)
+    cut_short: list[bool] = dataclasses.field(default_factory=list)
     clamped: int = 0  # actions the robot changed (max_relative_target or range clipping)
 
     def add(self, frames: list[tuple], success: bool, cut_short: bool) -> None:
-        """One episode from its ``frames`` ``(state (6,), action sent (6,), environment state or None)``; none: nothing."""
+        """One episode from its ``frames`` ``(state (6,), action sent (6,), environment state or None)``; none:
+        nothing."""
         if not frames:
             return
         states, actions, env_states = zip(*frames, strict=True)
@@ -73,6 +75,7 @@ def write_log(writer, log: Log, p: Any, stopped: str) -> None:
     for episode in log.episodes:
         writer.add_episode(episode, registry.task(p.task).instruction)
     meta = {"policy": p.path, "task": p.task, "fps": p.fps, "units": p.units, "stopped": stopped,
-            "episodes": [{"episode_index": writer.total_episodes - len(log.episodes) + i, "frames": len(e["action"]), "cut_short": cut}
+            "episodes": [{"episode_index": writer.total_episodes - len(log.episodes) + i, "frames": len(e["action"]),
+                          "cut_short": cut}
                          for i, (e, cut) in enumerate(zip(log.episodes, log.cut_short, strict=True))]}
     writer.close({LOG_META: json.dumps(meta, indent=1) + "\n"})

@@ -23,7 +23,14 @@ import numpy as np
 from so101_mjx import _checks as checks
 from so101_mjx.envs import registry
 from so101_mjx.errors import InputError
-from so101_mjx.follower.actions import FEATURE_KEYS, OUT_OF_RANGE, as_dict, check_max_relative, clamp_relative, motor_targets
+from so101_mjx.follower.actions import (
+    FEATURE_KEYS,
+    OUT_OF_RANGE,
+    as_dict,
+    check_max_relative,
+    clamp_relative,
+    motor_targets,
+)
 from so101_mjx.render import camera, latency
 from so101_mjx.robot import calibration as calib
 
@@ -113,16 +120,18 @@ class SimFollowerConfig:
         ``fps`` that does not divide the physics rate."""
         cls = registry.task(self.task)
         try:
-            config, _ = registry.split_options(cls, "c", {**self.task_options, "control_mode": "joint", "joint_units": self.joint_units,
-                                                          "control_dt": self.task_options.get("physics_dt")})  # the physics rate alone
+            config, _ = registry.split_options(cls, "c", {**self.task_options, "control_mode": "joint",
+                                                          "joint_units": self.joint_units,
+                                                          # the physics rate alone
+                                                          "control_dt": self.task_options.get("physics_dt")})
         except InputError as err:
             raise InputError(f"task_options: {err}") from None
         rate = 1.0 / config.physics_dt
         if abs(rate / self.fps - round(rate / self.fps)) > 1e-9 * rate or self.fps > rate:
             whole = abs(rate - round(rate)) < 1e-9
             allowed = f": one of {[f for f in range(1, round(rate) + 1) if round(rate) % f == 0]}" if whole else ""
-            raise InputError(f"fps must divide the physics rate 1 / physics_dt = {rate:g} Hz of {self.task} in joint mode "
-                             f"(a whole number of physics steps per action){allowed}, got {self.fps}")
+            raise InputError(f"fps must divide the physics rate 1 / physics_dt = {rate:g} Hz of {self.task} "
+                             f"in joint mode (a whole number of physics steps per action){allowed}, got {self.fps}")
         try:
             registry.split_options(cls, "c", self.env_config())
         except InputError as err:

@@ -40,7 +40,8 @@ from so101_mjx.follower.actions import as_dict
 from so101_mjx.follower.sim import SimFollower, SimFollowerConfig
 
 MODES = ("joint", "cartesian")
-JOINT_KEYS = {k: (i, sign) for i, pair in enumerate(("qa", "ws", "ed", "rf", "tg", "yh")) for k, sign in zip(pair, (1, -1))}
+JOINT_KEYS = {k: (i, sign) for i, pair in enumerate(("qa", "ws", "ed", "rf", "tg", "yh"))
+              for k, sign in zip(pair, (1, -1))}
 CARTESIAN_KEYS = {k: (i, sign) for i, pair in enumerate(("ws", "ad", "rf")) for k, sign in zip(pair, (1, -1))}
 NEW_EPISODE, QUIT = "n", "x"
 

@@ -53,7 +53,8 @@ def _add(task: type) -> None:
     globals()[cls.__name__] = cls
     env_id = NAMESPACE + task.name
     if env_id not in gymnasium.registry:
-        gymnasium.register(id=env_id, entry_point=f"{__name__}:{cls.__name__}", max_episode_steps=task.default_config().episode_length)
+        gymnasium.register(id=env_id, entry_point=f"{__name__}:{cls.__name__}",
+                           max_episode_steps=task.default_config().episode_length)
 
 
 registry.on_register(_add)  # the built-in tasks now, any task registered later then

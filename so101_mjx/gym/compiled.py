@@ -37,7 +37,8 @@ class Compiled:
     env: SO101Env
     reset: Callable  # (key) -> State
     reset_to: Callable  # (key, **fixed) -> State
-    control_step: Callable  # (state, action (4,), scale, bounds (2, 3)) -> State: the reference's IK-target update, then a step
+    # (state, action (4,), scale, bounds (2, 3)) -> State: the reference's IK-target update, then a step
+    control_step: Callable
     joint_step: Callable | None  # (state, action (6,)) -> State in joint mode, else None
     ik_point: Callable  # (physics) -> (3,) m
     agent_pos: Callable  # (physics) -> (14,)
@@ -70,7 +71,8 @@ def compiled(task: type[SO101Env], xml_path: str | Path | None, options: dict[st
         return built
 
 
-def _key(task: type[SO101Env], cfg: Any, xml_path: str | Path | None, physics_kwargs: dict[str, Any]) -> Hashable | None:
+def _key(task: type[SO101Env], cfg: Any, xml_path: str | Path | None,
+         physics_kwargs: dict[str, Any]) -> Hashable | None:
     """The cache key, or None (not shared) when a part of it is unhashable or the file is unreadable."""
     scene = None
     if xml_path is not None:

@@ -64,7 +64,8 @@ def solve_ik(
     if ik_method == "pseudoinverse" and (point_offset is not None or approach_axis is not None):
         raise InputError("point_offset and approach_axis require ik_method='levenberg_marquardt'")
     dofs = checks.real_array("dof_ids", dof_ids).astype(np.int64).reshape(-1)
-    if dofs.size == 0 or np.any((dofs < 0) | (dofs >= model.nv)) or not np.array_equal(dofs, np.asarray(dof_ids).reshape(-1)):
+    if (dofs.size == 0 or np.any((dofs < 0) | (dofs >= model.nv))
+            or not np.array_equal(dofs, np.asarray(dof_ids).reshape(-1))):
         raise InputError(f"dof_ids must be integer ids of the model's dofs (0..{model.nv - 1}), got {dof_ids!r}")
     site_id = checks.integer("site_id", site_id, ge=0, le=model.nsite - 1)
     target = checks.real_array("target_pos", target_pos, (3,), finite=True)

@@ -54,10 +54,13 @@ class GymRenderingSpec:
 
     def __post_init__(self) -> None:
         for name in ("height", "width"):
-            object.__setattr__(self, name, checks.integer(f"render_spec.{name}", getattr(self, name), ge=1, le=MAX_FRAME_SIZE))
+            object.__setattr__(self, name,
+                               checks.integer(f"render_spec.{name}", getattr(self, name), ge=1, le=MAX_FRAME_SIZE))
         camera = self.camera_id
-        if isinstance(camera, bool) or not (camera is None or (isinstance(camera, str) and camera) or isinstance(camera, (int, np.integer))):
-            raise InputError(f"render_spec.camera_id must be -1 (the free camera), a camera name or number, or None, got {camera!r}")
+        if isinstance(camera, bool) or not (camera is None or (isinstance(camera, str) and camera)
+                                            or isinstance(camera, (int, np.integer))):
+            raise InputError("render_spec.camera_id must be -1 (the free camera), a camera name or number, or None, "
+                             f"got {camera!r}")
         if isinstance(camera, (int, np.integer)):
             object.__setattr__(self, "camera_id", checks.integer("render_spec.camera_id", camera, ge=-1))
         if self.mode not in RENDER_MODES:
@@ -157,7 +160,8 @@ class MujocoGymEnv(gymnasium.Env):
         renderer is built on first use, so a headless run that never renders needs no GL context)."""
         if self._viewer is None:
             spec = self._render_specs
-            self._viewer = FrameRenderer(self._model, spec.height, spec.width, self._render_camera, spec=self._camera_spec)
+            self._viewer = FrameRenderer(self._model, spec.height, spec.width, self._render_camera,
+                                         spec=self._camera_spec)
         return self._viewer.frame(*(scene or self._scene()))
 
     def _scene(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:

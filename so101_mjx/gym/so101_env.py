@@ -102,12 +102,15 @@ class SO101GymEnv(MujocoGymEnv):
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 10}
     _default_camera: ClassVar[str | int] = CAMERA
 
-    def __init__(self, xml_path: str | Path | None = None, seed: int = 0, control_dt: float = 0.02, physics_dt: float = 0.002,
+    def __init__(self, xml_path: str | Path | None = None, seed: int = 0, control_dt: float = 0.02,
+                 physics_dt: float = 0.002,
                  render_spec: GymRenderingSpec = GymRenderingSpec(), render_mode: str = "rgb_array",  # noqa: B008
                  image_obs: bool = False, home_position=HOME_POSITION, cartesian_bounds=CARTESIAN_BOUNDS,
                  action_scale: float = 1.0, top_down_ik: bool = False, jaw_pads: bool = False):
-        config = dict(control_dt=control_dt, physics_dt=physics_dt, action_scale=action_scale, top_down_ik=top_down_ik, jaw_pads=jaw_pads)
-        self._setup(ArmOnly, xml_path, seed, render_spec, render_mode, image_obs, home_position, cartesian_bounds, config)
+        config = dict(control_dt=control_dt, physics_dt=physics_dt, action_scale=action_scale, top_down_ik=top_down_ik,
+                      jaw_pads=jaw_pads)
+        self._setup(ArmOnly, xml_path, seed, render_spec, render_mode, image_obs, home_position,
+                    cartesian_bounds, config)
         spec = self._render_specs
         base = {"agent_pos": spaces.Dict({
             "tcp_pose": spaces.Box(-np.inf, np.inf, shape=(7,), dtype=np.float32),
@@ -132,7 +135,8 @@ class SO101GymEnv(MujocoGymEnv):
         self._compiled = compiled(task, xml_path, config)
         self.env = self._compiled.env
         cfg = self.env.config
-        super().__init__(xml_path, seed, cfg.control_dt, cfg.physics_dt, render_spec, model=copy.copy(self.env.mj_model))
+        super().__init__(xml_path, seed, cfg.control_dt, cfg.physics_dt, render_spec,
+                         model=copy.copy(self.env.mj_model))
         self.render_mode, self.image_obs = render_mode, image_obs
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.control_dt))}
         self._home_position, self._cartesian_bounds = np.asarray(cfg.home_position), np.asarray(cfg.cartesian_bounds)
@@ -197,7 +201,8 @@ class SO101GymEnv(MujocoGymEnv):
         """(5,) current arm angles with wrist_roll turned so the jaws close along world y (the top-down IK's seed)."""
         self._read_back()
         a, physics = self.env.arm, self._state.physics
-        seed = ik.top_down_seed(a.kin, a.joint_q(physics), a.joint_lower, a.joint_upper, frames_q=physics.kin_qpos[a.qpos_ids])
+        seed = ik.top_down_seed(a.kin, a.joint_q(physics), a.joint_lower, a.joint_upper,
+                                frames_q=physics.kin_qpos[a.qpos_ids])
         return np.asarray(seed, np.float64)
 
     # -- the reference's private attributes -------------------------------------------------------------

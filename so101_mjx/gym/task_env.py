@@ -37,7 +37,8 @@ REFERENCE_ATTRIBUTES = {
     "_block_z": lambda env: np.float64(env.env._block_z),
     "_block_dof_adr": lambda env: int(env.env._block_dof),
     "_gripper_qpos_adr": lambda env: int(env.env.arm.gripper_qpos),
-    "_z_success": lambda env: np.asarray(env.state.info.task["z_init"]) + LIFT_SUCCESS_HEIGHT if isinstance(env.env, PickCube) else None,
+    "_z_success": lambda env: np.asarray(env.state.info.task["z_init"]) + LIFT_SUCCESS_HEIGHT
+    if isinstance(env.env, PickCube) else None,
 }
 
 
@@ -45,7 +46,8 @@ REFERENCE_ATTRIBUTES = {
 # tasks without a reference env take the common ones.
 COMMON_POSITIONAL = ("control_dt", "physics_dt", "render_spec", "render_mode", "image_obs")
 REFERENCE_POSITIONAL = {
-    "SO101PickCube-v0": (*COMMON_POSITIONAL, "reward_type", "random_block_position", "action_scale", "top_down_ik", "jaw_pads"),
+    "SO101PickCube-v0": (*COMMON_POSITIONAL, "reward_type", "random_block_position", "action_scale",
+                         "top_down_ik", "jaw_pads"),
     "SO101PickPlace-v0": (*COMMON_POSITIONAL, "random_block_position", "action_scale", "top_down_ik", "jaw_pads"),
 }
 
@@ -114,7 +116,8 @@ class SO101MjxGymEnv(SO101GymEnv):
 
         if value is not None:
             if self._render_camera == -1:
-                raise InputError("camera_spec replaces a camera of the scene: render_spec.camera_id must name one, not -1")
+                raise InputError("camera_spec replaces a camera of the scene: render_spec.camera_id must "
+                                 "name one, not -1")
             try:
                 self._camera_spec = camera.parse(value)
                 self._camera_spec.check_body(self._model)
@@ -234,8 +237,10 @@ def gym_class(name: str) -> type[SO101MjxGymEnv]:
     task = registry.task(name)
     props = {f"{key}_pos": _marker_property(key) for key in task.markers.values()}
     doc = f"``{NAMESPACE}{task.name}``: environment_state = {layout_text(task.observation_layout)}."
-    return type(gym_class_name(task.name), (SO101MjxGymEnv,), {"task": task.name, "__doc__": doc, "__module__": __package__, **props})
+    return type(gym_class_name(task.name), (SO101MjxGymEnv,),
+                {"task": task.name, "__doc__": doc, "__module__": __package__, **props})
 
 
 def _marker_property(key: str) -> property:
-    return property(lambda self: np.asarray(self._state.info.task[key], np.float64), doc=f"World position (3,) of the task's {key}.")
+    return property(lambda self: np.asarray(self._state.info.task[key], np.float64),
+                    doc=f"World position (3,) of the task's {key}.")

@@ -39,7 +39,8 @@ class SevenDofToFourDofAdapter(gymnasium.ActionWrapper):
         )
         native = env.action_space
         if not isinstance(native, spaces.Box) or native.shape != (4,):
-            raise InputError(f"SevenDofToFourDofAdapter expects a wrapped env with a 4-dim Box action space, got {native}")
+            raise InputError("SevenDofToFourDofAdapter expects a wrapped env with a 4-dim Box action space, "
+                             f"got {native}")
         low = np.insert(native.low, (3, 3, 3), -1.0).astype(np.float32)
         high = np.insert(native.high, (3, 3, 3), 1.0).astype(np.float32)
         self.action_space = spaces.Box(low, high, dtype=np.float32)

@@ -19,17 +19,25 @@ from typing import TYPE_CHECKING, Any
 
 from so101_mjx._moved import moved
 
-ITERATIVE = ("APPROACH_AXIS", "DOWN", "GRASP_JAW_ANGLE", "JAW_AXIS", "ORIENTATION_WEIGHT", "ROLL_JOINT", "TOP_DOWN_JAW_DIRECTION",
-             "grasp_point_offset", "ik_step", "joint_limits", "levenberg_marquardt", "pseudoinverse", "task_error", "top_down_seed")
-SOLVERS = ("AnalyticSolverCfg", "BaseSolver", "ChainCfg", "DifferentialSolver", "DifferentialSolverCfg", "JaxSolver", "JaxSolverCfg",
-           "NeuralIKSolver", "NeuralIKSolverCfg", "PinkSolver", "PinkSolverCfg", "PinocchioSolver", "PinocchioSolverCfg",
-           "PytorchSolver", "PytorchSolverCfg", "QposSeedSampler", "QposSeedSelSampler", "RobotCfg", "SO101AnalyticSolver",
+ITERATIVE = ("APPROACH_AXIS", "DOWN", "GRASP_JAW_ANGLE", "JAW_AXIS", "ORIENTATION_WEIGHT", "ROLL_JOINT",
+             "TOP_DOWN_JAW_DIRECTION",
+             "grasp_point_offset", "ik_step", "joint_limits", "levenberg_marquardt", "pseudoinverse", "task_error",
+             "top_down_seed")
+SOLVERS = ("AnalyticSolverCfg", "BaseSolver", "ChainCfg", "DifferentialSolver", "DifferentialSolverCfg", "JaxSolver",
+           "JaxSolverCfg",
+           "NeuralIKSolver", "NeuralIKSolverCfg", "PinkSolver", "PinkSolverCfg", "PinocchioSolver",
+           "PinocchioSolverCfg",
+           "PytorchSolver", "PytorchSolverCfg", "QposSeedSampler", "QposSeedSelSampler", "RobotCfg",
+           "SO101AnalyticSolver",
            "SO101LearnedSolver", "SO101Solver", "SO101SolverCfg", "SolverCfg", "compute_batch_ik")
 _LAZY = {**dict.fromkeys(ITERATIVE, "so101_mjx.ik.iterative"), **dict.fromkeys(SOLVERS, "so101_mjx.ik.solvers")}
 # old module -> its place in the suite
-MOVED = {"base": "solvers.base", "config": "solvers.config", "solver": "solvers.solver", "multistart": "solvers.multistart",
-         "seed_sampler": "solvers.seed_sampler", "chain_solver": "solvers.chain_solver", "analytic_solver": "solvers.analytic_solver",
-         "pinocchio_solver": "solvers.pinocchio_solver", "pink_solver": "solvers.pink_solver", "pink_tasks": "solvers.pink_tasks",
+MOVED = {"base": "solvers.base", "config": "solvers.config", "solver": "solvers.solver",
+         "multistart": "solvers.multistart",
+         "seed_sampler": "solvers.seed_sampler", "chain_solver": "solvers.chain_solver",
+         "analytic_solver": "solvers.analytic_solver",
+         "pinocchio_solver": "solvers.pinocchio_solver", "pink_solver": "solvers.pink_solver",
+         "pink_tasks": "solvers.pink_tasks",
          "differential": "solvers.differential", "path": "solvers.path", "pytorch_solver": "solvers.jax_solver",
          "neural": "solvers.neural_policy", "learned": "solvers.learned_seeds"}
 

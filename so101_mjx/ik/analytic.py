@@ -84,7 +84,8 @@ class ArmGeometry:
                    "the pitch axes are not parallel")
         _check(abs(axes[1] @ up) < _STRUCTURE_TOL, "the pitch axes are not horizontal")
         _check(abs(axes[4] @ axes[1]) < _STRUCTURE_TOL, "the roll axis is not perpendicular to the pitch axes")
-        _check(np.linalg.norm(np.cross(rot[:, 0], axes[4])) < _STRUCTURE_TOL, "the site x axis is not along the roll axis")
+        _check(np.linalg.norm(np.cross(rot[:, 0], axes[4])) < _STRUCTURE_TOL,
+               "the site x axis is not along the roll axis")
         ey = _unit(axes[1])
         frame = np.stack([np.cross(ey, up), ey, up])
         origin = anchors[0] - (anchors[0] @ up) * up  # the pan axis at height 0
@@ -140,7 +141,8 @@ def _pan_branches(geom: ArmGeometry, target: Array, pitch: Array, roll: Array, p
     t = jnp.einsum("ij,...j->...i", c(geom.frame), target - c(geom.origin))
     roll_angle = roll - float(geom.qpos0[4])
     p5 = c(geom.roll_anchor) + R.rotate_about(
-        geom.roll_axis, roll_angle, jnp.broadcast_to(c(geom.tool - geom.roll_anchor), jnp.broadcast_shapes(t.shape, (*roll_angle.shape, 3))))
+        geom.roll_axis, roll_angle,
+        jnp.broadcast_to(c(geom.tool - geom.roll_anchor), jnp.broadcast_shapes(t.shape, (*roll_angle.shape, 3))))
     h = p5[..., 1]
     r2 = t[..., 0] ** 2 + t[..., 1] ** 2
     reach_x = jnp.sqrt(jnp.maximum(r2 - h**2, 0))

@@ -178,7 +178,8 @@ def _prepare(kin: Kinematics, q, target, approach_dir, lower, upper, target_rota
     rot = None if target_rotation is None else jnp.asarray(target_rotation, dt)
     if rot is not None and (rot.ndim < 2 or rot.shape[-2:] != (3, 3)):
         raise InputError(f"target_rotation must have shape (3, 3) or (..., 3, 3), got {rot.shape}")
-    batch = jnp.broadcast_shapes(q.shape[:-1], target.shape[:-1], direction.shape[:-1], () if rot is None else rot.shape[:-2])
+    batch = jnp.broadcast_shapes(q.shape[:-1], target.shape[:-1], direction.shape[:-1],
+                                 () if rot is None else rot.shape[:-2])
     finite = jnp.all(jnp.isfinite(target), -1) & jnp.all(jnp.isfinite(direction), -1)
     if rot is not None:
         finite = finite & jnp.all(jnp.isfinite(rot), (-2, -1))
@@ -186,7 +187,8 @@ def _prepare(kin: Kinematics, q, target, approach_dir, lower, upper, target_rota
     lo = jnp.asarray(-jnp.inf if lower is None else lower, dt)
     hi = jnp.asarray(jnp.inf if upper is None else upper, dt)
     target, direction = (jnp.where(jnp.isfinite(x), x, 0).astype(dt) for x in (target, direction))
-    return jnp.broadcast_to(q.astype(dt), (*batch, kin.nq)), target, direction, rot, jnp.broadcast_to(finite, batch), lo, hi
+    return (jnp.broadcast_to(q.astype(dt), (*batch, kin.nq)), target, direction, rot, jnp.broadcast_to(finite, batch),
+            lo, hi)
 
 
 def ik_step(
@@ -208,13 +210,14 @@ def ik_step(
 ) -> Array:
     """One Levenberg–Marquardt iteration: (..., n) joint angles after the update.
 
-    ``dq = solve(JᵀJ + damping·I, Jᵀe)`` (``damping`` > 0 keeps it positive definite), then ``q + dq`` clipped to ``[lower, upper]`` (n,) or
-    (..., n) radians (None = unbounded). Returns ``q`` unchanged where ‖e‖ < ``tolerance``, and where
-    the target (direction, target rotation) is not finite. Task arguments as in :func:`task_error`.
+    ``dq = solve(JᵀJ + damping·I, Jᵀe)`` (``damping`` > 0 keeps it positive definite), then ``q + dq`` clipped to
+    ``[lower, upper]`` (n,) or (..., n) radians (None = unbounded). Returns ``q`` unchanged where ‖e‖ < ``tolerance``,
+    and where the target (direction, target rotation) is not finite. Task arguments as in :func:`task_error`.
     """
     _check_positive(damping=damping, tolerance=tolerance)
     _check_task(approach_axis, approach_dir, orientation_weight)
-    q, target, direction, rot, finite, lower, upper = _prepare(kin, q, target, approach_dir, lower, upper, target_rotation)
+    q, target, direction, rot, finite, lower, upper = _prepare(kin, q, target, approach_dir, lower, upper,
+                                                               target_rotation)
     e, jac = task_error(
         kin, q, target, site=site, offset=offset, approach_axis=approach_axis, approach_dir=direction,
         orientation_weight=orientation_weight, rotation=rotation, target_rotation=rot,
@@ -256,7 +259,8 @@ def levenberg_marquardt(
     iterations = checks.integer("iterations", iterations, ge=1)
     _check_positive(damping=damping, tolerance=tolerance)
     _check_task(approach_axis, approach_dir, orientation_weight)
-    q0, target, direction, rot, finite, lower, upper = _prepare(kin, q0, target, approach_dir, lower, upper, target_rotation)
+    q0, target, direction, rot, finite, lower, upper = _prepare(kin, q0, target, approach_dir, lower, upper,
+                                                                target_rotation)
 
     def body(_, q):
         return ik_step(

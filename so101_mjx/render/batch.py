@@ -45,10 +45,12 @@ from so101_mjx.errors import InputError, SetupError
 from so101_mjx.render.camera import CameraSpec, camera_setup
 from so101_mjx.robot.scenes import scene_path
 
-QUALITIES = ("fast", "shadowed", "full")  # render models: light meshes (without / with shadows), or the scene as shipped
+# render models: light meshes (without / with shadows), or the scene as shipped
+QUALITIES = ("fast", "shadowed", "full")
 CLUSTER_CELL = 0.002  # m: the fast meshes' vertex-clustering grid
 SHADOWED_MAP_SIZE = 1024  # shadow-map side (pixels) of "shadowed"; the scenes ship 4096
-RENDER_TIMEOUT_S = 120.0  # s a worker may stay silent: its start (a few seconds) or one frame (under one) with a wide margin
+# s a worker may stay silent: its start (a few seconds) or one frame (under one) with a wide margin
+RENDER_TIMEOUT_S = 120.0
 TIMEOUT_ENV = "SO101_MJX_RENDER_TIMEOUT"  # seconds, overrides RENDER_TIMEOUT_S
 _STL_TRIANGLE = np.dtype([("normal", "<f4", 3), ("vertices", "<f4", (3, 3)), ("attribute", "<u2")])
 
@@ -130,7 +132,8 @@ def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUS
 
 
 def render_timeout(timeout: float | None = None) -> float:
-    """``timeout`` (s), else :data:`TIMEOUT_ENV` when set, else :data:`RENDER_TIMEOUT_S`; InputError unless finite and > 0."""
+    """``timeout`` (s), else :data:`TIMEOUT_ENV` when set, else :data:`RENDER_TIMEOUT_S`; InputError unless finite and >
+    0."""
     if timeout is not None:
         return checks.real("timeout", timeout, gt=0, unit=" s")
     text = os.environ.get(TIMEOUT_ENV, "")
@@ -157,7 +160,8 @@ class _Worker:
         self.timeout = timeout
         package_root = str(Path(__file__).resolve().parents[2])  # the worker imports so101_mjx from here too
         env = {"LP_NUM_THREADS": "1",  # Mesa's software rasterizer on one thread: a worker is one core's share
-               **os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
+               **os.environ,
+               "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
         # -P: the working directory is not put on the worker's sys.path, so a numpy.py (or any module)
         # lying where the user runs so101-mjx is never imported: the worker sees the package and site-packages only.
         self.process = subprocess.Popen([sys.executable, "-P", "-m", "so101_mjx.render.worker", str(child.fileno())],
@@ -169,8 +173,9 @@ class _Worker:
     def failed(self, err: OSError | EOFError) -> RuntimeError:
         """The RuntimeError of a broken exchange: the worker fell silent (``timeout`` expired) or died."""
         if isinstance(err, BlockingIOError):
-            return RuntimeError(f"render worker (pid {self.process.pid}) sent nothing for {self.timeout:g} s: stopped or hung "
-                                f"(the limit: BatchRenderer(timeout=...) or {TIMEOUT_ENV}); the next call starts fresh workers")
+            return RuntimeError(f"render worker (pid {self.process.pid}) sent nothing for {self.timeout:g} s: "
+                                f"stopped or hung (the limit: BatchRenderer(timeout=...) or {TIMEOUT_ENV}); the next "
+                                "call starts fresh workers")
         return RuntimeError(f"render worker (pid {self.process.pid}) died: exit code {self.process.wait()}")
 
     def send(self, message) -> None:
@@ -278,7 +283,8 @@ class BatchRenderer:
             try:
                 workers = self._started()
                 for worker, (a, b) in zip(workers, spans):
-                    worker.send((qpos[a:b], marker_pos[a:b] if self.markers else None, {k: v[a:b] for k, v in params.items()}))
+                    worker.send((qpos[a:b], marker_pos[a:b] if self.markers else None,
+                                 {k: v[a:b] for k, v in params.items()}))
                 for worker, (a, b) in zip(workers, spans):
                     worker.reply()
                     worker.frames_into(out[a:b])

@@ -234,14 +234,16 @@ def parse(value: CameraSpec | dict | str | Path) -> CameraSpec:
 
 
 def capture_size(option: Any) -> dict[str, int]:
-    """A real camera's capture ``{"width", "height"}`` (px): its camera option's calibrated resolution, else 640 x 480."""
+    """A real camera's capture ``{"width", "height"}`` (px): its camera option's calibrated resolution, else 640 x
+    480."""
     spec = parse(option) if option is not None else None
     if spec is not None and spec.image_width is not None:
         return {"width": spec.image_width, "height": spec.image_height}
     return {"width": 640, "height": 480}
 
 
-def parse_specs(value: Any, cameras: tuple[str, ...], field: str = "image_cameras") -> tuple[tuple[str, CameraSpec], ...] | None:
+def parse_specs(value: Any, cameras: tuple[str, ...],
+                field: str = "image_cameras") -> tuple[tuple[str, CameraSpec], ...] | None:
     """A config's ``camera_specs``: None, or a mapping (or ``(camera, option)`` pairs) from the cameras
     rendered (the config's ``field``) to camera options (:func:`parse`), as ``((camera, CameraSpec), ...)``
     in ``cameras``' order."""

@@ -139,7 +139,8 @@ def write_video(frames: Iterable[np.ndarray], path: str | Path, fps: float) -> P
                 if writer is None:
                     h, w = frame.shape[:2]
                     # file: and absolute: ffmpeg reads "name:..." as a protocol, "-..." as an option, "%d" as a pattern
-                    writer = imageio_ffmpeg.write_frames(f"file:{tmp.absolute()}", (w, h), fps=fps, macro_block_size=1, quality=7)
+                    writer = imageio_ffmpeg.write_frames(f"file:{tmp.absolute()}", (w, h), fps=fps,
+                                                         macro_block_size=1, quality=7)
                     with warnings.catch_warnings():  # JAX warns on any fork; ffmpeg is a plain subprocess
                         warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
                         writer.send(None)
@@ -156,7 +157,8 @@ def render_trajectory(env, qpos: np.ndarray, path: str | Path, fps: float, site_
 
     renderer, qpos = FrameRenderer(env.mj_model), np.asarray(qpos)
     try:
-        return write_video(_progress.each((renderer.frame(q, site_pos) for q in qpos), len(qpos), "frames", "frame"), path, fps)
+        return write_video(_progress.each((renderer.frame(q, site_pos) for q in qpos), len(qpos), "frames",
+                                          "frame"), path, fps)
     finally:
         renderer.close()
 

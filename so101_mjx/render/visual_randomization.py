@@ -74,11 +74,14 @@ class VisualRandomization:
     def __post_init__(self) -> None:
         """Check every field (naming it) and store plain floats (lists from JSON accepted)."""
         for name in ("light_intensity", "exposure"):
-            pair = checks.range_pair(f"visual_randomization.{name}", getattr(self, name), lowest=0, highest=MAX_INTENSITY)
+            pair = checks.range_pair(f"visual_randomization.{name}", getattr(self, name), lowest=0,
+                                     highest=MAX_INTENSITY)
             object.__setattr__(self, name, pair)
-        for name, top in (("light_shift", MAX_SHIFT), ("colour_shift", 1.0), ("camera_shift", MAX_SHIFT), ("camera_tilt", MAX_TILT),
+        for name, top in (("light_shift", MAX_SHIFT), ("colour_shift", 1.0), ("camera_shift", MAX_SHIFT),
+                          ("camera_tilt", MAX_TILT),
                           ("camera_zoom", MAX_ZOOM), ("white_balance", 1.0), ("blur", MAX_BLUR), ("noise", 1.0)):
-            object.__setattr__(self, name, checks.real(f"visual_randomization.{name}", getattr(self, name), ge=0, le=top))
+            object.__setattr__(self, name,
+                               checks.real(f"visual_randomization.{name}", getattr(self, name), ge=0, le=top))
 
     @property
     def image_effects(self) -> bool:
@@ -86,9 +89,11 @@ class VisualRandomization:
         return self.exposure != (1.0, 1.0) or self.white_balance > 0 or self.blur > 0 or self.noise > 0
 
 
-STANDARD = VisualRandomization(light_intensity=(0.6, 1.4), light_shift=0.2, colour_shift=0.1, camera_shift=0.01, camera_tilt=0.05)
+STANDARD = VisualRandomization(light_intensity=(0.6, 1.4), light_shift=0.2, colour_shift=0.1, camera_shift=0.01,
+                               camera_tilt=0.05)
 # STANDARD widened, with the focal length, exposure, white balance, blur and sensor noise of real USB cameras
-WIDE = VisualRandomization(light_intensity=(0.4, 1.6), light_shift=0.3, colour_shift=0.2, camera_shift=0.02, camera_tilt=0.08,
+WIDE = VisualRandomization(light_intensity=(0.4, 1.6), light_shift=0.3, colour_shift=0.2, camera_shift=0.02,
+                           camera_tilt=0.08,
                            camera_zoom=0.05, exposure=(0.7, 1.3), white_balance=0.1, blur=1.0, noise=0.02)
 LEVELS = {"standard": STANDARD, "wide": WIDE}
 
@@ -104,10 +109,12 @@ def parse(value: VisualRandomization | dict | str | None) -> VisualRandomization
         try:
             value = json.loads(value)
         except json.JSONDecodeError as err:
-            raise InputError(f"visual_randomization must be one of {list(LEVELS)} or a JSON object of {_names()}, got {value!r}") from err
+            raise InputError(f"visual_randomization must be one of {list(LEVELS)} or a JSON object of {_names()}, "
+                             f"got {value!r}") from err
     if isinstance(value, dict):
         return checks.dataclass_from_dict(VisualRandomization, "visual_randomization", value)
-    raise InputError(f"visual_randomization must be None, a VisualRandomization, its dict form or one of {list(LEVELS)}, got {value!r}")
+    raise InputError("visual_randomization must be None, a VisualRandomization, its dict form or one of "
+                     f"{list(LEVELS)}, got {value!r}")
 
 
 def _names() -> list[str]:
@@ -118,13 +125,16 @@ def sample(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype
     """One world's draws, finite for any key: the render model's arrays (:data:`FIELDS`, shapes as in ``model``;
     ``cam_fovy`` and ``cam_intrinsic`` only with ``camera_zoom``) and, with image effects, :data:`IMAGE`'s."""
     k = jax.random.split(rng, 7)
-    extra = jax.random.split(jax.random.fold_in(rng, 1), 5)  # the lens and image effects' keys (k's draws stay as they were)
+    # the lens and image effects' keys (k's draws stay as they were)
+    extra = jax.random.split(jax.random.fold_in(rng, 1), 5)
     c = lambda x: jnp.asarray(np.asarray(x), dtype)  # noqa: E731
     shift = lambda key, shape, s: jax.random.uniform(key, shape, dtype, -s, s)  # noqa: E731
     lo, hi = config.light_intensity
-    rgb = lambda key, rgba: rgba.at[:, :3].set(jnp.clip(rgba[:, :3] + shift(key, (len(rgba), 3), config.colour_shift), 0.0, 1.0))  # noqa: E731
+    rgb = lambda key, rgba: rgba.at[:, :3].set(  # noqa: E731
+        jnp.clip(rgba[:, :3] + shift(key, (len(rgba), 3), config.colour_shift), 0.0, 1.0))
     geom_rgba = c(model.geom_rgba)
-    shown = ~((model.geom_matid >= 0) & np.all(model.geom_rgba == DEFAULT_GEOM_RGBA, axis=-1))  # else the material's colour shows
+    # else the material's colour shows
+    shown = ~((model.geom_matid >= 0) & np.all(model.geom_rgba == DEFAULT_GEOM_RGBA, axis=-1))
     quat = c(model.cam_quat)
     axis = jax.random.normal(k[5], (len(quat), 3), dtype)
     axis = axis / jnp.maximum(jnp.linalg.norm(axis, axis=-1, keepdims=True), 1e-9)

@@ -71,7 +71,8 @@ class WarpBatchRenderer:
                                  f"build the model with render_model(..., marker_geoms={tuple(markers)!r})")
             mocap.append(int(model.body_mocapid[body]))
         self.model, self.camera, self.markers = model, camera, tuple(markers)
-        self._camera_id = camera if isinstance(camera, int) else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera)
+        self._camera_id = (camera if isinstance(camera, int)
+                           else mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, camera))
         self.shadows = model.vis.quality.shadowsize > 0 if shadows is None else bool(shadows)
         kinematic = copy.copy(model)
         kinematic.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
@@ -112,7 +113,8 @@ class WarpBatchRenderer:
         frames = jnp.round(rgb * 255.0).astype(jnp.uint8)
         if fovy is not None:
             half = math.radians(float(self.model.cam_fovy[self._camera_id])) / 2
-            frames = zoomed(frames, math.tan(half) / jnp.tan(jnp.deg2rad(fovy[:, self._camera_id].astype(jnp.float32)) / 2))
+            frames = zoomed(frames,
+                            math.tan(half) / jnp.tan(jnp.deg2rad(fovy[:, self._camera_id].astype(jnp.float32)) / 2))
         return frames if self._remap is None else remap_jax(self._remap, frames)
 
     def _unbatched(self, qpos, marker_pos, params):
@@ -134,7 +136,8 @@ class WarpBatchRenderer:
             if rows < 0:
                 raise InputError(f"params[{k!r}] has {v.shape[len(batch)]} rows, the render model {full.shape[0]}")
             if rows:  # a physics-model geom array: the marker geoms keep the render model's values
-                v = jnp.concatenate([v, jnp.broadcast_to(jnp.asarray(full[-rows:], v.dtype), (*batch, *full[-rows:].shape))], axis=len(batch))
+                v = jnp.concatenate([v, jnp.broadcast_to(jnp.asarray(full[-rows:], v.dtype),
+                                                         (*batch, *full[-rows:].shape))], axis=len(batch))
             padded[k] = v
         return marker_pos, padded
 

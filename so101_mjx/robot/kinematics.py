@@ -49,7 +49,8 @@ class Kinematics:
     site_rot: np.ndarray  # (ns, 3, 3)
 
     @classmethod
-    def from_model(cls, model: mujoco.MjModel, joints: tuple[str, ...] = ROBOT_JOINTS, root: str = "base") -> Kinematics:
+    def from_model(cls, model: mujoco.MjModel, joints: tuple[str, ...] = ROBOT_JOINTS,
+                   root: str = "base") -> Kinematics:
         """Extract the chain below body ``root``, driven by the hinge ``joints`` (in this order)."""
         root_id = model.body(root).id
         ids = [b for b in range(model.nbody) if _descends_from(model, b, root_id)]

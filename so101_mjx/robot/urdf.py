@@ -52,17 +52,20 @@ def _effort(model: mujoco.MjModel, joint: int) -> float:
 def _joint(model: mujoco.MjModel, b: int, parent: str) -> list[str]:
     name, child = model.body(b).name, quoteattr(model.body(b).name)
     if model.body_jntnum[b] == 0:
-        return [f"  <joint name={quoteattr(name + '_fixed')} type=\"fixed\">", f"    <parent link={quoteattr(parent)}/>",
+        return [f"  <joint name={quoteattr(name + '_fixed')} type=\"fixed\">",
+                f"    <parent link={quoteattr(parent)}/>",
                 f"    <child link={child}/>", f"    {_origin(model.body_pos[b], model.body_quat[b])}", "  </joint>"]
     j = model.body_jntadr[b]
     if model.body_jntnum[b] > 1 or model.jnt_type[j] != mujoco.mjtJoint.mjJNT_HINGE or np.any(model.jnt_pos[j] != 0):
         raise InputError(f"body {name!r}: only one hinge anchored at the body origin converts to a URDF joint")
     lo, hi = model.jnt_range[j] if model.jnt_limited[j] else (-math.pi, math.pi)
     dof = model.jnt_dofadr[j]
-    return [f"  <joint name={quoteattr(model.joint(j).name)} type=\"{'revolute' if model.jnt_limited[j] else 'continuous'}\">",
+    return [f"  <joint name={quoteattr(model.joint(j).name)} "
+            f"type=\"{'revolute' if model.jnt_limited[j] else 'continuous'}\">",
             f"    <parent link={quoteattr(parent)}/>", f"    <child link={child}/>",
             f"    {_origin(model.body_pos[b], model.body_quat[b])}", f'    <axis xyz="{_num(model.jnt_axis[j])}"/>',
-            f'    <limit lower="{_num(lo)}" upper="{_num(hi)}" effort="{_num(_effort(model, j))}" velocity="{_num(VELOCITY_LIMIT)}"/>',
+            f'    <limit lower="{_num(lo)}" upper="{_num(hi)}" effort="{_num(_effort(model, j))}" '
+            f'velocity="{_num(VELOCITY_LIMIT)}"/>',
             f'    <dynamics damping="{_num(model.dof_damping[dof])}" friction="{_num(model.dof_frictionloss[dof])}"/>',
             "  </joint>"]
 
@@ -78,7 +81,8 @@ def mjcf_to_urdf(model: mujoco.MjModel, root: str = "base", name: str | None = N
     """URDF text of the tree below body ``root`` (see the module docstring); ``root`` must sit at the
     world origin. Floats are written exactly (shortest round-trip decimal); no geometry is written."""
     root_id = model.body(root).id
-    if np.any(model.body_pos[root_id] != 0) or np.any(model.body_quat[root_id] != [1, 0, 0, 0]) or model.body_jntnum[root_id]:
+    if (np.any(model.body_pos[root_id] != 0) or np.any(model.body_quat[root_id] != [1, 0, 0, 0])
+            or model.body_jntnum[root_id]):
         raise InputError(f"root body {root!r} must be fixed at the world origin to become the URDF's root link")
     bodies = [root_id] + [b for b in range(root_id + 1, model.nbody) if _below(model, b, root_id)]
     robot = name or mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_MODEL, 0) or "robot"

@@ -83,7 +83,8 @@ class Physics(abc.ABC):
         """State at ``qpos, qvel, ctrl`` (time 0, cold warm start) with kinematics and sensors evaluated."""
 
     @abc.abstractmethod
-    def step(self, state: PhysicsState, ctrl: Array, n_substeps: int, params: dict[str, Array] | None = None) -> PhysicsState:
+    def step(self, state: PhysicsState, ctrl: Array, n_substeps: int,
+             params: dict[str, Array] | None = None) -> PhysicsState:
         """Advance ``n_substeps`` physics steps holding ``ctrl`` (..., nu).
 
         ``params``: per-world model arrays overriding the model's (see :mod:`so101_mjx.sim.randomization`).
@@ -171,7 +172,8 @@ class PoolLoop:
                     mujoco.mj_step(m, d, n_substeps - 1)
                 out[5][i] = d.qpos
                 mujoco.mj_step(m, d)
-                out[0][i], out[1][i], out[2][i], out[3][i], out[4][i] = d.qpos, d.qvel, d.qacc_warmstart, d.time, d.sensordata
+                out[0][i], out[1][i], out[2][i], out[3][i], out[4][i] = (d.qpos, d.qvel, d.qacc_warmstart, d.time,
+                                                                         d.sensordata)
 
         self._run(work, len(q))
 
@@ -217,7 +219,8 @@ class BatchLoop:
             b.step(nstep=n_substeps - 1)
         out[5][...] = b.qpos
         b.step()
-        out[0][...], out[1][...], out[2][...], out[3][...], out[4][...] = b.qpos, b.qvel, b.qacc_warmstart, b.time, b.sensordata
+        out[0][...], out[1][...], out[2][...], out[3][...], out[4][...] = (b.qpos, b.qvel, b.qacc_warmstart, b.time,
+                                                                           b.sensordata)
 
     def forward(self, q, v, u, sens) -> None:
         b = self._batch(len(q), ())
@@ -270,7 +273,8 @@ class CPhysics(Physics):
         flat = lambda x: np.asarray(x, np.float64).reshape(-1, *x.shape[len(shape) :])  # noqa: E731
         q, v, u, w, t = (flat(x) for x in (qpos, qvel, ctrl, warm, time))
         params = [flat(x) for x in params]
-        out = [np.empty_like(q), np.empty_like(v), np.empty_like(w), np.empty_like(t), np.empty((len(q), self.model.nsensordata)), np.empty_like(q)]
+        out = [np.empty_like(q), np.empty_like(v), np.empty_like(w), np.empty_like(t),
+               np.empty((len(q), self.model.nsensordata)), np.empty_like(q)]
         with self._lock:
             self._loop.step(q, v, u, w, t, params, names, n_substeps, out)
         dtype = qpos.dtype
@@ -296,7 +300,8 @@ class CPhysics(Physics):
         out = tuple(jax.ShapeDtypeStruct(x.shape, x.dtype) for x in shapes)
         names = tuple(sorted(params)) if params else ()
         q, v, w, t, sens, kin_q = jax.pure_callback(
-            _weakly(self, "_host_step", n_substeps=n_substeps, names=names), out, s.qpos, s.qvel, ctrl.astype(s.qpos.dtype), s.qacc_warmstart, s.time,
+            _weakly(self, "_host_step", n_substeps=n_substeps, names=names), out, s.qpos, s.qvel,
+            ctrl.astype(s.qpos.dtype), s.qacc_warmstart, s.time,
             *(params[k] for k in names), vmap_method="broadcast_all",
         )
         return PhysicsState(q, v, ctrl, w, t, sens, kin_q)

@@ -25,7 +25,8 @@ from jax import Array
 from so101_mjx import _checks as checks
 
 MAX_SCALE = 10.0  # largest scale factor a range may reach
-FIELDS = ("geom_friction", "body_mass", "body_inertia", "geom_size", "geom_rbound", "geom_aabb", "actuator_gainprm", "actuator_biasprm", "dof_damping")
+FIELDS = ("geom_friction", "body_mass", "body_inertia", "geom_size", "geom_rbound", "geom_aabb", "actuator_gainprm",
+          "actuator_biasprm", "dof_damping")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +56,8 @@ def sample(model: mujoco.MjModel, config: Randomization, rng: Array, dtype) -> d
     """One world's randomized model arrays (keys in :data:`FIELDS`), shapes as in the model."""
     keys = jax.random.split(rng, 5)
     draw = lambda k, r: jax.random.uniform(k, (), dtype, r[0], r[1])  # noqa: E731
-    friction, mass, size, gain, damping = (draw(k, getattr(config, f.name)) for k, f in zip(keys, dataclasses.fields(config)))
+    friction, mass, size, gain, damping = (draw(k, getattr(config, f.name))
+                                           for k, f in zip(keys, dataclasses.fields(config)))
     c = lambda x: jnp.asarray(np.asarray(x), dtype)  # noqa: E731
     g, b = block_ids(model)
     gain_col = jnp.zeros(model.actuator_gainprm.shape[1], dtype).at[0].set(1.0)

@@ -56,7 +56,8 @@ MAX_DAMPING = 100.0  # N·m·s/rad: joint damping
 MAX_TORQUE = 30.0  # N·m: torque limit (9x the scene's 3.35)
 MAX_SAG = 1.0  # 1/(N·m): voltage_sag.per_torque, the whole supply lost at 1 N·m of load
 MAX_SAG_TIME = 1.0  # s: voltage_sag.time_constant
-LOOP_LIMITS = {"max_velocity": (" rad/s", MAX_VELOCITY), "kp": (" N·m/rad", MAX_KP), "damping": (" N·m·s/rad", MAX_DAMPING),
+LOOP_LIMITS = {"max_velocity": (" rad/s", MAX_VELOCITY), "kp": (" N·m/rad", MAX_KP),
+               "damping": (" N·m·s/rad", MAX_DAMPING),
                "torque_limit": (" N·m", MAX_TORQUE)}  # unit, highest; every one > 0 except the damping (>= 0)
 N_MOTORS = 6  # the five arm joints, then the gripper (robot.motors.MOTORS)
 PerMotor = float | tuple[float, ...]  # one value for every motor, or one per motor
@@ -73,16 +74,20 @@ class ServoRanges:
     deadband: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
-        set_, bounds = object.__setattr__, {"backlash": (0.0, MAX_BAND), "deadband": (0.0, MAX_BAND), "max_velocity": (0.0, MAX_VELOCITY)}
+        set_, bounds = object.__setattr__, {"backlash": (0.0, MAX_BAND), "deadband": (0.0, MAX_BAND),
+                                            "max_velocity": (0.0, MAX_VELOCITY)}
         if self.delay_ticks is not None:
-            lo, hi = checks.range_pair("servo_model.ranges.delay_ticks", self.delay_ticks, lowest=0, highest=MAX_DELAY_TICKS)
+            lo, hi = checks.range_pair("servo_model.ranges.delay_ticks", self.delay_ticks, lowest=0,
+                                       highest=MAX_DELAY_TICKS)
             if lo != int(lo) or hi != int(hi):
                 raise InputError(f"servo_model.ranges.delay_ticks must be whole ticks, got {self.delay_ticks!r}")
             set_(self, "delay_ticks", (int(lo), int(hi)))
         for name, (lowest, highest) in bounds.items():
             if getattr(self, name) is not None:
-                pair = checks.range_pair(f"servo_model.ranges.{name}", getattr(self, name), lowest=lowest, highest=highest,
-                                         strict=name == "max_velocity", what=" rad/s" if name == "max_velocity" else " rad")
+                pair = checks.range_pair(f"servo_model.ranges.{name}", getattr(self, name), lowest=lowest,
+                                         highest=highest,
+                                         strict=name == "max_velocity",
+                                         what=" rad/s" if name == "max_velocity" else " rad")
                 set_(self, name, pair)
 
 
@@ -98,9 +103,11 @@ class VoltageSag:
     time_constant: float = 0.0  # s; 0: the sag follows the load within the tick
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "per_torque", checks.real("servo_model.voltage_sag.per_torque", self.per_torque, unit=" 1/(N·m)",
+        object.__setattr__(self, "per_torque",
+                           checks.real("servo_model.voltage_sag.per_torque", self.per_torque, unit=" 1/(N·m)",
                                                            ge=0, le=MAX_SAG))
-        object.__setattr__(self, "time_constant", checks.real("servo_model.voltage_sag.time_constant", self.time_constant, unit=" s",
+        object.__setattr__(self, "time_constant",
+                           checks.real("servo_model.voltage_sag.time_constant", self.time_constant, unit=" s",
                                                               ge=0, le=MAX_SAG_TIME))
 
 
@@ -131,8 +138,9 @@ class ServoModel:
         for name, (unit, highest) in LOOP_LIMITS.items():
             if getattr(self, name) is not None:
                 lowest = {"ge": 0} if name == "damping" else {"gt": 0}
-                set_(self, name, per_motor(f"servo_model.{name}", getattr(self, name),
-                                           lambda n, v, u=unit, lo=lowest, hi=highest: checks.real(n, v, unit=u, le=hi, **lo)))
+                set_(self, name, per_motor(
+                    f"servo_model.{name}", getattr(self, name),
+                    lambda n, v, u=unit, lo=lowest, hi=highest: checks.real(n, v, unit=u, le=hi, **lo)))
         set_(self, "quantize", checks.flag("servo_model.quantize", self.quantize))
         set_(self, "ranges", checks.optional_dataclass(ServoRanges, "servo_model.ranges", self.ranges))
         set_(self, "voltage_sag", checks.optional_dataclass(VoltageSag, "servo_model.voltage_sag", self.voltage_sag))
@@ -152,7 +160,8 @@ def per_motor(name: str, value, check) -> float | int | tuple:
     ``name[i]`` in its errors)."""
     if isinstance(value, (list, tuple, np.ndarray)):
         if len(value) != N_MOTORS:
-            raise InputError(f"{name} must be one value or {N_MOTORS}, one per motor, got {len(value)}: {list(value)!r}")
+            raise InputError(f"{name} must be one value or {N_MOTORS}, one per motor, got {len(value)}: "
+                             f"{list(value)!r}")
         return tuple(check(f"{name}[{i}]", v) for i, v in enumerate(value))
     return check(name, value)
 
@@ -179,7 +188,8 @@ def initial(model: ServoModel, targets: Array, key: Array) -> dict[str, Array]:
         drawn, whole = getattr(model.ranges, name), name == "delay_ticks"
         if drawn is None:  # the model's fixed value(s)
             value = getattr(model, name)
-            return jnp.broadcast_to(jnp.asarray(math.inf if value is None else value, jnp.int32 if whole else dtype), (n,))
+            return jnp.broadcast_to(jnp.asarray(math.inf if value is None else value,
+                                                jnp.int32 if whole else dtype), (n,))
         if whole:
             return jax.random.randint(k, (n,), drawn[0], drawn[1] + 1)
         return jax.random.uniform(k, (n,), dtype, drawn[0], drawn[1])
@@ -236,7 +246,8 @@ def quantized(q: Array) -> Array:
     return jnp.round(q / RAD_PER_COUNT) * RAD_PER_COUNT
 
 
-def position_loop(actuators: np.ndarray, dofs: np.ndarray, kp=None, damping=None, torque_limit=None) -> list[tuple[str, tuple | np.ndarray, Array]]:
+def position_loop(actuators: np.ndarray, dofs: np.ndarray, kp=None, damping=None,
+                  torque_limit=None) -> list[tuple[str, tuple | np.ndarray, Array]]:
     """The model entries ``(field, index, value)`` that set the position loop's ``kp`` N·m/rad, the joints'
     ``damping`` N·m·s/rad and the ``torque_limit`` N·m (each an array, one value or (6,); None leaves it) of
     the position actuators ``actuators`` (6,) and their joints' ``dofs`` (6,): for an MjModel in place
@@ -247,7 +258,8 @@ def position_loop(actuators: np.ndarray, dofs: np.ndarray, kp=None, damping=None
     if damping is not None:
         entries.append(("dof_damping", dofs, damping))
     if torque_limit is not None:
-        entries += [("actuator_forcerange", actuators, np.stack(np.broadcast_arrays(-torque_limit, torque_limit), axis=-1)),
+        entries += [("actuator_forcerange", actuators,
+                     np.stack(np.broadcast_arrays(-torque_limit, torque_limit), axis=-1)),
                     ("actuator_forcelimited", actuators, 1)]
     return entries
 
@@ -257,5 +269,6 @@ def set_position_loop(mj_model: mujoco.MjModel, model: ServoModel, actuators: np
     place, for the position actuators ``actuators`` (6,) (the motors' order) and the joints they drive."""
     dofs = mj_model.jnt_dofadr[mj_model.actuator_trnid[actuators, 0]]
     array = lambda v: None if v is None else np.asarray(v, float)  # noqa: E731
-    for name, index, value in position_loop(actuators, dofs, array(model.kp), array(model.damping), array(model.torque_limit)):
+    for name, index, value in position_loop(actuators, dofs, array(model.kp), array(model.damping),
+                                            array(model.torque_limit)):
         getattr(mj_model, name)[index] = value

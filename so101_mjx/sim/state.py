@@ -26,11 +26,14 @@ class Info:
     succeed: Array  # () bool: the task's success at the last step
     ik_target: Array  # (3,) m: where the Cartesian controller is steering the IK point
     last_action_zero: Array  # () bool: the last action's delta was (near) zero
-    nonfinite_actions: Array  # () int32: actions with a NaN/inf component so far this episode (+ reset_to values replaced in jit)
+    # () int32: actions with a NaN/inf component so far this episode (+ reset_to values replaced in jit)
+    nonfinite_actions: Array
     task: dict[str, Array]  # the task's own entries
     model_params: dict[str, Array] | None = None  # this episode's randomized model arrays
-    render_params: dict[str, Array] | None = None  # this episode's visual randomization (so101_mjx.render.visual_randomization)
-    frames: dict[str, Array] | None = None  # camera -> (latency, H, W, 3) uint8 frames not yet observed (render.latency)
+    # this episode's visual randomization (so101_mjx.render.visual_randomization)
+    render_params: dict[str, Array] | None = None
+    # camera -> (latency, H, W, 3) uint8 frames not yet observed (render.latency)
+    frames: dict[str, Array] | None = None
     servo: dict[str, Array] | None = None  # the servo model's state (so101_mjx.sim.servo), when it is on
     steps: Array | None = None  # () int32: control steps this episode (set by the training wrapper)
     truncation: Array | None = None  # () float 0/1: the episode hit its length limit (training wrapper)

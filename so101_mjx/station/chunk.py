@@ -46,12 +46,14 @@ class Station_ActionChunk:
         object.__setattr__(self, "rate", checks.real("rate", self.rate, gt=0, unit=" Hz"))
         arms = (self.arms,) if isinstance(self.arms, MotorizedArm_ActionChunk) else self.arms
         if isinstance(arms, (str, bytes)) or not isinstance(arms, Sequence) or not arms:
-            raise InputError(f"arms must be a MotorizedArm_ActionChunk or a non-empty sequence of them, got {self.arms!r:.80}")
+            raise InputError("arms must be a MotorizedArm_ActionChunk or a non-empty sequence of them, got "
+                             f"{self.arms!r:.80}")
         for i, chunk in enumerate(arms):
             if not isinstance(chunk, MotorizedArm_ActionChunk):
                 raise InputError(f"arms[{i}] must be a MotorizedArm_ActionChunk, got {type(chunk).__name__}")
             if chunk.horizon != arms[0].horizon:
-                raise InputError(f"arms[{i}] must have the horizon of arms[0] ({arms[0].horizon} rows), got {chunk.horizon}")
+                raise InputError(f"arms[{i}] must have the horizon of arms[0] ({arms[0].horizon} rows), got "
+                                 f"{chunk.horizon}")
         object.__setattr__(self, "arms", tuple(arms))
 
     @property

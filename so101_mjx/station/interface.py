@@ -332,7 +332,8 @@ class MotorizedArm_ActionChunk:
 
 
 gripper_open_fraction_to_ctrl = gripper_mapping.open_fraction_to_ctrl  # open fraction in [0, 1] -> gripper ctrl [rad]
-gripper_ctrl_to_open_fraction = gripper_mapping.ctrl_to_open_fraction  # gripper ctrl or jaw angle [rad] -> open fraction, clipped
+# gripper ctrl or jaw angle [rad] -> open fraction, clipped
+gripper_ctrl_to_open_fraction = gripper_mapping.ctrl_to_open_fraction
 
 
 # --- chunk interpolation --------------------------------------------------------------------
@@ -361,7 +362,8 @@ def interpolate_chunk(
 
     Args:
         targets: (..., horizon, dof) absolute targets (e.g. joint angles [rad], open fractions); horizon >= 1.
-        chunk_rate_hz: rate of the chunk's rows, [Hz], finite > 0 (ValueError otherwise, when not traced); broadcasts with ``t``.
+        chunk_rate_hz: rate of the chunk's rows, [Hz], finite > 0 (ValueError otherwise, when not traced); broadcasts
+            with ``t``.
         control_rate_hz: rate at which targets are sent, [Hz], finite > 0 (likewise); broadcasts with ``t``.
         t: (...) seconds since the chunk's reference timestamp; broadcasts with targets[..., 0, 0].
 

@@ -64,7 +64,8 @@ def tick(env: SO101Env, physics: PhysicsState, arm_q: Array, gripper_open: Array
     """
     arm = env.arm
     arm_q = jnp.where(jnp.isfinite(arm_q), arm_q, physics.ctrl[arm.actuator_ids])
-    gripper = jnp.where(jnp.isfinite(gripper_open[0]), arm.gripper_ctrl(gripper_open[0]), physics.ctrl[arm.gripper_actuator])
+    gripper = jnp.where(jnp.isfinite(gripper_open[0]), arm.gripper_ctrl(gripper_open[0]),
+                        physics.ctrl[arm.gripper_actuator])
     return arm.actuate(physics, arm_q, gripper)
 
 
@@ -133,8 +134,8 @@ def _tick_period(control_rate: int, physics_dt: float) -> float:
         if physics_rate <= 10_000 and abs(physics_rate - round(physics_rate)) <= 1e-9 * physics_rate:
             rates = [r for r in range(1, round(physics_rate) + 1) if round(physics_rate) % r == 0]
             divisors = f"; allowed rates: {rates} Hz"
-        raise InputError(f"control_rate ({control_rate} Hz) must divide the physics rate 1 / physics_dt = {physics_rate:g} Hz, "
-                         f"so that each tick runs a whole number of physics steps{divisors}")
+        raise InputError(f"control_rate ({control_rate} Hz) must divide the physics rate 1 / physics_dt = "
+                         f"{physics_rate:g} Hz, so that each tick runs a whole number of physics steps{divisors}")
     period = n * physics_dt
     while period // physics_dt < n:
         period = float(np.nextafter(period, np.inf))
@@ -144,17 +145,20 @@ def _tick_period(control_rate: int, physics_dt: float) -> float:
 class SimStation:
     """One simulated SO-101 on MuJoCo C; see the module docstring."""
 
-    def __init__(self, env_name: str = "SO101PickCube-v0", spec: MotorizedArmSpec = SO101_SPEC, backend: str = "c", **config):
+    def __init__(self, env_name: str = "SO101PickCube-v0", spec: MotorizedArmSpec = SO101_SPEC,
+                 backend: str = "c", **config):
         if not isinstance(spec, MotorizedArmSpec):
             raise InputError(f"spec must be a MotorizedArmSpec, got {spec!r}")
-        if spec.arm is not MotorizedArm_ArmType.SO101_5DoF or spec.gripper is not MotorizedArm_GripperType.SO101_jaw_1DoF:
+        if (spec.arm is not MotorizedArm_ArmType.SO101_5DoF
+                or spec.gripper is not MotorizedArm_GripperType.SO101_jaw_1DoF):
             raise InputError(f"spec must describe the simulated SO-101 (arm 'so101_5dof', gripper 'so101_jaw_1dof'), "
                              f"got arm {spec.arm.value!r}, gripper {spec.gripper.value!r}")
         if spec.control_rate % spec.refresh_rate:
             raise InputError(f"refresh_rate ({spec.refresh_rate} Hz) must divide control_rate ({spec.control_rate} Hz)")
         if "control_dt" in config:
             raise InputError("control_dt is set by spec.control_rate (control_dt = 1 / control_rate); do not pass it")
-        physics_dt = checks.real("physics_dt", config.get("physics_dt", default_config(env_name).physics_dt), gt=0, unit=" s")
+        physics_dt = checks.real("physics_dt", config.get("physics_dt", default_config(env_name).physics_dt),
+                                 gt=0, unit=" s")
         self.spec = spec
         self.env = make(env_name, backend=backend, control_dt=_tick_period(spec.control_rate, physics_dt), **config)
         self._tick = jax.jit(lambda p, q, g: tick(self.env, p, q, g))
@@ -206,7 +210,8 @@ class SimStation:
         rate = 1.0 / max(duration, self.env.dt)
         n = chunk_ticks(rate, self.spec.control_rate, 2) - 1  # ticks 1..n: tick 0 is now
         ticks = np.arange(1, n + 1) / self.spec.control_rate
-        return self._play(np.asarray(interpolate_chunk(chunk, rate, self.spec.control_rate, np.minimum(ticks, 1 / rate))))
+        return self._play(np.asarray(interpolate_chunk(chunk, rate, self.spec.control_rate,
+                                                       np.minimum(ticks, 1 / rate))))
 
     def execute(self, chunk: Station_ActionChunk | MotorizedArm_ActionChunk, chunk_rate_hz: float | None = None
                 ) -> list[MotorizedArm_Observation]:  # fmt: skip
@@ -228,7 +233,8 @@ class SimStation:
                 raise InputError("chunk_rate_hz must be None for a Station_ActionChunk, which carries its rate")
             return self._execute_stamped(chunk)
         if not isinstance(chunk, MotorizedArm_ActionChunk):
-            raise InputError(f"chunk must be a MotorizedArm_ActionChunk (with chunk_rate_hz) or a Station_ActionChunk, got {type(chunk).__name__}")
+            raise InputError("chunk must be a MotorizedArm_ActionChunk (with chunk_rate_hz) or a Station_ActionChunk, "
+                             f"got {type(chunk).__name__}")
         chunk_rate_hz = checks.real("chunk_rate_hz", chunk_rate_hz, gt=0, unit=" Hz")
         chunk.validate(self.spec, chunk.horizon)
         if (chunk.horizon - 1) / chunk_rate_hz > MAX_PLAY_SECONDS:

@@ -40,7 +40,8 @@ def motor_indices(names: list[str] | None) -> tuple[int, ...]:
     return tuple(sorted({MOTORS.index(n) for n in names}))
 
 
-def report(identified: fit.Identified, recording: fit.Recording, settings: dict[str, Any], seconds: float) -> dict[str, Any]:
+def report(identified: fit.Identified, recording: fit.Recording, settings: dict[str, Any],
+           seconds: float) -> dict[str, Any]:
     """The report's JSON: settings, the fit per motor, its intervals and residuals."""
     per_motor = lambda a: {MOTORS[i]: a[i] for i in identified.motors}  # noqa: E731
     return {
@@ -48,7 +49,8 @@ def report(identified: fit.Identified, recording: fit.Recording, settings: dict[
         "frames": int(sum(len(c) for c, _ in recording.episodes)), "motors": [MOTORS[i] for i in identified.motors],
         "value": {k: per_motor(np.asarray(v).tolist()) for k, v in identified.value.items()},
         "interval": {k: per_motor(np.asarray(v).tolist()) for k, v in identified.interval.items()},
-        "rms_rad": per_motor(identified.rms.tolist()), "cost_history": identified.history.tolist(), "not_fitted": NOT_FITTED,
+        "rms_rad": per_motor(identified.rms.tolist()), "cost_history": identified.history.tolist(),
+        "not_fitted": NOT_FITTED,
     }
 
 
@@ -69,9 +71,11 @@ def plot(path: str, identified: fit.Identified, recording: fit.Recording, task: 
     plt = _pyplot()
     commands, measured = recording.episodes[0]
     replay = fit.replayer(fit.replay_env(task, recording.fps, backend))
-    simulated = np.asarray(replay(commands, measured[0], {k: np.asarray(v)[None] for k, v in identified.value.items()}))[0]
+    simulated = np.asarray(replay(commands, measured[0],
+                                  {k: np.asarray(v)[None] for k, v in identified.value.items()}))[0]
     t = np.arange(len(commands)) / recording.fps
-    fig, axes = plt.subplots(len(identified.motors), 1, figsize=(10, 2.2 * len(identified.motors)), sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(identified.motors), 1, figsize=(10, 2.2 * len(identified.motors)),
+                             sharex=True, squeeze=False)
     for ax, m in zip(axes[:, 0], identified.motors, strict=True):
         ax.plot(t, commands[:, m], lw=0.8, color="0.7", label="command")
         ax.plot(t, measured[:, m], lw=1.0, label="measured")
@@ -97,15 +101,16 @@ def fit_servo_model(path: str, out: str, *, units: str = "degrees", calibration:
         _pyplot()  # before the fit, not after it
     settings = {"dataset": str(Path(path).resolve()), "task": task, "units": units,
                 "calibration": None if calibration is None else dataclasses.asdict(calibration), "backend": backend,
-                "population": population, "elites": elites, "iterations": iterations, "sweeps": sweeps, "polish": polish,
-                "seed": seed}
+                "population": population, "elites": elites, "iterations": iterations, "sweeps": sweeps,
+                "polish": polish, "seed": seed}
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)  # the fit compares positions to a fraction of an encoder count
     try:
         recording = dataset.read(path, units=units, task=task, calibration=calibration)
         start = time.perf_counter()
         identified = fit.identify(recording, task=task, backend=backend, population=population, elites=elites,
-                                  iterations=iterations, sweeps=sweeps, polish=polish, motors_fitted=motors_fitted, seed=seed,
+                                  iterations=iterations, sweeps=sweeps, polish=polish,
+                                  motors_fitted=motors_fitted, seed=seed,
                                   progress=lambda stage, c: print(f"{stage}: rms " + " ".join(
                                       f"{np.sqrt(c[m]):.5f}" for m in motors_fitted) + " rad", flush=True))
         seconds = time.perf_counter() - start

@@ -31,7 +31,8 @@ from so101_mjx.sysid.fit import Recording
 
 COLUMNS = ("action", "observation.state")
 MIN_FRAMES = 30  # per episode
-RANGE_MARGIN = 0.1  # of each motor's span: how far outside its range a recorded position may lie (calibration differences)
+# of each motor's span: how far outside its range a recorded position may lie (calibration differences)
+RANGE_MARGIN = 0.1
 
 
 def motor_indices(info: dict, key: str, root: Path, user: str = "sysid", needs: tuple[str, ...] = COLUMNS) -> list[int]:
@@ -45,15 +46,17 @@ def motor_indices(info: dict, key: str, root: Path, user: str = "sysid", needs: 
     names = names.get("motors", names) if isinstance(names, dict) else names
     missing = [n for n in motors.FEATURE_NAMES if not isinstance(names, list) or n not in names]
     if missing:
-        raise InputError(f"{root}: feature {key!r} lacks {missing} (names: {names}); {user} needs a follower's joint positions")
+        raise InputError(f"{root}: feature {key!r} lacks {missing} (names: {names}); {user} needs a follower's "
+                         "joint positions")
     if feature["dtype"] not in ("float32", "float64") or feature["shape"] != [len(names)]:
-        raise InputError(f"{root}: feature {key!r} is {feature['dtype']} of shape {feature['shape']}; {user} needs a follower's: "
-                         f"float32 or float64 of shape [{len(names)}], one per name")
+        raise InputError(f"{root}: feature {key!r} is {feature['dtype']} of shape {feature['shape']}; {user} needs a "
+                         f"follower's: float32 or float64 of shape [{len(names)}], one per name")
     return [names.index(n) for n in motors.FEATURE_NAMES]
 
 
 def motor_positions(rows: pa.Table, key: str, where: list[int], width: int, name: str) -> np.ndarray:
-    """Column ``key`` of one episode's ``rows`` as (T, 6) float64 motor values; InputError unless each frame holds ``width`` finite numbers."""
+    """Column ``key`` of one episode's ``rows`` as (T, 6) float64 motor values; InputError unless each frame holds
+    ``width`` finite numbers."""
     try:
         values = np.stack(rows[key].to_numpy(zero_copy_only=False))
     except (ValueError, TypeError):  # ragged or not arrays

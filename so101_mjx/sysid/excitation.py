@@ -41,19 +41,23 @@ def segment(start: float, limits: tuple[float, float], fps: float) -> np.ndarray
     lo, hi = limits
     reach = max(np.abs(STEPS).max(), CHIRP_AMPLITUDE) + MARGIN
     if hi - lo <= 2 * reach:
-        raise InputError(f"a joint range of {hi - lo:.3f} rad leaves no room for the excitation (needs {2 * reach:.3f})")
+        raise InputError(f"a joint range of {hi - lo:.3f} rad leaves no room for the excitation (needs "
+                         f"{2 * reach:.3f})")
     centre = float(np.clip(start, lo + reach, hi - reach))
     move, hold = round(MOVE_SECONDS * fps), round(STEP_HOLD * fps)
     t = np.arange(round(CHIRP_SECONDS * fps)) / fps
     f0, f1 = CHIRP_HZ
     chirp = CHIRP_AMPLITUDE * np.sin(2 * np.pi * (f0 * t + 0.5 * (f1 - f0) / CHIRP_SECONDS * t**2))
-    levels = STAIR * np.r_[np.arange(1, STAIR_COUNT + 1), np.arange(STAIR_COUNT - 1, -STAIR_COUNT - 1, -1), np.arange(-STAIR_COUNT + 1, 1)]
+    levels = STAIR * np.r_[np.arange(1, STAIR_COUNT + 1), np.arange(STAIR_COUNT - 1, -STAIR_COUNT - 1, -1),
+                           np.arange(-STAIR_COUNT + 1, 1)]
     stairs = np.repeat(centre + levels, round(STAIR_HOLD * fps))
-    return np.concatenate([_move(start, centre, move), np.full(hold, centre), *(np.full(hold, centre + s) for s in STEPS),
+    return np.concatenate([_move(start, centre, move), np.full(hold, centre),
+                           *(np.full(hold, centre + s) for s in STEPS),
                            stairs, centre + chirp, _move(centre, start, move), np.full(hold, start)])
 
 
-def trajectory(start: np.ndarray, limits: np.ndarray, fps: float, motors: tuple[int, ...] = tuple(range(6))) -> np.ndarray:
+def trajectory(start: np.ndarray, limits: np.ndarray, fps: float,
+               motors: tuple[int, ...] = tuple(range(6))) -> np.ndarray:
     """Targets (T, 6) rad exciting ``motors`` (indices) one after another from the pose ``start`` (6,) rad,
     within ``limits`` (6, 2) rad; every other motor holds its start."""
     start = np.asarray(start, np.float64)

@@ -42,9 +42,11 @@ SPREAD = {"backlash": 0.03, "deadband": 0.01, "max_velocity": 0.6, "kp": 0.6, "d
 FLOOR = {"backlash": 2e-4, "deadband": 1e-4, "max_velocity": 0.005, "kp": 0.005, "damping": 0.005}  # smallest spread
 PHYSICS_RATE = 480  # Hz, joint mode's default physics rate
 SMOOTHING = 0.3  # weight of the previous distribution in each update
-SWEEP_WIDTH = {"backlash": 0.5, "deadband": 0.5, "max_velocity": 0.3, "kp": 0.3, "damping": 0.3}  # relative, first sweep
+# relative, first sweep
+SWEEP_WIDTH = {"backlash": 0.5, "deadband": 0.5, "max_velocity": 0.3, "kp": 0.3, "damping": 0.3}
 DELAY_GAIN_WIDTH = 0.7  # log units: the gains tried with each delay in the first sweep (x/ 2)
-POLISH_SPREAD = {"max_velocity": 0.03, "kp": 0.03, "damping": 0.03, "backlash": 0.1, "deadband": 0.1}  # log, or relative
+# log, or relative
+POLISH_SPREAD = {"max_velocity": 0.03, "kp": 0.03, "damping": 0.03, "backlash": 0.1, "deadband": 0.1}
 PROFILE = 0.05  # a profile interval holds the values whose rms residual is within 5 % of the best
 SWEEP_MIN = {"backlash": 0.004, "deadband": 0.004}  # rad: the first sweep's half-width at least this
 
@@ -73,7 +75,8 @@ class Identified:
     def servo_model(self) -> dict:
         """The fitted values as ``ServoModel`` fields (one per motor; checked by it): what env configs and
         ``--servo-model`` take."""
-        fields = {k: [int(v) for v in self.value[k]] if k == "delay_ticks" else [float(v) for v in self.value[k]] for k in PARAMETERS}
+        fields = {k: [int(v) for v in self.value[k]] if k == "delay_ticks" else [float(v) for v in self.value[k]]
+                  for k in PARAMETERS}
         servo.ServoModel(**fields)
         return fields
 
@@ -102,7 +105,8 @@ def replayer(env):
             params[name] = params[name].at[index].set(value)
         drawn = {k: candidate[k].astype(state.info.servo["params"][k].dtype) for k in SERVO_PARAMETERS}
         servo_state = {**servo.initial(arm.servo_model, start, jax.random.PRNGKey(0)), "params": drawn}
-        state = state.replace(physics=arm.at_rest(state.physics, start), info=state.info.replace(model_params=params, servo=servo_state))
+        state = state.replace(physics=arm.at_rest(state.physics, start),
+                              info=state.info.replace(model_params=params, servo=servo_state))
         to_motor = lambda q: arm.joint_mode.to_motor(q, arm.motor_ranges)  # noqa: E731
 
         def tick(s, command):
@@ -131,7 +135,8 @@ def _draw(rng: np.random.Generator, mean: dict, spread: dict, delay_p: np.ndarra
         x = rng.normal(mean[k], spread[k], (n, len(mean[k])))
         out[k] = np.clip(np.exp(x) if k in LOG_SCALE else x, *SEARCH[k])
     cumulative = np.cumsum(delay_p, axis=1)  # (6, D + 1)
-    out["delay_ticks"] = np.minimum((rng.random((n, len(delay_p)))[..., None] > cumulative).sum(-1), delay_p.shape[1] - 1)
+    out["delay_ticks"] = np.minimum((rng.random((n, len(delay_p)))[..., None] > cumulative).sum(-1),
+                                    delay_p.shape[1] - 1)
     return out
 
 
@@ -139,7 +144,8 @@ def cost(replay, recording: Recording, candidates: dict[str, np.ndarray]) -> np.
     """Mean squared error (W, 6) rad² of each candidate's simulated measurements, over every episode's frames."""
     total, frames = 0.0, 0
     for commands, measured in recording.episodes:
-        simulated = np.asarray(replay(jnp.asarray(commands), jnp.asarray(measured[0]), jax.tree.map(jnp.asarray, candidates)))
+        simulated = np.asarray(replay(jnp.asarray(commands), jnp.asarray(measured[0]),
+                                      jax.tree.map(jnp.asarray, candidates)))
         total = total + ((simulated - measured[None]) ** 2).sum(1)
         frames += len(commands)
     return total / frames
@@ -181,7 +187,8 @@ def search(replay, recording: Recording, s: Search, fitted: np.ndarray, rng: np.
         for k in PARAMETERS[1:]:
             x = np.log(s.chosen[k]) if k in LOG_SCALE else s.chosen[k]
             s.mean[k] = np.where(fitted, SMOOTHING * s.mean[k] + (1 - SMOOTHING) * x.mean(0), s.mean[k])
-            s.spread[k] = np.where(fitted, np.maximum(SMOOTHING * s.spread[k] + (1 - SMOOTHING) * x.std(0), FLOOR[k]), 0.0)
+            s.spread[k] = np.where(fitted,
+                                   np.maximum(SMOOTHING * s.spread[k] + (1 - SMOOTHING) * x.std(0), FLOOR[k]), 0.0)
         counts = (s.chosen["delay_ticks"][..., None] == np.arange(delays)).mean(0)  # (6, D + 1)
         s.delay_p = np.where(fitted[:, None], SMOOTHING * s.delay_p + (1 - SMOOTHING) * counts, s.delay_p)
         lowest = costs[best[0], np.arange(6)]
@@ -200,7 +207,8 @@ def identify(recording: Recording, *, task: str = "SO101Reach-v0", backend: str 
     """Fit every parameter of :data:`PARAMETERS` for the motors ``motors_fitted`` (the others keep
     :data:`DEFAULTS`) to ``recording``, starting from :data:`DEFAULTS`: the search, ``sweeps`` coordinate
     sweeps, then ``polish`` search iterations from the swept fit with :data:`POLISH_SPREAD`, one motor varied
-    per world (a motor keeps its best candidate if it beats the sweeps). ``progress(stage, best cost (6,))`` is called after each
+    per world (a motor keeps its best candidate if it beats the sweeps). ``progress(stage, best cost (6,))`` is called
+    after each
     iteration and sweep (``stage``: ``"search 3/12"``, ``"sweep 1/3"``, ``"polish 2/4"``)."""
     if not 2 <= elites < population:
         raise InputError(f"elites must be at least 2 and fewer than population ({population}), got {elites}")
@@ -221,7 +229,8 @@ def identify(recording: Recording, *, task: str = "SO101Reach-v0", backend: str 
     interval = {k: np.stack([v.min(0), v.max(0)], axis=-1) for k, v in found.chosen.items()}
     value, final, profiled = refine(replay, recording, found.value(), fitted, population, sweeps, progress)
     if polish:
-        spread = {k: np.where(fitted, POLISH_SPREAD[k] if k in LOG_SCALE else np.maximum(POLISH_SPREAD[k] * value[k], FLOOR[k]), 0.0)
+        spread = {k: np.where(fitted, POLISH_SPREAD[k] if k in LOG_SCALE
+                              else np.maximum(POLISH_SPREAD[k] * value[k], FLOOR[k]), 0.0)
                   for k in PARAMETERS[1:]}
         near = Search({k: to_search(k, value[k]) for k in PARAMETERS[1:]}, spread, np.eye(delays)[value["delay_ticks"]])
         settings["elites"] = max(2, population // 6 // 3)  # of each motor's own worlds
@@ -246,7 +255,8 @@ def _grid(name: str, value: dict[str, np.ndarray], n: int, shrink: float) -> dic
         delays = SEARCH[name][1] + 1
         scales = np.linspace(-1, 1, max(1, n // delays))
         d, k = np.arange(n) % delays, scales[np.minimum(np.arange(n) // delays, len(scales) - 1)]
-        return {name: d[:, None].repeat(len(x), 1), "kp": np.clip(value["kp"] * np.exp(DELAY_GAIN_WIDTH * shrink * k[:, None]), *SEARCH["kp"])}
+        return {name: d[:, None].repeat(len(x), 1),
+                "kp": np.clip(value["kp"] * np.exp(DELAY_GAIN_WIDTH * shrink * k[:, None]), *SEARCH["kp"])}
     width = SWEEP_WIDTH[name] * shrink
     if name in LOG_SCALE:
         return {name: np.clip(x * np.exp(width * steps), *SEARCH[name])}
@@ -266,14 +276,16 @@ def refine(replay, recording: Recording, value: dict[str, np.ndarray], fitted: n
     for sweep in range(sweeps):
         for name in (*PARAMETERS, "ridge"):
             grid = {k: np.where(fitted, g, value[k]) for k, g in _grid(name, value, population, 0.5**sweep).items()}
-            costs = cost(replay, recording, {**{k: np.repeat(v[None], population, 0) for k, v in value.items()}, **grid})
+            costs = cost(replay, recording,
+                         {**{k: np.repeat(v[None], population, 0) for k, v in value.items()}, **grid})
             best = costs.argmin(0)  # (6,)
             better = costs[best, motor] < present
             value.update({k: np.where(better, g[best, motor], value[k]) for k, g in grid.items()})
             present = np.where(better, costs[best, motor], present)
             if name in PARAMETERS:
                 near, g = costs <= present * (1 + PROFILE) ** 2, grid[name]  # (P, 6)
-                profiled[name] = np.stack([np.where(near, g, np.inf).min(0), np.where(near, g, -np.inf).max(0)], axis=-1)
+                profiled[name] = np.stack([np.where(near, g, np.inf).min(0),
+                                           np.where(near, g, -np.inf).max(0)], axis=-1)
         if progress is not None:
             progress(f"sweep {sweep + 1}/{sweeps}", present)
     return value, present, profiled

@@ -22,7 +22,8 @@ from so101_mjx.sim.state import State
 
 
 def action_map(env: SO101Env) -> tuple[np.ndarray, np.ndarray]:
-    """``(scale, offset)`` float32 (action_size,): env action = ``scale · a + offset`` for a policy action a in [-1, 1]."""
+    """``(scale, offset)`` float32 (action_size,): env action = ``scale · a + offset`` for a policy action a in [-1,
+    1]."""
     low, high = env.arm.action_bounds()
     return ((high - low) / 2).astype(np.float32), ((high + low) / 2).astype(np.float32)
 
@@ -40,9 +41,9 @@ def make_env(name: str, env_config: dict, backend: str | None = None) -> SO101En
 class BraxAdapter:
     """What ``ppo.train`` needs on top of :class:`~so101_mjx.envs.wrappers.TrainingEnv`.
 
-    Maps policy actions with :func:`to_env_action` and ``action_map`` (the env's :func:`action_map`); adds ``metrics["final_success"]`` (success
-    at an episode's last step: Brax's evaluator sums metrics over the episode, so this sum is the
-    episode's success). Brax's loop keeps and extends ``state.info`` as a dict: the adapter's states
+    Maps policy actions with :func:`to_env_action` and ``action_map`` (the env's :func:`action_map`); adds
+    ``metrics["final_success"]`` (success at an episode's last step: Brax's evaluator sums metrics over the episode, so
+    this sum is the episode's success). Brax's loop keeps and extends ``state.info`` as a dict: the adapter's states
     carry the env's :class:`~so101_mjx.sim.state.Info` as ``info["env"]`` next to the entries PPO's
     unroll and evaluator read, ``steps``, ``truncation``, ``episode_done`` and ``episode_metrics`` (training-metric
     logging is not used; the metrics stay empty).

@@ -8,8 +8,9 @@ Layout of a run directory (``--out``)::
     checkpoints/000000204800/  one step:
         (Orbax files), ppo_network_config.json   brax.training.agents.ppo.checkpoint format
                                (SAC: sac_network_config.json and params (normalizer, policy), brax...sac.checkpoint)
-        params.npz             the params (normalizer, policy, value; SAC: normalizer, policy, q): what :func:`load` reads
-        training_state.npz     :class:`so101_mjx.training.ppo_loop.LoopState`: params, Adam moments, normalizer, env
+        params.npz             the params (normalizer, policy, value; SAC: normalizer, policy, q): what :func:`load`
+        reads training_state.npz     :class:`so101_mjx.training.ppo_loop.LoopState`: params, Adam moments, normalizer,
+        env
                                steps, the rollout's env states, the loop's and the evaluator's keys
                                (SAC: :class:`so101_mjx.training.sac_loop.LoopState`, with the replay buffer)
         run.json               a copy of run.json with ``step``
@@ -18,8 +19,8 @@ Layout of a run directory (``--out``)::
 A step is written into ``checkpoints/.staging/<step>/`` and renamed into ``checkpoints/`` once
 complete, so a killed process leaves either the whole checkpoint or none (a step directory
 without ``run.json`` is incomplete: ignored, and replaced when that step is written again).
-The Orbax files are written for Brax's own tools; so101_mjx reads ``params.npz``. ``resolve`` accepts a run directory, its ``checkpoints/`` directory or one
-step directory. Unreadable files raise a one-line ValueError naming the path.
+The Orbax files are written for Brax's own tools; so101_mjx reads ``params.npz``. ``resolve`` accepts a run directory,
+its ``checkpoints/`` directory or one step directory. Unreadable files raise a one-line ValueError naming the path.
 
 Test hook: with ``SO101_MJX_KILL_AT=<point>:<step>`` set, :func:`kill_point` SIGKILLs the process
 at that point (``train``: the epoch ending at ``step`` is computed, nothing of it written — what a
@@ -42,7 +43,9 @@ from brax.training.agents.ppo import checkpoint as ppo_checkpoint
 from brax.training.agents.sac import checkpoint as sac_checkpoint
 
 from so101_mjx import _schema as schema
-from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_point  # noqa: F401  (the test hook, shared with the dataset writer)
+
+# the test hook, shared with the dataset writer
+from so101_mjx._files import KILL_ENV, STAGING, atomic_path, atomic_write, kill_point  # noqa: F401
 from so101_mjx.errors import InputError, MissingFileError, ParameterError
 from so101_mjx.training import networks, npz
 from so101_mjx.training.policy import NETWORK, NumpyPolicy, PolicyWeights, check_metadata
@@ -66,7 +69,8 @@ def read_run(path: Path) -> dict[str, Any]:
     if not file.is_file():
         raise InputError(f"{path} is not a so101_mjx checkpoint (no {RUN_FILE})")
     run = check_metadata(schema.read_json(file), file)
-    schema.fields(file, run, {"step": schema.integer(0), "network": schema.OBJECT, "normalize_observations": schema.BOOL},
+    schema.fields(file, run,
+                  {"step": schema.integer(0), "network": schema.OBJECT, "normalize_observations": schema.BOOL},
                   label="metadata field")
     schema.fields(file, run["network"], NETWORK, where="network.", label="metadata field", extra=False)
     return run
@@ -129,7 +133,8 @@ def _save_orbax(root: Path, step: int, params: Any, run: dict[str, Any]) -> None
         config = sac_checkpoint.network_config(*args, networks.sac_network_factory(**run["network"]))
         sac_checkpoint.save(root, step, params[:2], config)
     else:
-        ppo_checkpoint.save(root, step, params, ppo_checkpoint.network_config(*args, networks.network_factory(**run["network"])))
+        ppo_checkpoint.save(root, step, params,
+                            ppo_checkpoint.network_config(*args, networks.network_factory(**run["network"])))
 
 
 def load(path: str | Path) -> tuple[dict[str, Any], Any]:
@@ -179,7 +184,8 @@ def inference_fn(run: dict[str, Any], params: Any):
 
 
 def _params_template(run: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """Params ``(normalizer, policy, value)`` of ``run``'s network (SAC: ``(normalizer, policy, q)``), freshly initialized."""
+    """Params ``(normalizer, policy, value)`` of ``run``'s network (SAC: ``(normalizer, policy, q)``), freshly
+    initialized."""
     normalizer = running_statistics.init_state(specs.Array((run["obs_size"],), np.dtype("float32")))
     key = jax.random.PRNGKey(0)
     if algo(run) == "sac":
@@ -206,9 +212,11 @@ def _check_values(file: Path, arrays: dict[str, np.ndarray]) -> None:
         rows = arrays[BUFFER_DATA].shape[0]
         insert, sample = (int(arrays.get(f".buffer.{k}_position", 0)) for k in ("insert", "sample"))
         if not 0 <= insert <= rows:
-            raise InputError(f"{file}: .buffer.insert_position must be in [0, {rows}] (the replay buffer's size), got {insert}")
+            raise InputError(f"{file}: .buffer.insert_position must be in [0, {rows}] (the replay buffer's size), "
+                             f"got {insert}")
         if not 0 <= sample <= insert:
-            raise InputError(f"{file}: .buffer.sample_position must be in [0, insert_position = {insert}], got {sample}")
+            raise InputError(f"{file}: .buffer.sample_position must be in [0, insert_position = {insert}], "
+                             f"got {sample}")
 
 
 def _header_problems(file: Path, found: dict[str, npz.Header], wanted: dict[str, np.ndarray], exact: bool) -> list[str]:
@@ -217,7 +225,8 @@ def _header_problems(file: Path, found: dict[str, npz.Header], wanted: dict[str,
     have fewer rows than ``wanted``'s (it grows); more rows is an InputError of its own."""
     for name, (shape, dtype) in found.items():
         if dtype.kind not in "biuf":
-            raise InputError(f"{file}: {name} must be a real (not complex) numeric array, got {dtype} array of shape {shape}")
+            raise InputError(f"{file}: {name} must be a real (not complex) numeric array, got {dtype} array of "
+                             f"shape {shape}")
     problems = [f"{n} missing" for n in wanted if n not in found]
     problems += [f"unexpected {n}" for n in found.keys() - wanted.keys()]
     for name, want in wanted.items():
@@ -246,13 +255,14 @@ def _load_tree(file: Path, template: Any, exact: bool) -> Any:
     def check(found: dict[str, npz.Header]) -> None:
         problems = _header_problems(file, found, wanted, exact)
         if problems:
-            raise InputError(f"{file} does not fit this run (another num_envs, network, device count or float precision?): "
-                             f"{'; '.join(problems[:3])}")
+            raise InputError(f"{file} does not fit this run (another num_envs, network, device count or float "
+                             f"precision?): {'; '.join(problems[:3])}")
 
     arrays = npz.read(file, check, "checkpoint file")
     if exact:
         _check_values(file, arrays)
-    if BUFFER_DATA in arrays and arrays[BUFFER_DATA].shape != wanted[BUFFER_DATA].shape:  # a larger buffer: the rest empty
+    # a larger buffer: the rest empty
+    if BUFFER_DATA in arrays and arrays[BUFFER_DATA].shape != wanted[BUFFER_DATA].shape:
         grown = np.zeros_like(wanted[BUFFER_DATA])
         grown[: len(arrays[BUFFER_DATA])] = arrays[BUFFER_DATA]
         arrays[BUFFER_DATA] = grown

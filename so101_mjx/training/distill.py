@@ -69,7 +69,8 @@ class DistillConfig:
 
 
 def spec_of(env: SO101Env) -> Spec:
-    """The student :class:`Spec` of an image env: its cameras and frame size, agent_pos, and in joint mode its action bounds."""
+    """The student :class:`Spec` of an image env: its cameras and frame size, agent_pos, and in joint mode its action
+    bounds."""
     config = env.config
     bounds = tuple(tuple(map(float, b)) for b in env.arm.action_bounds()) if config.control_mode == "joint" else None
     return Spec(config.image_size, tuple(config.image_cameras), env.agent_pos_size, bounds)
@@ -82,7 +83,8 @@ def check_sizes(config: DistillConfig, spec: Spec, student: PixelStudent) -> Non
     float32 activations three times (forward, backward, gradients)."""
     size = spec.size
     if size < MIN_IMAGE_SIZE:
-        raise InputError(f"image_size must be >= {MIN_IMAGE_SIZE} px (the student's convolutions leave nothing of a smaller frame), got {size}")
+        raise InputError(f"image_size must be >= {MIN_IMAGE_SIZE} px (the student's convolutions leave nothing of a "
+                         f"smaller frame), got {size}")
     frame = len(spec.cameras) * 3 * size**2 + 4 * (spec.agent_pos + spec.actions)
     frames = config.iterations * config.episodes * config.steps
     checks.fits_memory(f"iterations {config.iterations} x episodes {config.episodes} x steps {config.steps}",
@@ -108,7 +110,8 @@ def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelSt
             label = teacher(state.obs["state"])
             own = student.apply(params, spec.frames(state.obs), state.obs["agent_pos"])
             after = env.step(state, jnp.where(teacher_drives, label, own.astype(label.dtype)))
-            out = {**{f"pixels/{c}": f for c, f in zip(spec.cameras, spec.frames(state.obs))}, "agent_pos": state.obs["agent_pos"],
+            out = {**{f"pixels/{c}": f for c, f in zip(spec.cameras, spec.frames(state.obs))},
+                   "agent_pos": state.obs["agent_pos"],
                    "label": label, "done": after.done > 0, "success": after.info.succeed}
             return after, out
 
@@ -186,8 +189,8 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     for it in range(config.iterations):
         start = time.perf_counter()
         keys = jax.random.split(jax.random.fold_in(key, 1000 + it), config.episodes)
-        _progress.phase(f"distill: iteration {it}: the {'teacher' if it == 0 else 'student'} drives {config.episodes} episodes "
-                        f"of {config.steps} steps")
+        _progress.phase(f"distill: iteration {it}: the {'teacher' if it == 0 else 'student'} drives "
+                        f"{config.episodes} episodes of {config.steps} steps")
         out = jax.device_get(collect(params, keys, it == 0))
         mask, success = visited(out)
         for name in data:
@@ -195,12 +198,15 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
         dataset = {name: np.concatenate(parts) for name, parts in data.items()}
         params, loss = fit(student, params, dataset, spec, config, jax.random.fold_in(key, 2000 + it))
         row = {"iteration": it, "driver": "teacher" if it == 0 else "student", "success": float(success.mean()),
-               "frames": int(mask.sum()), "dataset": len(dataset["label"]), "loss": loss, "seconds": time.perf_counter() - start}
+               "frames": int(mask.sum()), "dataset": len(dataset["label"]), "loss": loss,
+               "seconds": time.perf_counter() - start}
         rows.append(row)
         log(row)
     start = time.perf_counter()
-    _, success = visited(jax.device_get(collect(params, jax.random.split(jax.random.fold_in(key, 3000), config.episodes), False)))
-    rows.append({"iteration": config.iterations, "driver": "final student", "success": float(success.mean()), "frames": 0,
+    _, success = visited(jax.device_get(
+        collect(params, jax.random.split(jax.random.fold_in(key, 3000), config.episodes), False)))
+    rows.append({"iteration": config.iterations, "driver": "final student",
+                 "success": float(success.mean()), "frames": 0,
                  "dataset": rows[-1]["dataset"], "loss": rows[-1]["loss"], "seconds": time.perf_counter() - start})
     log(rows[-1])
     return student, params, rows
@@ -215,10 +221,10 @@ def save(out: Path, params, meta: dict[str, Any]) -> Path:
     return out / "student.npz"
 
 
-def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = DistillConfig(), *, image_size: int = 64,
-                  image_quality: str = "shadowed", cameras: Sequence[str] = ("front",),
-                  visual_randomization: VisualRandomization | None = None, camera_specs: dict[str, CameraSpec] | None = None,
-                  servo_model: dict | str | None = None) -> Path:
+def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = DistillConfig(), *,
+                  image_size: int = 64, image_quality: str = "shadowed", cameras: Sequence[str] = ("front",),
+                  visual_randomization: VisualRandomization | None = None,
+                  camera_specs: dict[str, CameraSpec] | None = None, servo_model: dict | str | None = None) -> Path:
     """Distil the state policy at ``teacher`` (a checkpoint or an exported .onnx / .npz) into a pixel student seeing
     ``cameras``' ``image_size`` frames on backend ``c``, written to ``out`` (:func:`save`; ``student.onnx`` too when
     onnx is installed); ``servo_model``: ServoModel's fields, ``"off"`` for none, None for the teacher's. Returns
@@ -226,21 +232,25 @@ def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = 
     from so101_mjx.training import policies
 
     policy = policies.load(teacher).require_state("distill's teacher")
-    overrides = {"image_obs": True, "image_size": image_size, "image_quality": image_quality, "image_cameras": list(cameras),
+    overrides = {"image_obs": True, "image_size": image_size, "image_quality": image_quality,
+                 "image_cameras": list(cameras),
                  "visual_randomization": visual_randomization and dataclasses.asdict(visual_randomization),
-                 **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in camera_specs.items()}} if camera_specs else {})}
+                 **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in camera_specs.items()}}
+                    if camera_specs else {})}
     if servo_model is not None:  # as a dict: the metadata is JSON
         overrides["servo_model"] = None if servo_model == "off" else dataclasses.asdict(servo.parse(servo_model))
     env = policy.make_env("c", **overrides)
     spec = spec_of(env)
     with exclusive(out, "distillation"):  # one writer per out, from the start (a second run is refused at once)
         print(f"distill {teacher} ({policy.env}) into a pixel student: {config}", flush=True)
-        log = lambda r: print(f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "  # noqa: E731
-                              f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
+        log = lambda r: print(  # noqa: E731
+            f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "
+            f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
         _, params, rows = distill(env, policy.jax_fn, config, log=log)
         path = save(Path(out), params, {"teacher": str(teacher), "env": policy.env,
                                         "env_config": {**policy.env_config, **overrides},
-                                        **({} if spec.bounds is None else {"action_bounds": [list(b) for b in spec.bounds]}),
+                                        **({} if spec.bounds is None
+                                           else {"action_bounds": [list(b) for b in spec.bounds]}),
                                         "config": dataclasses.asdict(config), "iterations": rows})
         print(f"student: {path}")
         try:

@@ -44,7 +44,8 @@ def launch(argv: list[str], num_processes: int) -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (package_root, os.environ.get("PYTHONPATH")) if p)}
     # -P: the working directory is not put on the processes' sys.path, so a numpy.py (or any module)
     # lying where the user runs so101-mjx is never imported: they see the package and site-packages only.
-    procs = [subprocess.Popen([sys.executable, "-P", "-m", "so101_mjx", *argv, "--process-id", str(i), "--coordinator", coordinator],
+    procs = [subprocess.Popen([sys.executable, "-P", "-m", "so101_mjx", *argv, "--process-id", str(i),
+                               "--coordinator", coordinator],
                               env=env) for i in range(num_processes)]
     previous = signal.signal(signal.SIGTERM, _terminated)  # a SIGTERM to the launcher stops its processes too
     try:

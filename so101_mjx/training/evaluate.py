@@ -3,7 +3,8 @@
 ``POLICY`` is a checkpoint (run, ``checkpoints/`` or step directory: Brax's own deterministic
 inference function), an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP, so an ONNX
 policy runs inside jit on any backend) or a pixel student (its flax network on the frames its env
-renders: backend ``c``, or ``mjx`` with MuJoCo Warp), loaded by :func:`so101_mjx.training.policies.load`. Every episode is
+renders: backend ``c``, or ``mjx`` with MuJoCo Warp), loaded by :func:`so101_mjx.training.policies.load`. Every episode
+    is
 one vmapped world of :func:`so101_mjx.envs.rollout.run_episodes` (stopping once all are done), in the
 policy's own env config; episode ``i`` starts from the same state on every backend (one PRNG
 stream from ``--seed``), so ``--backend mjx,c`` also reports the per-episode outcome agreement.
@@ -55,7 +56,8 @@ def evaluate(
             env_config = policies.without_cameras(env_config)  # it reads the flat observation: no frames rendered
         if visual is not None:
             if not policy.pixel:
-                raise InputError("a visual randomization applies to a pixel policy's frames; a state policy renders none")
+                raise InputError("a visual randomization applies to a pixel policy's frames; a state policy "
+                                 "renders none")
             env_config = {**env_config, "visual_randomization": None if visual == "off" else asdict(vr.parse(visual))}
         if servo_model == "off":
             env_config = {**env_config, "servo_model": None}
@@ -106,20 +108,24 @@ def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], b
                                           parameters=("episodes",)))
     finally:
         progress.close()
-    return {**summary(out, time.perf_counter() - start), "physics_dt": env.config.physics_dt, "control_dt": env.config.control_dt}
+    return {**summary(out, time.perf_counter() - start), "physics_dt": env.config.physics_dt,
+            "control_dt": env.config.control_dt}
 
 
 def summary(out: dict[str, Array], seconds: float) -> dict[str, Any]:
     """Rates and per-episode outcomes of :func:`run_episodes`'s output."""
     success, returns, length = (np.asarray(out[k]) for k in ("success", "returns", "length"))
-    return {"success_rate": float(success.mean()), "mean_return": float(returns.mean()), "mean_length": float(length.mean()),
+    return {"success_rate": float(success.mean()), "mean_return": float(returns.mean()),
+            "mean_length": float(length.mean()),
             "seconds": seconds, "success": success.tolist(), "returns": returns.tolist(), "length": length.tolist()}
 
 
 def report(result: dict[str, Any]) -> None:
-    print(f"eval {Path(result['policy']).name} on {result['env']} ({result['dtype']}, {result['episodes']} episodes, seed {result['seed']})")
+    print(f"eval {Path(result['policy']).name} on {result['env']} ({result['dtype']}, {result['episodes']} episodes, "
+          f"seed {result['seed']})")
     for backend, r in result["backends"].items():
-        print(f"  {backend:>3}: physics step {1000 * r['physics_dt']:.3g} ms, control period {1000 * r['control_dt']:.3g} ms")
+        print(f"  {backend:>3}: physics step {1000 * r['physics_dt']:.3g} ms, control period "
+              f"{1000 * r['control_dt']:.3g} ms")
         print(f"  {backend:>3}: success rate {r['success_rate']:.3f} ({sum(r['success'])}/{len(r['success'])}), "
               f"mean return {r['mean_return']:.3f}, mean episode length {r['mean_length']:.1f}  ({r['seconds']:.0f} s)")
     if "agreement" in result:

@@ -60,11 +60,13 @@ def headers(path: str | Path, what: str = "npz file") -> dict[str, Header]:
         with zipfile.ZipFile(path) as zf:
             return {info.filename.removesuffix(".npy"): _header(zf, info) for info in zf.infolist()}
     except Exception as err:  # zipfile, zlib, OSError, ValueError: a truncated or foreign file
-        reason = str(err) if isinstance(err, ValueError) and str(err).startswith(("object", ".npy")) else type(err).__name__
+        reason = (str(err) if isinstance(err, ValueError) and str(err).startswith(("object", ".npy"))
+                  else type(err).__name__)
         raise Unreadable(f"{path}: unreadable {what} ({reason})", reason) from None
 
 
-def read(path: str | Path, check: Check | None = None, what: str = "npz file", names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
+def read(path: str | Path, check: Check | None = None, what: str = "npz file",
+         names: Iterable[str] | None = None) -> dict[str, np.ndarray]:
     """The arrays of the ``.npz`` at ``path`` by name (only ``names`` when given), read after
     ``check(headers)`` (see :func:`headers`) returned; errors as :func:`headers`'s."""
     found = headers(path, what)
@@ -82,5 +84,5 @@ def limit(path: str | Path, found: dict[str, Header], max_bytes: dict[str, int],
     """InputError naming the first array of ``found`` larger than ``max_bytes[name]`` (``what``: what bounds it)."""
     for name, header in found.items():
         if name in max_bytes and nbytes(header) > max_bytes[name]:
-            raise InputError(f"{path}: {name} has shape {header[0]} of {header[1]} ({nbytes(header):,} bytes), more than {what} "
-                             f"holds ({max_bytes[name]:,} bytes at most)")
+            raise InputError(f"{path}: {name} has shape {header[0]} of {header[1]} ({nbytes(header):,} bytes), more "
+                             f"than {what} holds ({max_bytes[name]:,} bytes at most)")

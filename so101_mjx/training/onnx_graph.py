@@ -78,28 +78,33 @@ def check_structure(model, expected, source: str | Path) -> None:
     graph = model.graph
     opsets = sorted((o.domain, o.version) for o in model.opset_import)
     if opsets != [("", OPSET)] or model.functions or graph.sparse_initializer:
-        raise InputError(f"{source}: opsets {opsets}, {len(model.functions)} functions, {len(graph.sparse_initializer)} sparse "
-                         f"initializers; exports use opset {OPSET} alone, with neither")
+        raise InputError(f"{source}: opsets {opsets}, {len(model.functions)} functions, "
+                         f"{len(graph.sparse_initializer)} sparse initializers; exports use opset {OPSET} alone, "
+                         "with neither")
 
     def io(values) -> list[tuple]:
-        return [(v.name, v.type.tensor_type.elem_type, [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim])
+        return [(v.name, v.type.tensor_type.elem_type,
+                 [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim])
                 for v in values]
 
     def tensors(g) -> list[tuple]:
         return sorted((t.name, t.data_type, list(t.dims), t.data_location) for t in g.initializer)
 
-    for what, got, want in (("inputs", io(graph.input), io(expected.input)), ("outputs", io(graph.output), io(expected.output)),
+    for what, got, want in (("inputs", io(graph.input), io(expected.input)),
+                            ("outputs", io(graph.output), io(expected.output)),
                             ("initializers", tensors(graph), tensors(expected))):
         if got != want:
             raise InputError(f"{source}: graph {what} {str(got)[:300]} differ from the export's {str(want)[:300]}")
     values = initializers(model, source)
     for t in expected.initializer:
         if not np.array_equal(values[t.name], numpy_helper.to_array(t)):
-            raise InputError(f"{source}: graph constant {t.name} differs from the one export writes (edited after export?)")
+            raise InputError(f"{source}: graph constant {t.name} differs from the one export writes (edited "
+                             "after export?)")
 
     def op(n) -> str:
         attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
-        return f"{n.domain + '.' if n.domain else ''}{n.op_type}({', '.join(n.input)}) -> {', '.join(n.output)}" + (f" {attrs}" if attrs else "")
+        return (f"{n.domain + '.' if n.domain else ''}{n.op_type}({', '.join(n.input)}) -> {', '.join(n.output)}"
+                + (f" {attrs}" if attrs else ""))
 
     for i, (a, b) in enumerate(itertools.zip_longest(map(op, graph.node), map(op, expected.node))):
         if a != b:

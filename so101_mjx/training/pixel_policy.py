@@ -60,7 +60,8 @@ def conv_sides(size: int) -> list[int]:
     return sides
 
 
-MIN_IMAGE_SIZE = next(s for s in itertools.count(1) if conv_sides(s)[-1] >= 1)  # px: 36, the least frame every convolution takes
+# px: 36, the least frame every convolution takes
+MIN_IMAGE_SIZE = next(s for s in itertools.count(1) if conv_sides(s)[-1] >= 1)
 
 
 def input_name(camera: str) -> str:
@@ -99,7 +100,8 @@ class Spec:
         bounds = meta.get("action_bounds") if joint else None
         if joint and not (isinstance(bounds, list) and len(bounds) == 2
                           and all(isinstance(b, list) and len(b) == len(bounds[0]) > 0 for b in bounds)):
-            raise InputError(f"action_bounds must be [low, high] (two equal-length lists) for a joint-mode student, got {bounds!r}")
+            raise InputError("action_bounds must be [low, high] (two equal-length lists) for a joint-mode student, "
+                             f"got {bounds!r}")
         return cls(int(config["image_size"]), tuple(config.get("image_cameras") or ("front",)),
                    sum(n for _, n in agent_pos_layout(config.get("control_mode", "cartesian"))),
                    None if bounds is None else (tuple(map(float, bounds[0])), tuple(map(float, bounds[1]))))
@@ -116,7 +118,8 @@ class Spec:
     @property
     def inputs(self) -> str:
         """The ONNX inputs, in words (metadata, errors)."""
-        frames = "; ".join(f"{input_name(c)} (batch, {self.size}, {self.size}, 3) uint8 from the {c} camera" for c in self.cameras)
+        frames = "; ".join(f"{input_name(c)} (batch, {self.size}, {self.size}, 3) uint8 from the {c} camera"
+                           for c in self.cameras)
         return f"{frames}; agent_pos (batch, {self.agent_pos}) float32"
 
 
@@ -177,11 +180,13 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
 
 
 def check_meta(meta: Any, source: str | Path) -> tuple[str, dict[str, Any], Spec]:
-    """``(env, env_config, spec)`` of ``distill.json`` or a student ONNX's metadata, checked (ValueError naming ``source``)."""
+    """``(env, env_config, spec)`` of ``distill.json`` or a student ONNX's metadata, checked (ValueError naming
+    ``source``)."""
     schema.fields(source, meta, {"env": schema.STRING, "env_config": schema.OBJECT})
     schema.fields(source, meta["env_config"], {"image_size": schema.integer(1)}, where="env_config.")
     cameras = meta["env_config"].get("image_cameras", ["front"])
-    if not (isinstance(cameras, (list, tuple)) and 0 < len(cameras) <= MAX_CAMERAS and all(isinstance(c, str) for c in cameras)):
+    if not (isinstance(cameras, (list, tuple)) and 0 < len(cameras) <= MAX_CAMERAS
+            and all(isinstance(c, str) for c in cameras)):
         raise InputError(f"{source}: env_config.image_cameras must be 1 to {MAX_CAMERAS} camera names, got {cameras!r}")
     try:
         spec = Spec.of(meta)
@@ -196,12 +201,15 @@ def read_params(path: str | Path, spec: Spec | None = None) -> dict[str, np.ndar
     :data:`MAX_CAMERAS` cameras of ``spec.size`` px frames (default :data:`MAX_IMAGE_SIZE`), holds in float64."""
     size = spec.size if spec else MAX_IMAGE_SIZE
     channels, hidden = MAX_WIDTH_FACTOR * max(PixelStudent.channels), MAX_WIDTH_FACTOR * PixelStudent.hidden
-    conv = 8 * max(CONV_KERNELS) ** 2 * channels * max(channels, hidden)  # bytes of a conv kernel (or the head), float64
-    dense = 8 * (MAX_CAMERAS * max(conv_sides(size)[-1], 1) ** 2 * channels + AGENT_POS_SIZE) * hidden  # the hidden Dense kernel's
+    # bytes of a conv kernel (or the head), float64
+    conv = 8 * max(CONV_KERNELS) ** 2 * channels * max(channels, hidden)
+    # the hidden Dense kernel's
+    dense = 8 * (MAX_CAMERAS * max(conv_sides(size)[-1], 1) ** 2 * channels + AGENT_POS_SIZE) * hidden
 
     def check(found: dict[str, npz.Header]) -> None:
         npz.limit(path, found, {n: dense if n == "params/Dense_1/kernel" else conv for n in found},
-                  f"a student {MAX_WIDTH_FACTOR}x as wide as PixelStudent's on {MAX_CAMERAS} cameras of {size}px frames")
+                  f"a student {MAX_WIDTH_FACTOR}x as wide as PixelStudent's on {MAX_CAMERAS} cameras of "
+                  f"{size}px frames")
 
     params = npz.read(path, check, "student params")
     return check_params(params, path, spec)
@@ -211,35 +219,40 @@ def check_params(params: dict[str, np.ndarray], source: str | Path, spec: Spec |
     """``params`` after checking they are a :class:`PixelStudent`'s: per camera, ``params/Conv_<i>/kernel``
     (k, k, in, out) and ``bias`` (out,) for the kernels of :data:`CONV_KERNELS`, then two Dense layers
     (:func:`_dense`), finite floats; with ``spec``, one tower per camera, the hidden layer as wide as their
-    features and ``agent_pos``, and the head as wide as the action. ValueError naming ``source`` and the array otherwise."""
+    features and ``agent_pos``, and the head as wide as the action. ValueError naming ``source`` and the array
+    otherwise."""
     for name, value in params.items():
         schema.array(source, name, value)
     convs, dense = _count(params, "Conv"), _count(params, "Dense")
     towers = len(spec.cameras) if spec else convs // len(CONV_KERNELS)
-    names = {f"params/{kind}_{i}/{part}" for kind, n in (("Conv", convs), ("Dense", dense)) for i in range(n) for part in ("kernel", "bias")}
+    names = {f"params/{kind}_{i}/{part}" for kind, n in (("Conv", convs), ("Dense", dense)) for i in range(n)
+             for part in ("kernel", "bias")}
     if set(params) != names or not 0 < towers <= MAX_CAMERAS or convs != towers * len(CONV_KERNELS):
         what = f"{len(spec.cameras)} camera(s)" if spec else f"1 to {MAX_CAMERAS} cameras"
-        raise InputError(f"{source}: student params must be {len(CONV_KERNELS)} Conv layers for each of {what} and 2 Dense "
-                         f"layers (kernel and bias each), got {sorted(params)[:12]}")
+        raise InputError(f"{source}: student params must be {len(CONV_KERNELS)} Conv layers for each of {what} "
+                         f"and 2 Dense layers (kernel and bias each), got {sorted(params)[:12]}")
     layers = _layers(params, "Conv")
     widths = [k.shape[-1] for k, _ in layers[:len(CONV_KERNELS)]]
     for tower in range(towers):
         width, side = 3, spec and spec.size
-        for (kernel, bias), size, stride, out in zip(layers[tower * len(CONV_KERNELS):], CONV_KERNELS, CONV_STRIDES, widths):
+        for (kernel, bias), size, stride, out in zip(layers[tower * len(CONV_KERNELS):], CONV_KERNELS,
+                                                     CONV_STRIDES, widths):
             if kernel.shape != (size, size, width, out) or bias.shape != (out,):
-                raise InputError(f"{source}: Conv kernel {kernel.shape} and bias {bias.shape}; expected ({size}, {size}, {width}, "
-                                 f"{out}) and ({out},), as the first camera's")
+                raise InputError(f"{source}: Conv kernel {kernel.shape} and bias {bias.shape}; expected ({size}, "
+                                 f"{size}, {width}, {out}) and ({out},), as the first camera's")
             width, side = out, side and (side - size) // stride + 1
     _, hidden = _dense(params, source, spec and spec.actions)
     if spec is not None and (side < 1 or hidden[0].shape[0] != towers * side * side * width + spec.agent_pos):
         cams = f"{towers} x " if towers > 1 else ""
-        raise InputError(f"{source}: image_size {spec.size} gives {cams}{max(side, 0)}x{max(side, 0)}x{width} conv features + "
-                         f"{spec.agent_pos} agent_pos, but the hidden layer takes {hidden[0].shape[0]} inputs")
+        raise InputError(f"{source}: image_size {spec.size} gives {cams}{max(side, 0)}x{max(side, 0)}x{width} "
+                         f"conv features + {spec.agent_pos} agent_pos, but the hidden layer takes "
+                         f"{hidden[0].shape[0]} inputs")
     return params
 
 
 def student(params: dict[str, np.ndarray], spec: Spec) -> tuple[PixelStudent, Any]:
-    """``(the PixelStudent, its flax params)`` of params flattened by '/'-joined path (checked by :func:`check_params`)."""
+    """``(the PixelStudent, its flax params)`` of params flattened by '/'-joined path (checked by
+    :func:`check_params`)."""
     from flax import traverse_util
 
     channels = tuple(int(kernel.shape[-1]) for kernel, _ in _layers(params, "Conv")[:len(CONV_KERNELS)])
@@ -263,10 +276,12 @@ def _layers(params: dict[str, np.ndarray], kind: str) -> list[tuple[np.ndarray, 
 def _dense(params: dict[str, np.ndarray], source: str | Path = "student params",
            actions: int | None = None) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
     """``(head, hidden)`` ``(kernel, bias)``: in ``nn.Dense(A)(relu(nn.Dense(hidden)(x)))`` flax builds
-    (and numbers) the head first, ``Dense_0``; ValueError unless the hidden layer feeds the head (of ``actions`` outputs)."""
+    (and numbers) the head first, ``Dense_0``; ValueError unless the hidden layer feeds the head (of ``actions``
+    outputs)."""
     dense = _layers(params, "Dense")
     if (len(dense) != 2 or any(len(k.shape) != 2 or b.shape != k.shape[1:] for k, b in dense)
-            or dense[1][0].shape[1] != dense[0][0].shape[0] or (actions is not None and dense[0][0].shape[1] != actions)):
+            or dense[1][0].shape[1] != dense[0][0].shape[0]
+            or (actions is not None and dense[0][0].shape[1] != actions)):
         raise InputError(f"{source}: student params must hold a hidden Dense layer feeding a head of "
                          f"{actions or 'A'} actions (kernels (in, out), biases (out,)), got shapes "
                          f"{[(k.shape, b.shape) for k, b in dense]}")
@@ -309,10 +324,12 @@ def student_graph(params: dict[str, np.ndarray], spec: Spec):
             x = node("Relu", [x], f"conv_{i}_relu")
         x = node("Transpose", [x], f"features{suffix}_nhwc", perm=[0, 2, 3, 1])  # flatten in flax's (H, W, C) order
         features.append(node("Flatten", [x], f"features{suffix}", axis=1))
-    x = node("Concat", [*features, node("Cast", ["agent_pos"], "agent_pos_float", to=TensorProto.FLOAT)], "joined", axis=1)
+    x = node("Concat", [*features, node("Cast", ["agent_pos"], "agent_pos_float", to=TensorProto.FLOAT)],
+             "joined", axis=1)
     x = node("Relu", [node("Add", [node("MatMul", [x, const("dense_0_kernel", hidden[0])], "matmul_0"),
                                    const("dense_0_bias", hidden[1])], "dense_0")], "hidden")
-    x = node("Add", [node("MatMul", [x, const("dense_1_kernel", head[0])], "matmul_1"), const("dense_1_bias", head[1])], "head")
+    x = node("Add", [node("MatMul", [x, const("dense_1_kernel", head[0])], "matmul_1"),
+                     const("dense_1_bias", head[1])], "head")
     if spec.bounds is None:
         for name, value in {"move_start": 0, "move_end": 3, "grasp_start": 3, "grasp_end": 4, "axis": 1}.items():
             const(name, [value], np.int64)
@@ -323,7 +340,8 @@ def student_graph(params: dict[str, np.ndarray], spec: Spec):
         mid, half = mid_half(spec.bounds)
         x = node("Mul", [node("Tanh", [x], "squashed"), const("action_half", half)], "scaled")
         nodes.append(helper.make_node("Add", [x, const("action_mid", mid)], ["actions"], name="actions"))
-    frames = [helper.make_tensor_value_info(input_name(c), TensorProto.UINT8, ["batch", spec.size, spec.size, 3]) for c in spec.cameras]
+    frames = [helper.make_tensor_value_info(input_name(c), TensorProto.UINT8, ["batch", spec.size, spec.size, 3])
+              for c in spec.cameras]
     return helper.make_graph(
         nodes, "so101_mjx_pixel_student",
         [*frames, helper.make_tensor_value_info("agent_pos", TensorProto.FLOAT, ["batch", spec.agent_pos])],

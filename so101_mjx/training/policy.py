@@ -87,18 +87,21 @@ class PolicyWeights:
             schema.array(source, name, value, dtype="float32")
         obs_size, action_size = meta["obs_size"], meta["action_size"]
         if self.mean.shape != (obs_size,) or self.std.shape != (obs_size,):
-            raise InputError(f"{source}: normalizer mean {self.mean.shape} / std {self.std.shape}, expected ({obs_size},)")
+            raise InputError(f"{source}: normalizer mean {self.mean.shape} / std {self.std.shape}, expected "
+                             f"({obs_size},)")
         width = obs_size
         for i, (kernel, bias) in enumerate(zip(self.kernels, self.biases)):
             if kernel.ndim != 2 or kernel.shape[0] != width or bias.shape != kernel.shape[1:]:
-                raise InputError(f"{source}: layer {i} has kernel {kernel.shape} and bias {bias.shape}; its input is {width} wide")
+                raise InputError(f"{source}: layer {i} has kernel {kernel.shape} and bias {bias.shape}; its input is "
+                                 f"{width} wide")
             width = kernel.shape[1]
         if width != 2 * action_size:
             raise InputError(f"{source}: last layer outputs {width}, expected 2 x action_size = {2 * action_size}")
         hidden = [int(k.shape[1]) for k in self.kernels[:-1]]
         expected = meta.get("network", {}).get("policy_hidden_layer_sizes")
         if expected is not None and hidden != list(expected):
-            raise InputError(f"{source}: hidden layers {hidden}, but its metadata says policy_hidden_layer_sizes {list(expected)} (truncated network?)")
+            raise InputError(f"{source}: hidden layers {hidden}, but its metadata says policy_hidden_layer_sizes "
+                             f"{list(expected)} (truncated network?)")
         if not np.all(self.std > 0):
             raise InputError(f"{source}: std must be positive, has {int(np.sum(~(self.std > 0)))} entries <= 0")
 
@@ -108,17 +111,18 @@ def check_metadata(meta: Any, source: str | Path) -> dict[str, Any]:
     ``source`` when a field that rebuilds the env or the policy (``env``, ``env_config``,
     ``obs_size``, ``action_map``, ``network`` and ``algo`` when present) is missing or of the wrong kind."""
     schema.fields(source, meta, {"action_map": schema.OBJECT}, label="metadata field")
-    action_map = schema.fields(source, meta["action_map"], {"scale": schema.list_of(schema.NUMBER)}, where="action_map.",
-                               label="metadata field")
+    action_map = schema.fields(source, meta["action_map"], {"scale": schema.list_of(schema.NUMBER)},
+                               where="action_map.", label="metadata field")
     meta = {"action_size": len(action_map["scale"]), **meta}
     schema.fields(source, meta, {"env": schema.STRING, "env_config": schema.OBJECT, "obs_size": schema.integer(1),
                                  "action_size": schema.integer(1), "network": schema.optional(schema.OBJECT),
                                  "algo": schema.optional(schema.one_of(("ppo", "sac")))},
                   label="metadata field")
     numbers = schema.list_of(schema.NUMBER, meta["action_size"])
-    schema.fields(source, action_map, {"scale": numbers, "offset": numbers}, where="action_map.", label="metadata field")
-    schema.fields(source, meta.get("network", {}), {k: schema.optional(v) for k, v in NETWORK.items()}, where="network.",
+    schema.fields(source, action_map, {"scale": numbers, "offset": numbers}, where="action_map.",
                   label="metadata field")
+    schema.fields(source, meta.get("network", {}), {k: schema.optional(v) for k, v in NETWORK.items()},
+                  where="network.", label="metadata field")
     return meta
 
 
@@ -153,7 +157,8 @@ def forward(weights: PolicyWeights, obs, scale, offset, xp=np):
 class NumpyPolicy:
     """The exported policy in numpy: ``NumpyPolicy.load(path)(obs (..., obs_size)) -> actions (..., 4)``."""
 
-    def __init__(self, weights: PolicyWeights, meta: dict[str, Any], action_scale: np.ndarray, action_offset: np.ndarray):
+    def __init__(self, weights: PolicyWeights, meta: dict[str, Any], action_scale: np.ndarray,
+                 action_offset: np.ndarray):
         if weights.activation not in ACTIVATIONS:
             raise InputError(f"activation must be one of {sorted(ACTIVATIONS)}, got {weights.activation!r}")
         self.weights, self.metadata = weights, meta
@@ -202,7 +207,8 @@ class NumpyPolicy:
         w = self.weights
         layers = {f"kernel_{i}": k for i, k in enumerate(w.kernels)} | {f"bias_{i}": b for i, b in enumerate(w.biases)}
         with atomic_path(path) as tmp, open(tmp, "wb") as file:
-            np.savez(file, mean=w.mean, std=w.std, activation=w.activation, metadata=json.dumps(self.metadata), **layers)
+            np.savez(file, mean=w.mean, std=w.std, activation=w.activation,
+                     metadata=json.dumps(self.metadata), **layers)
 
     @property
     def obs_size(self) -> int:

@@ -118,7 +118,8 @@ def _loop(preset: presets.TrainingPreset, run: dict[str, Any]) -> tuple[Any, dic
         return sac_loop, {"network_factory": networks.sac_network_factory(**run["network"])}
     from so101_mjx.training import ppo_loop
 
-    ppo_loop.check_sizes(preset.num_timesteps, preset.num_envs, preset.batch_size, preset.num_minibatches, jax.device_count())
+    ppo_loop.check_sizes(preset.num_timesteps, preset.num_envs, preset.batch_size, preset.num_minibatches,
+                         jax.device_count())
     return ppo_loop, {"network_factory": networks.network_factory(**run["network"]), "use_pmap_on_reset": False}
 
 
@@ -179,8 +180,8 @@ def train(
             checkpoint.kill_point("checkpoint", step)
 
         shown = f" env-config={presets.variant_label(variant)}" if presets.variant_label(variant) else ""
-        print(f"{env_name} preset={preset_name}{shown} ({preset.algo}) backend={env.backend} seed={seed} obs={run['obs_size']} "
-              f"steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
+        print(f"{env_name} preset={preset_name}{shown} ({preset.algo}) backend={env.backend} seed={seed} "
+              f"obs={run['obs_size']} steps {step:,} -> {preset.total_steps:,} into {out}", flush=True)
         wrap = functools.partial(brax_env.wrap_env_fn, success_bonus=preset.success_bonus)
         with released_pmap_traces():
             _, _, metrics = loop.train(

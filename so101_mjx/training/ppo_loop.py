@@ -78,8 +78,9 @@ def check_finite(step: int, tree: Any) -> None:
     for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
         leaf = np.asarray(leaf)
         if leaf.dtype.kind == "f" and not np.isfinite(leaf).all():
-            raise NonFiniteError(f"step {step:,}: the training state went non-finite (NaN or inf) in {jax.tree_util.keystr(path)}; "
-                                 "stopped before writing this step (try a lower learning rate, or resume from an earlier checkpoint)")
+            raise NonFiniteError(f"step {step:,}: the training state went non-finite (NaN or inf) in "
+                                 f"{jax.tree_util.keystr(path)}; stopped before writing this step (try a lower "
+                                 "learning rate, or resume from an earlier checkpoint)")
 
 
 def device_sharding(devices: list[jax.Device]) -> jax.sharding.NamedSharding:
@@ -125,7 +126,8 @@ class LoopState:
     eval_key: np.ndarray
 
 
-def training_epoch_fn(env: Any, make_policy: Callable, update_fn: Callable, sizes: Sizes, learning_rate: float) -> Callable:
+def training_epoch_fn(env: Any, make_policy: Callable, update_fn: Callable, sizes: Sizes,
+                      learning_rate: float) -> Callable:
     """Brax's jitted PPO epoch, ``pmap``-ed over the local devices: ``sizes.steps_per_epoch`` training
     steps, each an unroll of every env then ``num_updates_per_batch`` passes of minibatch SGD.
 
@@ -160,7 +162,8 @@ def training_epoch_fn(env: Any, make_policy: Callable, update_fn: Callable, size
     def training_step(carry, unused_t):
         training_state, state, key = carry
         key_sgd, key_generate_unroll, new_key = jax.random.split(key, 3)
-        policy = make_policy((training_state.normalizer_params, training_state.params.policy, training_state.params.value))
+        policy = make_policy((training_state.normalizer_params, training_state.params.policy,
+                              training_state.params.value))
 
         def unroll(carry, unused_t):
             current_state, current_key = carry
@@ -199,7 +202,8 @@ def training_epoch_fn(env: Any, make_policy: Callable, update_fn: Callable, size
 
 
 def timed(training_epoch: Callable, sizes: Sizes) -> Callable:
-    """``training_epoch`` returning Brax's ``training/`` metrics: the loss means, ``sps`` and the summed ``walltime``."""
+    """``training_epoch`` returning Brax's ``training/`` metrics: the loss means, ``sps`` and the summed
+    ``walltime``."""
     walltime = 0.0
 
     def epoch(training_state, env_state, key):
@@ -223,7 +227,8 @@ def check_sizes(num_timesteps: int, num_envs: int, batch_size: int, num_minibatc
     if num_timesteps <= 0:
         raise InputError(f"num_timesteps must be > 0, got {num_timesteps}")
     if batch_size * num_minibatches % num_envs:
-        raise InputError(f"batch_size * num_minibatches must be a multiple of num_envs, got {batch_size}, {num_minibatches}, {num_envs}")
+        raise InputError(f"batch_size * num_minibatches must be a multiple of num_envs, got {batch_size}, "
+                         f"{num_minibatches}, {num_envs}")
     if num_envs % devices:
         raise InputError(f"num_envs ({num_envs}) must be a multiple of the device count ({devices})")
 
@@ -234,14 +239,16 @@ def local_rows(num_local: int) -> slice:
 
 
 def all_processes(env_state: Any) -> Any:
-    """Every process's env states, leading axis (devices of all processes, ...); a collective: every process calls it."""
+    """Every process's env states, leading axis (devices of all processes, ...); a collective: every process calls
+    it."""
     if jax.process_count() == 1:
         return env_state
     return multihost_utils.process_allgather(env_state, tiled=True)
 
 
 def _reset(env: Any, key: Array, num_envs: int, devices: list[jax.Device], use_pmap: bool) -> Any:
-    """This process's share of ``num_envs`` env states (all processes'), leading axes (local devices, envs per device)."""
+    """This process's share of ``num_envs`` env states (all processes'), leading axes (local devices, envs per
+    device)."""
     keys = jax.random.split(key, num_envs)
     keys = jnp.reshape(keys, (len(devices) * jax.process_count(), -1) + keys.shape[1:])[local_rows(len(devices))]
     if len(devices) > 1 or use_pmap:
@@ -249,7 +256,8 @@ def _reset(env: Any, key: Array, num_envs: int, devices: list[jax.Device], use_p
     return jax.jit(jax.vmap(env.reset))(keys)
 
 
-def _initial_training_state(ppo_network: Any, optimizer: Any, key_policy: Array, key_value: Array, obs: Any) -> TrainingState:
+def _initial_training_state(ppo_network: Any, optimizer: Any, key_policy: Array, key_value: Array,
+                            obs: Any) -> TrainingState:
     """Fresh networks, optimizer state and observation normalizer, as Brax's ``ppo.train`` makes them."""
     init_params = ppo_losses.PPONetworkParams(
         policy=ppo_network.policy_network.init(key_policy), value=ppo_network.value_network.init(key_value)
@@ -263,7 +271,8 @@ def _initial_training_state(ppo_network: Any, optimizer: Any, key_policy: Array,
     )
 
 
-def _learner(ppo_network: Any, learning_rate: float, max_grad_norm: float | None, **loss: float) -> tuple[Any, Callable]:
+def _learner(ppo_network: Any, learning_rate: float, max_grad_norm: float | None,
+             **loss: float) -> tuple[Any, Callable]:
     """``(optimizer, update_fn)``: Adam (after gradient clipping when ``max_grad_norm``) on Brax's
     PPO loss of ``ppo_network`` with ``loss``'s coefficients, its gradients averaged over the devices."""
     optimizer = optax.adam(learning_rate=learning_rate)
@@ -280,7 +289,8 @@ def _epochs(epoch: Callable, evaluator: acting.Evaluator, training_state: Traini
             total_steps: int, num_devices: int, first_eval: bool, progress_fn: Callable, checkpoint_fn: Callable,
             ) -> tuple[TrainingState, dict[str, Any]]:
     """Epochs from the current step to ``total_steps``; after each, a checkpoint and an eval (process 0
-    only; every process takes part in gathering the env states). ``first_eval``: evaluate once before the first epoch."""
+    only; every process takes part in gathering the env states). ``first_eval``: evaluate once before the first
+    epoch."""
     current_step = int(unpmap(training_state.env_steps))
     metrics = {}
     if first_eval:  # the first eval: step 0, or the eval the restored checkpoint precedes
@@ -295,7 +305,8 @@ def _epochs(epoch: Callable, evaluator: acting.Evaluator, training_state: Traini
         # Brax's Evaluator has no public accessor for the key its next run_evaluation splits
         # (brax 0.14.2, pinned): ``_key`` is read here only, to checkpoint it.
         state = LoopState(unpmap(training_state), all_processes(env_state), key, evaluator._key)
-        check_finite(current_step, jax.device_get(state.replace(env=())))  # every process: each holds the same training state
+        # every process: each holds the same training state
+        check_finite(current_step, jax.device_get(state.replace(env=())))
         if jax.process_index() != 0:
             continue
         checkpoint_fn(current_step, params, jax.device_get(state))
@@ -360,9 +371,11 @@ def train(
     make_policy = ppo_networks.make_inference_fn(ppo_network)
     epoch = timed(training_epoch_fn(env, make_policy, update_fn, sizes, learning_rate), sizes)
 
-    training_state = replicate(_initial_training_state(ppo_network, optimizer, key_policy, key_value, env_state.obs), devices)
+    training_state = replicate(_initial_training_state(ppo_network, optimizer, key_policy, key_value,
+                                                       env_state.obs), devices)
     if restore is not None:  # the template has the dtypes a checkpoint saves (e.g. float32, not Python floats)
-        state = restore(jax.device_get(LoopState(unpmap(training_state), all_processes(env_state), local_key, eval_key)))
+        state = restore(jax.device_get(LoopState(unpmap(training_state), all_processes(env_state),
+                                                 local_key, eval_key)))
         training_state = replicate(state.training, devices)
         env_state = jax.tree_util.tree_map(lambda x: x[local_rows(len(devices))], state.env)
         local_key, eval_key = state.key, state.eval_key
@@ -370,14 +383,15 @@ def train(
     # that every epoch, the first included and a restored one, runs the same executable: one compile.
     env_state = jax.device_put(env_state, device_sharding(devices))
 
-    eval_env = (wrap_eval_env_fn or wrap_env_fn)(environment, episode_length=episode_length, action_repeat=1, randomization_fn=None)
+    eval_env = (wrap_eval_env_fn or wrap_env_fn)(environment, episode_length=episode_length, action_repeat=1,
+                                                 randomization_fn=None)
     evaluator = acting.Evaluator(
         eval_env, functools.partial(make_policy, deterministic=deterministic_eval), num_eval_envs=num_eval_envs,
         episode_length=episode_length, action_repeat=1, key=eval_key,
     )
     training_state, metrics = _epochs(
-        epoch, evaluator, training_state, env_state, local_key, total_steps, len(devices), process_id == 0 and num_evals > 1,
-        progress_fn, checkpoint_fn,
+        epoch, evaluator, training_state, env_state, local_key, total_steps, len(devices),
+        process_id == 0 and num_evals > 1, progress_fn, checkpoint_fn,
     )
     pmap.assert_is_replicated(training_state)
     params = _inference_params(training_state)

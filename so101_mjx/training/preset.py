@@ -136,8 +136,9 @@ class Preset(TrainingPreset):
             raise InputError(f"batch_size * num_minibatches must be a multiple of num_envs, got {self}")
         updates = self.steps_per_epoch // (self.batch_size * self.num_minibatches * self.unroll_length)
         if updates > MAX_EPOCH_UPDATES:
-            raise InputError(f"num_timesteps {self.num_timesteps} over {self.num_evals - 1} epochs makes {updates:,} training steps per epoch, "
-                             f"more than a jitted loop counts ({MAX_EPOCH_UPDATES:,}): lower num_timesteps or raise num_evals")
+            raise InputError(f"num_timesteps {self.num_timesteps} over {self.num_evals - 1} epochs makes {updates:,} "
+                             f"training steps per epoch, more than a jitted loop counts ({MAX_EPOCH_UPDATES:,}): lower "
+                             "num_timesteps or raise num_evals")
 
     @property
     def steps_per_epoch(self) -> int:
@@ -162,7 +163,8 @@ def sac_schedule(num_timesteps: int, num_envs: int, min_replay_size: int, num_ev
 def check_sac_sizes(num_timesteps: int, num_envs: int, min_replay_size: int, max_replay_size: int | None) -> None:
     """InputError unless a SAC run can have these sizes."""
     if min_replay_size >= num_timesteps:
-        raise InputError(f"min_replay_size ({min_replay_size}) must be below num_timesteps ({num_timesteps}): no training would happen")
+        raise InputError(f"min_replay_size ({min_replay_size}) must be below num_timesteps ({num_timesteps}): no "
+                         "training would happen")
     if max_replay_size is not None and max_replay_size < max(min_replay_size, num_envs):
         raise InputError(f"max_replay_size ({max_replay_size}) must hold min_replay_size ({min_replay_size}) "
                          f"and one env step of every world ({num_envs})")
@@ -197,8 +199,9 @@ class SacPreset(TrainingPreset):
         check_sac_sizes(self.num_timesteps, self.num_envs, self.min_replay_size, self.max_replay_size)
         per_epoch = sac_schedule(self.num_timesteps, self.num_envs, self.min_replay_size, self.num_evals)[1]
         if per_epoch > MAX_EPOCH_UPDATES:
-            raise InputError(f"num_timesteps {self.num_timesteps:,} over {self.num_evals - 1} epochs makes {per_epoch:,} training steps per "
-                             f"epoch, more than a jitted loop counts ({MAX_EPOCH_UPDATES:,}): lower num_timesteps or raise num_evals")
+            raise InputError(f"num_timesteps {self.num_timesteps:,} over {self.num_evals - 1} epochs makes "
+                             f"{per_epoch:,} training steps per epoch, more than a jitted loop counts "
+                             f"({MAX_EPOCH_UPDATES:,}): lower num_timesteps or raise num_evals")
 
     @property
     def total_steps(self) -> int:
@@ -233,7 +236,8 @@ def tiny_sac(**env_config: Any) -> SacPreset:
     """SAC's :func:`tiny`: 8 worlds, 8-unit networks, a 64-transition prefill."""
     return SacPreset(
         num_timesteps=3 * 64, num_envs=8, batch_size=16, grad_updates_per_step=2, min_replay_size=64, num_evals=3,
-        num_eval_envs=4, episode_length=8, policy_hidden_layer_sizes=(8,), value_hidden_layer_sizes=(8,), env_config=env_config,
+        num_eval_envs=4, episode_length=8, policy_hidden_layer_sizes=(8,), value_hidden_layer_sizes=(8,),
+        env_config=env_config,
     )
 
 

@@ -42,18 +42,21 @@ def read_csv(path: Path) -> list[dict[str, float]]:
     except (UnicodeDecodeError, csv.Error) as err:
         raise InputError(f"{path}: unreadable as CSV ({err})") from None
     if not lines or lines[0] != list(COLUMNS):
-        raise InputError(f"{path}: the header must be the columns {list(COLUMNS)}, got {lines[0] if lines else 'an empty file'}")
+        raise InputError(f"{path}: the header must be the columns {list(COLUMNS)}, got "
+                         f"{lines[0] if lines else 'an empty file'}")
     return [_row(path, number, values) for number, values in enumerate(lines[1:], 2)]
 
 
 def _row(path: Path, number: int, values: list[str]) -> dict[str, float]:
     """Line ``number``'s ``values`` as a row (see :func:`read_csv`)."""
     if len(values) != len(COLUMNS):
-        raise InputError(f"{path}: line {number} holds {len(values)} values, expected {len(COLUMNS)} ({', '.join(COLUMNS)})")
+        raise InputError(f"{path}: line {number} holds {len(values)} values, expected {len(COLUMNS)} "
+                         f"({', '.join(COLUMNS)})")
     row = {column: _number(path, number, column, text) for column, text in zip(COLUMNS, values)}
     step = row["step"]
     if not (math.isfinite(step) and step >= 0 and step.is_integer()):
-        raise InputError(f"{path}: line {number}, column 'step' holds {values[0]!r}; expected a whole number of env steps >= 0")
+        raise InputError(f"{path}: line {number}, column 'step' holds {values[0]!r}; expected a whole number of "
+                         "env steps >= 0")
     return {**row, "step": int(step)}
 
 
@@ -61,7 +64,8 @@ def _number(path: Path, number: int, column: str, text: str) -> float:
     try:
         return float(text) if text else math.nan
     except ValueError:
-        raise InputError(f"{path}: line {number}, column {column!r} holds {text!r}; expected a number (or empty)") from None
+        raise InputError(f"{path}: line {number}, column {column!r} holds {text!r}; expected a "
+                         "number (or empty)") from None
 
 
 class Recorder:

@@ -75,8 +75,9 @@ def replay(
     policy = policies.load(path)
     name, env_config = policy.env_for(env, force)
     if set(policy.cameras) - {"front"}:
-        raise InputError(f"{path} sees cameras {list(policy.cameras)}; the gymnasium envs render the front camera only: "
-                         "run it on the simulated follower (so101_mjx.follower.SimFollower, or so101-mjx deploy)")
+        raise InputError(f"{path} sees cameras {list(policy.cameras)}; the gymnasium envs render the front "
+                         "camera only: run it on the simulated follower (so101_mjx.follower.SimFollower, or "
+                         "so101-mjx deploy)")
     if reference:
         reference_envs.reference_class(name)
     gym_env = (make_reference_env if reference else make_gym_env)(name, env_config, policy.image_size)

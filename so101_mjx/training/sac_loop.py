@@ -60,7 +60,8 @@ class LoopState:
 
 
 def buffer_bytes(rows: int, obs_size: int, action_size: int) -> int:
-    """Bytes of a replay buffer of ``rows`` transitions: obs, next obs, action, reward, discount, truncation, float32."""
+    """Bytes of a replay buffer of ``rows`` transitions: obs, next obs, action, reward, discount, truncation,
+    float32."""
     return rows * (2 * obs_size + action_size + 3) * 4
 
 
@@ -149,7 +150,8 @@ def _loop_fns(env: Any, make_policy: Callable, sgd_step: Callable, buffer: Any, 
         key, experience_key, training_key = jax.random.split(key, 3)
         ts, env_state, buffer_state = experience(ts, env_state, buffer_state, experience_key)
         buffer_state, transitions = buffer.sample(buffer_state)
-        transitions = jax.tree_util.tree_map(lambda x: jnp.reshape(x, (grad_updates_per_step, -1) + x.shape[1:]), transitions)
+        transitions = jax.tree_util.tree_map(
+            lambda x: jnp.reshape(x, (grad_updates_per_step, -1) + x.shape[1:]), transitions)
         (ts, _), metrics = jax.lax.scan(sgd_step, (ts, training_key), transitions)
         return (ts, env_state, buffer_state, key), metrics
 
@@ -163,7 +165,8 @@ def _loop_fns(env: Any, make_policy: Callable, sgd_step: Callable, buffer: Any, 
 
 
 def _epochs(epoch: Callable, evaluator: acting.Evaluator, state: LoopState, env_steps_per_epoch: int,
-            total_steps: int, first_eval: bool, progress_fn: Callable, checkpoint_fn: Callable) -> tuple[LoopState, dict]:
+            total_steps: int, first_eval: bool, progress_fn: Callable,
+            checkpoint_fn: Callable) -> tuple[LoopState, dict]:
     """Epochs until ``total_steps`` env steps; after each, a checkpoint, then an eval. ``first_eval``:
     evaluate once before the first epoch (step 0, or the eval the restored checkpoint precedes)."""
     ts, env_state, buffer_state, key = state.training, state.env, state.buffer, state.key
@@ -229,7 +232,8 @@ def train(
     def make_policy(params: Params, deterministic: bool = False):
         return acting_policy(params[:2], deterministic)
 
-    optimizers = {"alpha": optax.adam(ALPHA_LEARNING_RATE), "policy": optax.adam(learning_rate), "q": optax.adam(learning_rate)}
+    optimizers = {"alpha": optax.adam(ALPHA_LEARNING_RATE), "policy": optax.adam(learning_rate),
+                  "q": optax.adam(learning_rate)}
     dummy_obs, dummy_action = jnp.zeros((obs_size,)), jnp.zeros((action_size,))
     buffer = replay_buffers.UniformSamplingQueue(
         max_replay_size=max_replay_size or num_timesteps, sample_batch_size=batch_size * grad_updates_per_step,
@@ -237,7 +241,8 @@ def train(
             observation=dummy_obs, action=dummy_action, reward=0.0, discount=0.0, next_observation=dummy_obs,
             extras={"state_extras": {"truncation": 0.0}, "policy_extras": {}}))
     sgd_step = _sgd_step_fn(sac_network, optimizers, action_size, discounting, reward_scaling, tau)
-    prefill, epoch = _loop_fns(env, acting_policy, sgd_step, buffer, num_envs, grad_updates_per_step, prefill_steps, epoch_steps)
+    prefill, epoch = _loop_fns(env, acting_policy, sgd_step, buffer, num_envs, grad_updates_per_step,
+                               prefill_steps, epoch_steps)
 
     with jax.default_device(device):
         state = LoopState(
@@ -246,7 +251,8 @@ def train(
         state = strip_weak_type(state)
         if restore is not None:
             state = jax.device_put(restore(jax.device_get(state)), device)
-        eval_env = (wrap_eval_env_fn or wrap_env_fn)(environment, episode_length=episode_length, action_repeat=1, randomization_fn=None)
+        eval_env = (wrap_eval_env_fn or wrap_env_fn)(environment, episode_length=episode_length, action_repeat=1,
+                                                     randomization_fn=None)
         evaluator = acting.Evaluator(
             eval_env, functools.partial(make_policy, deterministic=deterministic_eval), num_eval_envs=num_eval_envs,
             episode_length=episode_length, action_repeat=1, key=state.eval_key)

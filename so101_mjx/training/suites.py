@@ -72,7 +72,8 @@ def _calibration_off(degrees: float) -> Callable[[dict[str, Any]], dict[str, Any
 
         nominal = calibration.Calibration.nominal(motors.joint_ranges(scenes.load_model()))
         zero = tuple(z + degrees * COUNTS_PER_DEGREE for z in nominal.zero_counts)
-        return {"calibration": dataclasses.asdict(dataclasses.replace(nominal, zero_counts=zero, source=f"{degrees:+g} deg"))}
+        return {"calibration": dataclasses.asdict(
+            dataclasses.replace(nominal, zero_counts=zero, source=f"{degrees:+g} deg"))}
 
     return change
 
@@ -113,7 +114,8 @@ def suite(spec: str | dict[str, Any], source: str = "suite") -> tuple[int, list[
         if spec not in SUITES:
             raise InputError(f"{source}: unknown suite {spec!r}; expected one of {sorted(SUITES)} or a JSON file")
         spec = SUITES[spec]
-    if not isinstance(spec, dict) or set(spec) - {"episodes", "conditions"} or not isinstance(spec.get("conditions"), list):
+    if (not isinstance(spec, dict) or set(spec) - {"episodes", "conditions"}
+            or not isinstance(spec.get("conditions"), list)):
         raise InputError(f"{source}: a suite is {{\"episodes\": N, \"conditions\": [...]}}, got {spec!r}")
     episodes = spec.get("episodes", 128)
     if not isinstance(episodes, int) or isinstance(episodes, bool) or episodes < 1:
@@ -128,7 +130,8 @@ def suite(spec: str | dict[str, Any], source: str = "suite") -> tuple[int, list[
         elif isinstance(entry, dict) and set(entry) == {"name", "env_config"} and isinstance(entry["env_config"], dict):
             cells.append((str(entry["name"]), lambda config, fields=entry["env_config"]: dict(fields)))
         else:
-            raise InputError(f"{source}: a condition is a name or {{\"name\": ..., \"env_config\": {{...}}}}, got {entry!r}")
+            raise InputError(f"{source}: a condition is a name or {{\"name\": ..., \"env_config\": {{...}}}}, "
+                             f"got {entry!r}")
     return episodes, cells
 
 
@@ -152,7 +155,8 @@ def run_suite(path: str | Path, spec: str | dict[str, Any], seed: int = 0, backe
                 continue
             outcome = evaluate.run_policy(policy, name, {**base, **overrides}, backend, count, seed)
             rows.append(table_row(condition, outcome))
-            progress(f"[{i + 1}/{len(cells)}] {condition}: {rows[-1]['successes']}/{count} ({outcome['seconds']:.0f} s)")
+            progress(f"[{i + 1}/{len(cells)}] {condition}: {rows[-1]['successes']}/{count} "
+                     f"({outcome['seconds']:.0f} s)")
     return {"policy": str(path), "env": name, "seed": seed, "backend": backend, "episodes": count,
             "cells": rows, "skipped": skipped}
 

@@ -48,7 +48,8 @@ SCENE = "pick_place"
 CONFIG = {"action_scale": 0.025}  # the parity harness's scripted pick-and-place
 EPISODE_STEPS = 300
 ARM_IN_CONTACT = parity.CONTACT_CLASSES.index("arm in contact")
-_COPIED = ("contype", "conaffinity", "condim", "friction", "solref", "solimp", "solmix", "margin", "gap", "priority", "group", "rgba")
+_COPIED = ("contype", "conaffinity", "condim", "friction", "solref", "solimp", "solmix", "margin", "gap", "priority",
+           "group", "rgba")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,8 @@ class Fit:
         if self.shape not in ("capsule", "sphere"):
             raise InputError(f"Fit.shape must be 'capsule' or 'sphere', got {self.shape!r}")
         if self.count < 1 or self.count % 2 == 0 or (self.shape == "capsule" and self.count != 1):
-            raise InputError(f"Fit.count must be odd (the middle piece keeps the box's centre and name), and 1 for a capsule, got {self.count!r}")
+            raise InputError("Fit.count must be odd (the middle piece keeps the box's centre and name), and 1 for a "
+                             f"capsule, got {self.count!r}")
 
 
 VARIANTS: dict[str, dict[str, Fit]] = {
@@ -80,7 +82,8 @@ def _axis_quat(axis: int) -> np.ndarray:
     return np.array([[c, 0, c, 0], [c, -c, 0, 0], [1.0, 0, 0, 0]][axis])
 
 
-def fitted_pieces(size: np.ndarray, pos: np.ndarray, quat: np.ndarray, fit: Fit) -> list[tuple[mujoco.mjtGeom, np.ndarray, np.ndarray, np.ndarray]]:
+def fitted_pieces(size: np.ndarray, pos: np.ndarray, quat: np.ndarray,
+                  fit: Fit) -> list[tuple[mujoco.mjtGeom, np.ndarray, np.ndarray, np.ndarray]]:
     """Primitives inscribed in a box (half-sizes ``size`` (3,) m, ``pos`` (3,), ``quat`` (4,) in its body).
 
     Radius = the shortest half-size, so the pieces touch both box faces normal to that axis (a
@@ -88,7 +91,8 @@ def fitted_pieces(size: np.ndarray, pos: np.ndarray, quat: np.ndarray, fit: Fit)
     piece, the middle one (at the box centre) first.
     """
     size, pos, quat = (np.asarray(x, np.float64) for x in (size, pos, quat))
-    quat = quat / np.linalg.norm(quat)  # MJCF quats (5 digits here) are normalized at compile; so are the pieces' offsets
+    # MJCF quats (5 digits here) are normalized at compile; so are the pieces' offsets
+    quat = quat / np.linalg.norm(quat)
     axis, thin = int(np.argmax(size)), int(np.argmin(size))
     if axis == thin:
         raise InputError(f"box size {size} has no longest axis to fit along")
@@ -200,7 +204,8 @@ def compare_contacts(model: mujoco.MjModel, c: list[dict], m: list[dict]) -> dic
     out: dict[str, dict[str, Any]] = {}
 
     def row(g1: int, g2: int) -> dict[str, Any]:
-        r = out.setdefault(pair_label(model, g1, g2), {"geoms": set(), "c": 0, "mjx": 0, "duplicates": 0, "unmatched": 0,
+        r = out.setdefault(pair_label(model, g1, g2),
+                           {"geoms": set(), "c": 0, "mjx": 0, "duplicates": 0, "unmatched": 0,
                                                        "dist": 0.0, "pos": 0.0, "angle": 0.0})
         r["geoms"].add(" / ".join(sorted(model.geom(g).name for g in (g1, g2))))
         return r
@@ -229,7 +234,8 @@ def compare_contacts(model: mujoco.MjModel, c: list[dict], m: list[dict]) -> dic
 def scripted_success(model: mujoco.MjModel, backend: str, seeds: int) -> float:
     """Scripted PickPlace success rate over ``seeds`` random block positions (key 0)."""
     env = make_env(model, backend, random_block_position=True)
-    return float(np.mean(run_episodes(env, "scripted", jax.random.PRNGKey(0), seeds, EPISODE_STEPS, stop_when_done=True)["success"]))
+    return float(np.mean(run_episodes(env, "scripted", jax.random.PRNGKey(0), seeds, EPISODE_STEPS,
+                                      stop_when_done=True)["success"]))
 
 
 def study_variant(variant: str, n_states: int, seeds: int, mjx_seeds: int) -> dict[str, Any]:
@@ -238,7 +244,8 @@ def study_variant(variant: str, n_states: int, seeds: int, mjx_seeds: int) -> di
     env = make_env(model, "c")
     phys, ctrls = grasp_states(env, n_states)
     qpos = phys.qpos[:-1]
-    out: dict[str, Any] = {"states": len(qpos), "contacts": compare_contacts(model, c_contacts(model, qpos), mjx_contacts(model, qpos))}
+    out: dict[str, Any] = {"states": len(qpos),
+                           "contacts": compare_contacts(model, c_contacts(model, qpos), mjx_contacts(model, qpos))}
     one = parity.one_step_deviation(env, phys, ctrls, tolerance=0.0)
     out["one_step"] = one[parity.CONTACT_CLASSES[ARM_IN_CONTACT]]
     out["success_c"] = scripted_success(model, "c", seeds) if seeds else None
@@ -249,24 +256,26 @@ def study_variant(variant: str, n_states: int, seeds: int, mjx_seeds: int) -> di
 def format_markdown(results: dict[str, dict[str, Any]], seeds: int, mjx_seeds: int) -> str:
     """Two markdown tables: contacts per primitive pair, and one-step deviation and success per variant."""
     lines = [
-        "| variant | primitive pair | geom pairs in contact | contacts C / MJX | MJX duplicates | C unmatched | max Δdist (m) | max Δpos (m) "
-        "| max normal angle (rad) |",
+        "| variant | primitive pair | geom pairs in contact | contacts C / MJX | MJX duplicates | C unmatched | max "
+        "Δdist (m) | max Δpos (m) | max normal angle (rad) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for variant, r in results.items():
         for pair, p in r["contacts"].items():
             geoms = "; ".join(g.replace("_collision", "") for g in p["geoms"])
-            lines.append(f"| {variant} | {pair} | {geoms} | {p['c']} / {p['mjx']} | {p['duplicates']} | {p['unmatched']} | "
-                         f"{p['dist']:.1e} | {p['pos']:.1e} | {p['angle']:.1e} |")
+            lines.append(f"| {variant} | {pair} | {geoms} | {p['c']} / {p['mjx']} | {p['duplicates']} | "
+                         f"{p['unmatched']} | {p['dist']:.1e} | {p['pos']:.1e} | {p['angle']:.1e} |")
     rate = lambda x, n: "—" if x is None else f"{x:.3f} ({round(x * n)}/{n})"  # noqa: E731
     lines += [
         "",
-        f"| variant | grasp states | one step, same iterations: max Δqpos / Δqvel | scripted success `c` ({seeds} seeds) | `mjx` float64 ({mjx_seeds} seeds) |",
+        f"| variant | grasp states | one step, same iterations: max Δqpos / Δqvel | scripted success `c` ({seeds} "
+        f"seeds) | `mjx` float64 ({mjx_seeds} seeds) |",
         "|---|---|---|---|---|",
     ]
     for variant, r in results.items():
         o = r["one_step"]
-        lines.append(f"| {variant} | {o['states']} | {o['qpos']:.1e} / {o['qvel']:.1e} | {rate(r['success_c'], seeds)} | {rate(r['success_mjx'], mjx_seeds)} |")
+        lines.append(f"| {variant} | {o['states']} | {o['qpos']:.1e} / {o['qvel']:.1e} | {rate(r['success_c'], seeds)} "
+                     f"| {rate(r['success_mjx'], mjx_seeds)} |")
     return "\n".join(lines)
 
 
@@ -287,11 +296,13 @@ def _count(low: int) -> Callable[[str], int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m so101_mjx.validation.collision_study", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m so101_mjx.validation.collision_study",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--states", type=_count(1), default=32, help="grasp states per variant")
     parser.add_argument("--seeds", type=_count(0), default=64, help="scripted PickPlace seeds on c (0 skips)")
     parser.add_argument("--mjx-seeds", type=_count(0), default=0, help="scripted PickPlace seeds on mjx (0 skips)")
-    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS), help="variants to measure")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+                        help="variants to measure")
     args = parser.parse_args(argv)
     jax.config.update("jax_enable_x64", True)
     results = {}

@@ -121,7 +121,8 @@ def run_gym(ep: Episode, actions: np.ndarray) -> dict[str, np.ndarray]:
     for a in actions:
         obs, reward, _, _, info = env.step(a)
         rec = {k: np.asarray(v) for k, v in _record(env.state).items()}
-        out.append({**rec, "obs": np.concatenate([obs["agent_pos"], obs["environment_state"]]), "reward": reward, "success": float(info["succeed"])})
+        out.append({**rec, "obs": np.concatenate([obs["agent_pos"], obs["environment_state"]]), "reward": reward,
+                    "success": float(info["succeed"])})
     env.close()
     return {k: np.stack([o[k] for o in out]) for k in QUANTITIES}
 
@@ -140,7 +141,8 @@ def run_reference(ep: Episode, actions: np.ndarray, noslip: bool) -> dict[str, n
         d = env.data
         out.append({
             "ik_target": env._target_ee_pos.copy(), "ctrl": d.ctrl.copy(), "qpos": d.qpos.copy(), "qvel": d.qvel.copy(),
-            "obs": np.concatenate([obs["agent_pos"], obs["environment_state"]]), "reward": reward, "success": float(info["succeed"]),
+            "obs": np.concatenate([obs["agent_pos"], obs["environment_state"]]), "reward": reward,
+            "success": float(info["succeed"]),
         })
     return {k: np.stack([o[k] for o in out]) for k in QUANTITIES}
 
@@ -178,7 +180,8 @@ def contact_classes(model: mujoco.MjModel, phys, ctrls: np.ndarray, n_substeps: 
     return out
 
 
-def one_step_deviation(env, phys, ctrls: np.ndarray, tolerance: float | None = None, backend: str = "mjx") -> dict[str, dict[str, float]]:
+def one_step_deviation(env, phys, ctrls: np.ndarray, tolerance: float | None = None,
+                       backend: str = "mjx") -> dict[str, dict[str, float]]:
     """From every state of a ``c`` trajectory, one control step with the same ctrl on ``c`` and ``backend``.
 
     ``tolerance``: the Newton solver's ``opt.tolerance`` for this comparison (None: the scene's,
@@ -193,7 +196,8 @@ def one_step_deviation(env, phys, ctrls: np.ndarray, tolerance: float | None = N
     n = env.n_substeps
     states = jax.tree.map(lambda x: x[:-1], phys)
     ctrls = jnp.asarray(ctrls, states.qpos.dtype)
-    nxt = [jax.jit(jax.vmap(lambda p, u, b=b: b.step(p, u, n)))(states, ctrls) for b in (make_physics("c", model), make_physics(backend, model))]
+    nxt = [jax.jit(jax.vmap(lambda p, u, b=b: b.step(p, u, n)))(states, ctrls)
+           for b in (make_physics("c", model), make_physics(backend, model))]
     err = {k: np.abs(np.asarray(getattr(nxt[0], k) - getattr(nxt[1], k))).max(axis=-1) for k in ("qpos", "qvel")}
     classes = contact_classes(model, states, ctrls, n)
     return {
@@ -236,7 +240,8 @@ def outcome_agreement(n_episodes: int, n_steps: int = AGREEMENT_STEPS, seed: int
     cfg = {"action_scale": 0.025, "random_block_position": True}
     _progress(f"scripted pick-and-place closed loop, {n_episodes} seeds, backends c and mjx")
     key = jax.random.PRNGKey(seed)
-    succ = {b: np.asarray(run_episodes(make("SO101PickPlace-v0", b, **cfg), "scripted", key, n_episodes, n_steps, stop_when_done=True)["success"])
+    succ = {b: np.asarray(run_episodes(make("SO101PickPlace-v0", b, **cfg), "scripted", key, n_episodes, n_steps,
+                                       stop_when_done=True)["success"])
             for b in ("c", "mjx")}
     return {
         "episodes": n_episodes,
@@ -261,7 +266,8 @@ def format_table(results: dict[str, Any]) -> str:
     for label, ep in results["episodes"].items():
         for mode, by_class in (ep["one_step_mjx_vs_c"] or {}).items():
             for cls, d in by_class.items():
-                lines.append(f"  {label:22s} {mode:16s} {cls:17s} {d['states']:4d} states: qpos {d['qpos']:.2e}  qvel {d['qvel']:.2e}")
+                lines.append(f"  {label:22s} {mode:16s} {cls:17s} {d['states']:4d} states: qpos {d['qpos']:.2e}  qvel "
+                             f"{d['qvel']:.2e}")
     if "contact_rich" in results:
         o = results["contact_rich"]
         lines.append(
@@ -280,7 +286,8 @@ def run_all(n_episodes: int, n_steps: int = max(HORIZONS)) -> dict[str, Any]:
     check_memory(env, n_episodes, AGREEMENT_STEPS, False, f"n_episodes {n_episodes}", ("n_episodes",))
     check_memory(env, 1, max(n_steps, AGREEMENT_STEPS), True, f"n_steps {n_steps}", ("n_steps",))
     episodes = {ep.label: compare_episode(ep) for ep in make_episodes(n_steps)}
-    results = {"dtype": str(jnp.result_type(float)), "horizons": [h for h in HORIZONS if h <= n_steps], "episodes": episodes}
+    results = {"dtype": str(jnp.result_type(float)), "horizons": [h for h in HORIZONS if h <= n_steps],
+               "episodes": episodes}
     if n_episodes:
         results["contact_rich"] = outcome_agreement(n_episodes)
     return results

@@ -44,7 +44,8 @@ class PickCubeConfig(BlockConfig):
             raise InputError(f"grasp_reward must be >= 0 (a finite reward per step), got {self.grasp_reward!r}")
         object.__setattr__(self, "grasp_reward", reward)
         if self.grasp_reward and self.reward_type != "dense":
-            raise InputError(f"grasp_reward adds to the dense reward; it needs reward_type='dense', got {self.reward_type!r}")
+            raise InputError("grasp_reward adds to the dense reward; it needs reward_type='dense', got "
+                             f"{self.reward_type!r}")
 
 
 class PickCube(BlockTask):
@@ -106,7 +107,8 @@ class PickCube(BlockTask):
     def scripted_controller(self):
         """The reference's reach-and-close (hover, descend, close; it does not lift)."""
         scale, at = self.config.action_scale, self.observation_slices()
-        act = lambda cs, s: (cs, scripted.reach_close(self.arm.ee_pos(s.physics), s.obs[at["block_pos"]], scale))  # noqa: E731
+        act = lambda cs, s: (  # noqa: E731
+            cs, scripted.reach_close(self.arm.ee_pos(s.physics), s.obs[at["block_pos"]], scale))
         return (lambda s: jnp.zeros(()), act)
 
     def scripted_criterion(self, obs: Array) -> tuple[str, Array] | None:
@@ -115,7 +117,8 @@ class PickCube(BlockTask):
         at = self.observation_slices()
         if "ee_pos" not in at:
             return None
-        closed = scripted.is_reach_close_success(obs[..., at["ee_pos"]], obs[..., at["block_pos"]], obs[..., at["gripper_pose"]])
+        closed = scripted.is_reach_close_success(obs[..., at["ee_pos"]], obs[..., at["block_pos"]],
+                                                 obs[..., at["gripper_pose"]])
         return "scripted reach-and-close success (gripper closed within 5 cm of the block)", closed
 
     def demonstrator(self):
@@ -127,6 +130,7 @@ class PickCube(BlockTask):
         return (
             lambda s: scripted.pick_place_init(self.block_pos(s.physics)),
             lambda cs, s: scripted.pick_place_act(
-                cs, self.arm.ik_point(s.physics), self.block_pos(s.physics), self.block_pos(s.physics), scale, DEMO_LIFT_HEIGHT
+                cs, self.arm.ik_point(s.physics), self.block_pos(s.physics), self.block_pos(s.physics), scale,
+                DEMO_LIFT_HEIGHT
             ),
         )

@@ -60,7 +60,8 @@ def sample_goal_xy(rng: Array, block_xy: Array, bounds, fixed_xy, random: bool, 
 
 
 def staged_terms(*, reach: Array, grasped: Array, rise: Array, carried: Array, target_xy: Array, at_target: Array,
-                 above: Array, placed: Array, opening: Array, success: Array, lift_height: float | Array) -> dict[str, Array]:
+                 above: Array, placed: Array, opening: Array, success: Array,
+                 lift_height: float | Array) -> dict[str, Array]:
     """The staged pick-and-place terms of :data:`STAGED_WEIGHTS`, each () in [0, 1].
 
     ``reach``: grasp point to block (m); ``grasped``, ``carried`` (the block was lifted, a latch),
@@ -90,7 +91,8 @@ class PickPlaceConfig(PickCubeConfig):
     def validate(self) -> None:
         super().validate()
         if self.grasp_reward:
-            raise InputError(f"grasp_reward must be 0 for PickPlace (its dense reward has a grasp stage), got {self.grasp_reward!r}")
+            raise InputError("grasp_reward must be 0 for PickPlace (its dense reward has a grasp stage), got "
+                             f"{self.grasp_reward!r}")
 
 
 
@@ -172,5 +174,6 @@ class PickPlace(BlockTask):
         scale = self.config.action_scale
         return (
             lambda s: scripted.pick_place_init(self.block_pos(s.physics)),
-            lambda cs, s: scripted.pick_place_act(cs, self.arm.ik_point(s.physics), self.block_pos(s.physics), s.info.task["goal"], scale),
+            lambda cs, s: scripted.pick_place_act(cs, self.arm.ik_point(s.physics), self.block_pos(s.physics),
+                                                  s.info.task["goal"], scale),
         )

@@ -113,14 +113,16 @@ class PushCube(BlockTask):
 
     # -- reset --------------------------------------------------------------------------------------
     def sample_goal_xy(self, rng: Array, block_xy: Array) -> Array:
-        """Uniform in the sampling box, redrawn until ≥ :data:`MIN_GOAL_DISTANCE` from the block (fixed when not random)."""
+        """Uniform in the sampling box, redrawn until ≥ :data:`MIN_GOAL_DISTANCE` from the block (fixed when not
+        random)."""
         return sample_goal_xy(rng, block_xy, SAMPLING_BOUNDS, FIXED_GOAL_XY, self.config.random_block_position,
                               MIN_GOAL_DISTANCE, _GOAL_TRIES)
 
     def reset_to(self, rng: Array, *, block_xy: Array, goal_xy: Array | None = None) -> State:  # type: ignore[override]
         """Reset with the block at ``block_xy`` (2,) m and the goal at ``goal_xy`` (2,) m (sampled when None)."""
         return self.start_with_goal(rng, block_xy, goal_xy, self.sample_goal_xy,
-                                    lambda block_xy, goal: {"goal": goal, "start_distance": jnp.linalg.norm(goal[:2] - block_xy)})
+                                    lambda block_xy, goal: {"goal": goal,
+                                                            "start_distance": jnp.linalg.norm(goal[:2] - block_xy)})
 
     # -- step: the jaw held closed --------------------------------------------------------------------
     def step(self, state: State, action: Array) -> State:

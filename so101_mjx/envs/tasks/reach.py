@@ -53,8 +53,8 @@ class Reach(SO101Env):
         fixed, nonfinite = self.fixed_inputs(target=target)
         target = fixed["target"]
         rng, key = jax.random.split(rng)
-        return self.start(rng, as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype), lambda _: {"target": target},
-                          nonfinite)
+        return self.start(rng, as_qpos0(self.mj_model, target.dtype), self.sample_params(key, target.dtype),
+                          lambda _: {"target": target}, nonfinite)
 
     def distance(self, physics, info) -> Array:
         return jnp.linalg.norm(info.task["target"] - self.arm.ee_pos(physics))
@@ -78,4 +78,5 @@ class Reach(SO101Env):
     def scripted_controller(self):
         """A proportional reacher toward the target, jaw open."""
         scale = self.config.action_scale
-        return (lambda s: jnp.zeros(()), lambda cs, s: (cs, scripted.reach(s.info.task["target"], self.arm.ee_pos(s.physics), scale)))
+        return (lambda s: jnp.zeros(()),
+                lambda cs, s: (cs, scripted.reach(s.info.task["target"], self.arm.ee_pos(s.physics), scale)))

@@ -91,13 +91,16 @@ class StackCube(BlockTask):
         self._bottom_adr = block_qpos_adr(self.mj_model, BOTTOM)
         self._bottom_dof = block_dof_adr(self.mj_model, BOTTOM)
         m = self.mj_model
-        self._rows = {"geom_": (m.geom("block").id, m.geom(BOTTOM).id), "body_": (m.body("block").id, m.body(BOTTOM).id)}
+        self._rows = {"geom_": (m.geom("block").id, m.geom(BOTTOM).id),
+                      "body_": (m.body("block").id, m.body(BOTTOM).id)}
 
     # -- reset ------------------------------------------------------------------------------------
-    def reset_to(self, rng: Array, *, block_xy: Array, bottom_xy: Array | None = None) -> State:  # type: ignore[override]
+    def reset_to(  # type: ignore[override]
+            self, rng: Array, *, block_xy: Array, bottom_xy: Array | None = None) -> State:
         """Reset with the top block at ``block_xy`` (2,) and the bottom block at ``bottom_xy`` (2,)
         metres (sampled ≥ 8 cm away in the sampling box when None), both resting on the table."""
-        fixed, nonfinite = self.fixed_inputs(block_xy=block_xy, **({} if bottom_xy is None else {"bottom_xy": bottom_xy}))
+        fixed, nonfinite = self.fixed_inputs(block_xy=block_xy,
+                                             **({} if bottom_xy is None else {"bottom_xy": bottom_xy}))
         block_xy = fixed["block_xy"]
         dtype = block_xy.dtype
         rng, key, params_key = jax.random.split(rng, 3)
@@ -110,7 +113,8 @@ class StackCube(BlockTask):
         qpos = as_qpos0(self.mj_model, dtype)
         for adr, xy in ((self._block_adr, block_xy), (self._bottom_adr, bottom_xy)):
             qpos = qpos.at[adr : adr + 3].set(jnp.concatenate([xy, z]))
-        return self.start(rng, qpos, params, lambda physics: {"z_init": self.block_pos(physics)[2], "was_lifted": jnp.zeros((), bool)},
+        return self.start(rng, qpos, params,
+                          lambda physics: {"z_init": self.block_pos(physics)[2], "was_lifted": jnp.zeros((), bool)},
                           nonfinite)
 
     def sample_params(self, rng: Array, dtype) -> dict[str, Array] | None:
@@ -198,5 +202,6 @@ class StackCube(BlockTask):
         return (
             lambda s: scripted.pick_place_init(self.block_pos(s.physics)),
             lambda cs, s: scripted.pick_place_act(
-                cs, self.arm.ik_point(s.physics), self.block_pos(s.physics), self.stacked_pos(s.physics, s.info), scale),
+                cs, self.arm.ik_point(s.physics), self.block_pos(s.physics),
+                self.stacked_pos(s.physics, s.info), scale),
         )

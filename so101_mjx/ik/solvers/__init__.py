@@ -22,7 +22,8 @@ from so101_mjx.ik.solvers.seed_sampler import QposSeedSampler, QposSeedSelSample
 from so101_mjx.ik.solvers.solver import SO101Solver
 
 __all__ = [
-    "AnalyticSolverCfg", "BaseSolver", "ChainCfg", "DifferentialSolver", "DifferentialSolverCfg", "JaxSolver", "JaxSolverCfg",
+    "AnalyticSolverCfg", "BaseSolver", "ChainCfg", "DifferentialSolver", "DifferentialSolverCfg", "JaxSolver",
+    "JaxSolverCfg",
     "NeuralIKSolver", "NeuralIKSolverCfg", "PinkSolver", "PinkSolverCfg", "PinocchioSolver", "PinocchioSolverCfg",
     "PytorchSolver", "PytorchSolverCfg", "QposSeedSampler", "QposSeedSelSampler", "RobotCfg", "SO101AnalyticSolver",
     "SO101LearnedSolver", "SO101Solver", "SO101SolverCfg", "SolverCfg", "compute_batch_ik",

@@ -48,7 +48,8 @@ from so101_mjx.robot import rotations as R
 _INVALID = 1e9  # selection cost step: above any weighted squared joint distance
 ROLL_ITERATIONS = 10  # Newton steps on a pose's wrist roll, after one fixed-point step from the seed's
 ROLL_STEP = 0.5  # radians: the largest Newton step on the roll (tames the steep pan near the pan axis)
-ROLL_TOL = 1e-9  # radians (float64; 1000 eps in float32): a branch whose jaw misses the pose's by more is not a solution
+# radians (float64; 1000 eps in float32): a branch whose jaw misses the pose's by more is not a solution
+ROLL_TOL = 1e-9
 
 
 def _pitch_of(axis: Array) -> Array:
@@ -95,7 +96,8 @@ class PitchedSolver(SO101Solver):
         seed = _floating(self.get_default_qpos_seed() if qpos_seed is None else qpos_seed, t.dtype)
         if seed.ndim < 1 or seed.shape[-1] != self.dof:
             raise InputError(f"qpos_seed must have shape ({self.dof},) or (..., {self.dof}), got {seed.shape}")
-        xp = jnp if isinstance(seed, jax.Array) else np  # a NaN/inf seed entry falls back to the default seed's, as SO101Solver's
+        # a NaN/inf seed entry falls back to the default seed's, as SO101Solver's
+        xp = jnp if isinstance(seed, jax.Array) else np
         seed = xp.where(xp.isfinite(seed), seed, self.get_default_qpos_seed().astype(seed.dtype))
         pitch = _floating(self.pitch if pitch is None else pitch, t.dtype)
         batch = t.shape[:-2] if pose else t.shape[:-1]
@@ -119,7 +121,8 @@ class PitchedSolver(SO101Solver):
 
     def select_continuous_ik_path(self, valid, candidates, qpos_seed, threshold: float = 0.5):
         """(B, N) validity and (B, N, 5) joints moving continuously from ``qpos_seed`` (B, 5) through
-        (B, N, K) ``valid`` / (B, N, K, 5) ``candidates``; also (B, N) jump flags. See :mod:`so101_mjx.ik.solvers.path`."""
+        (B, N, K) ``valid`` / (B, N, K, 5) ``candidates``; also (B, N) jump flags. See
+        :mod:`so101_mjx.ik.solvers.path`."""
         return ik_path.select_continuous_path(jnp.asarray(valid), jnp.asarray(candidates), jnp.asarray(qpos_seed),
                                               jnp.asarray(self._weight), threshold)
 
@@ -178,7 +181,8 @@ class AnalyticSolverCfg(ChainCfg):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        checks.real("pitch", self.pitch), checks.real("pos_eps", self.pos_eps, gt=0), checks.real("rot_eps", self.rot_eps, gt=0)
+        (checks.real("pitch", self.pitch), checks.real("pos_eps", self.pos_eps, gt=0),
+         checks.real("rot_eps", self.rot_eps, gt=0))
         if self.ik_solution_selection not in SELECTIONS:
             raise InputError(f"ik_solution_selection must be one of {SELECTIONS}, got {self.ik_solution_selection!r}")
 
@@ -258,7 +262,8 @@ def _pose_branches(kin, geom, site: str, pos: Array, site_rot: Array, seed_roll:
 
 
 @partial(jax.jit, static_argnums=(0, 1, 2, 3, 4, 5, 6, 7))
-def _solve(kin, geom, site, pose, pos_eps, rot_eps, all_solutions, selection, target, pitch, seed, lower, upper, weight, tcp):
+def _solve(kin, geom, site, pose, pos_eps, rot_eps, all_solutions, selection, target, pitch, seed, lower,
+           upper, weight, tcp):
     """Validity (..., K) and candidates (..., K, 5), valid first, each group best first by ``selection``
     (nearest, or largest manipulability); or without ``all_solutions`` the best valid candidate:
     (...) and (..., 5). Invalid slots hold the seed clipped to the limits.

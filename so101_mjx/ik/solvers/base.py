@@ -1,5 +1,5 @@
-"""The solver interface's shared surface (the EmbodiChain solver interface's ``BaseSolver``) over a solver's own ``get_fk`` and
-``get_ik``: batch adapters, buffer reservation, the continuous-path capability and the batched IK
+"""The solver interface's shared surface (the EmbodiChain solver interface's ``BaseSolver``) over a solver's own
+``get_fk`` and ``get_ik``: batch adapters, buffer reservation, the continuous-path capability and the batched IK
 entry that checks it (the seed's ``compute_batch_ik(..., continuous=True)``), and a context manager.
 """
 
@@ -30,7 +30,8 @@ def in_root_frame(kin: Kinematics) -> Kinematics:
     """``kin`` with every pose in its root body's frame (the root at the origin, identity rotation):
     the interface's FK results and IK targets are chain-root relative. InputError if a joint moves the root."""
     if kin.body_joint[0] != -1:
-        raise InputError(f"root_link_name {kin.body_names[0]!r} must be a link no joint moves (FK and targets are in its frame)")
+        raise InputError(f"root_link_name {kin.body_names[0]!r} must be a link no joint moves (FK and targets are "
+                         "in its frame)")
     rot = kin.body_rot[0].T
     return dataclasses.replace(kin, root_pos=-(rot @ kin.body_pos[0]), root_rot=rot)
 
@@ -87,7 +88,8 @@ class BaseSolver:
         if t.ndim < 2 or t.shape[-2:] != (4, 4):
             raise InputError(f"target_xpos must have shape (..., 4, 4), got {t.shape}")
         ok, q = self.get_ik(t, qpos_seed=qpos_seed)
-        batch = () if t.ndim == 2 and jnp.shape(ok) == (1,) else jnp.shape(ok)  # one pose: get_ik's batch of one dropped
+        # one pose: get_ik's batch of one dropped
+        batch = () if t.ndim == 2 and jnp.shape(ok) == (1,) else jnp.shape(ok)
         return jnp.reshape(ok, batch), jnp.reshape(q, (*batch, jnp.shape(q)[-1]))
 
     def prepare_buffers(self, max_batch: int) -> None:

@@ -52,6 +52,7 @@ class CfgSolver(SO101Solver):
         if t.ndim < 2 or t.shape[-2:] != (4, 4):
             raise InputError(f"target_xpos must have shape (..., 4, 4), got {t.shape}")
         batch = t.shape[:-2]
-        seed = None if qpos_seed is None else jnp.broadcast_to(self._q(qpos_seed), (*batch, self.dof)).reshape(-1, self.dof)
+        seed = None if qpos_seed is None else jnp.broadcast_to(self._q(qpos_seed),
+                                                               (*batch, self.dof)).reshape(-1, self.dof)
         ok, q = self.get_ik(t.reshape(-1, 4, 4), qpos_seed=seed)
         return jnp.reshape(ok, batch), jnp.reshape(q, (*batch, self.dof))

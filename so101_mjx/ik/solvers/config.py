@@ -55,7 +55,8 @@ def resolve_device(device=None):
     if isinstance(device, jax.Device):
         return device
     if not isinstance(device, str):
-        raise InputError(f"device must be None, a jax.Device or a platform string like 'cpu' or 'cuda:0', got {device!r}")
+        raise InputError("device must be None, a jax.Device or a platform string like 'cpu' or 'cuda:0', "
+                         f"got {device!r}")
     platform, _, index = device.strip().lower().partition(":")
     platform = _DEVICE_ALIASES.get(platform, platform)
     try:
@@ -96,7 +97,8 @@ def _limits(value) -> list[list[float]] | None:
         return None
     lim = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else np.full(0, np.nan)
     if lim.ndim != 2 or lim.shape[0] != 2 or np.any(np.isnan(lim)) or np.any(lim[0] > lim[1]):
-        raise InputError(f"user_qpos_limits must be None or [lower (DOF,), upper (DOF,)] with lower <= upper, got {value!r}")
+        raise InputError("user_qpos_limits must be None or [lower (DOF,), upper (DOF,)] with lower <= upper, "
+                         f"got {value!r}")
     return lim.tolist()
 
 
@@ -203,8 +205,8 @@ def _is_plain_attribute(cls: type, key: str) -> bool:
 
 @dataclass
 class RobotCfg:
-    """A robot's solver configs, one per control part (the EmbodiChain solver interface: the solvers ``init_solver`` builds
-    "inside RobotCfg"; "a robot may carry one solver per control part").
+    """A robot's solver configs, one per control part (the EmbodiChain solver interface: the solvers ``init_solver``
+    builds "inside RobotCfg"; "a robot may carry one solver per control part").
 
     Attributes:
         solver_cfg: {control part: :class:`SolverCfg`}; a part's value may also be a dict (built with
@@ -219,15 +221,18 @@ class RobotCfg:
     def __post_init__(self) -> None:
         cfgs = {"arm": self.solver_cfg} if isinstance(self.solver_cfg, (SolverCfg, str)) else self.solver_cfg
         if not isinstance(cfgs, Mapping) or not all(isinstance(k, str) and k for k in cfgs):
-            raise InputError(f"solver_cfg must be a SolverCfg or a dict {{control part name: SolverCfg}}, got {self.solver_cfg!r}")
+            raise InputError(f"solver_cfg must be a SolverCfg or a dict {{control part name: SolverCfg}}, got "
+                             f"{self.solver_cfg!r}")
         self.solver_cfg = {part: _part_cfg(part, c) for part, c in cfgs.items()}
         if self.control_parts is not None:
             if not isinstance(self.control_parts, Mapping):
-                raise InputError(f"control_parts must be None or a dict {{part: joint names}}, got {self.control_parts!r}")
+                raise InputError(f"control_parts must be None or a dict {{part: joint names}}, got "
+                                 f"{self.control_parts!r}")
             self.control_parts = {str(p): _names(j, f"control_parts[{p!r}]") for p, j in self.control_parts.items()}
             unknown = sorted(set(self.solver_cfg) - set(self.control_parts))
             if unknown:
-                raise InputError(f"solver_cfg parts {unknown} are not control parts; control_parts: {sorted(self.control_parts)}")
+                raise InputError(f"solver_cfg parts {unknown} are not control parts; control_parts: "
+                                 f"{sorted(self.control_parts)}")
 
     @classmethod
     def from_dict(cls, init_dict: Mapping[str, Any]) -> RobotCfg:

@@ -1,4 +1,5 @@
-"""``DifferentialSolver``: batched differential IK of the TCP (the EmbodiChain solver interface's ``DifferentialSolver``).
+"""``DifferentialSolver``: batched differential IK of the TCP (the EmbodiChain solver interface's
+``DifferentialSolver``).
 
 Each iteration maps the TCP's task-space error through an inverse of the geometric Jacobian
 (``ik_method``): ``"pinv"`` (pseudoinverse, gain ``k_val``), ``"svd"`` (pseudoinverse dropping
@@ -116,7 +117,8 @@ def _ik_params(method: str, params) -> dict:
     merged = {**DEFAULT_IK_PARAMS[method], **(params or {})}
     unknown = set(merged) - set(DEFAULT_IK_PARAMS[method])
     if unknown:
-        raise InputError(f"ik_params for ik_method {method!r} takes {sorted(DEFAULT_IK_PARAMS[method])}, got {sorted(unknown)}")
+        raise InputError(f"ik_params for ik_method {method!r} takes {sorted(DEFAULT_IK_PARAMS[method])}, got "
+                         f"{sorted(unknown)}")
     return {k: checks.real(f"ik_params[{k!r}]", v, ge=0) for k, v in merged.items()}
 
 
@@ -185,7 +187,8 @@ def _solve(kin, st: _Static, pos, rot, finite, seed, jac0, lower, upper, tcp):
 
 
 class DifferentialSolver(CfgSolver):
-    """Differential IK of the TCP for ``num_envs`` environments (the EmbodiChain solver interface's ``DifferentialSolver``).
+    """Differential IK of the TCP for ``num_envs`` environments (the EmbodiChain solver interface's
+    ``DifferentialSolver``).
 
     Args:
         cfg: :class:`DifferentialSolverCfg` (None = its defaults).
@@ -238,7 +241,8 @@ class DifferentialSolver(CfgSolver):
         if not jnp.issubdtype(cmd.dtype, jnp.floating):
             cmd = cmd.astype(jnp.result_type(float))
         relative, position = self.cfg.use_relative_mode, self.cfg.command_type == "position"
-        need = ("ee_quat", "ee_pos") if position and relative else ("ee_quat",) if position else ("ee_pos", "ee_quat") if relative else ()
+        need = (("ee_quat", "ee_pos") if position and relative else ("ee_quat",) if position
+                else ("ee_pos", "ee_quat") if relative else ())
         missing = [name for name, v in (("ee_pos", ee_pos), ("ee_quat", ee_quat)) if name in need and v is None]
         if missing:
             warnings.warn(f"set_command: {' and '.join(missing)} required for {'relative ' if relative else ''}"
@@ -289,7 +293,8 @@ class DifferentialSolver(CfgSolver):
         rot = jnp.where(finite[..., None, None], rot, seed_pose[..., :3, :3])
         cfg, it = self.cfg, self._cfg  # the iteration parameters live in the base (set_iteration_params)
         st = _Static(it.site, position_only or cfg.command_type == "position",
-                     position_only or self.is_only_position_constraint, cfg.ik_method, tuple(sorted(cfg.ik_params.items())),
+                     position_only or self.is_only_position_constraint, cfg.ik_method,
+                     tuple(sorted(cfg.ik_params.items())),
                      it.pos_eps, it.rot_eps, it.iterations, cfg.clamp_to_limits, jacobian is not None)
         b = lambda x, tail: jnp.broadcast_to(x, (*batch, *tail))  # noqa: E731
         with jax.default_device(self.device):

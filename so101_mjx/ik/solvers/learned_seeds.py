@@ -204,12 +204,15 @@ def load(path: str | os.PathLike) -> SeedNet:
     heads = schema.array(source, "heads", files["heads"], kinds="iu", shape=())
     site = files["site"]
     if np.any(hidden < 1) or heads < 1 or site.dtype.kind != "U" or site.shape != ():
-        raise InputError(f"{source}: hidden {hidden.tolist()} and heads {heads} must be >= 1 and site one string, got {schema.found(site)}")
-    params = traverse_util.unflatten_dict({k[len("params/"):]: jnp.asarray(schema.array(source, k, v)) for k, v in files.items()
+        raise InputError(f"{source}: hidden {hidden.tolist()} and heads {heads} must be >= 1 and site one string, got "
+                         f"{schema.found(site)}")
+    params = traverse_util.unflatten_dict({k[len("params/"):]: jnp.asarray(schema.array(source, k, v))
+                                           for k, v in files.items()
                                            if k.startswith("params/")}, sep="/")
     net = SeedNet(params=params, **{k: jnp.asarray(files[k], jnp.float32) for k in keys[:5]},
                   hidden=tuple(int(h) for h in hidden), heads=int(heads), site=str(site))
-    expected = jax.eval_shape(lambda: _MLP(net.hidden, 5 * net.heads).init(jax.random.PRNGKey(0), jnp.zeros((1, FEATURES))))
+    expected = jax.eval_shape(
+        lambda: _MLP(net.hidden, 5 * net.heads).init(jax.random.PRNGKey(0), jnp.zeros((1, FEATURES))))
     got = jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, jnp.float32), params)
     if jax.tree.structure(got) != jax.tree.structure(expected) or any(
             a.shape != b.shape for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))):
@@ -230,7 +233,8 @@ class SO101LearnedSolver(PitchedSolver):
         pos_eps: metres, rot_eps: radians of pitch: a candidate beyond either is invalid.
         damping: LM damping. selection: ``"nearest"`` (weighted joint distance to the seed, the default)
             or ``"manipulability"`` (the valid candidate with the largest Yoshikawa √det(Jv Jvᵀ); a
-            choice only with ``refine`` > 1). Other arguments as :class:`~so101_mjx.ik.solvers.analytic_solver.PitchedSolver`.
+            choice only with ``refine`` > 1). Other arguments as
+            :class:`~so101_mjx.ik.solvers.analytic_solver.PitchedSolver`.
     """
 
     def __init__(self, net: SeedNet, model: mujoco.MjModel | None = None, *, refine: int = 1, iterations: int = 2,
@@ -248,8 +252,8 @@ class SO101LearnedSolver(PitchedSolver):
                pitch=None):
         """Solve (..., 3) ``target`` positions at ``pitch`` (...) (default ``self.pitch``); returns
         ``(success (...), qpos (..., 5))``, the valid candidate nearest ``qpos_seed`` (default the
-        range midpoint; the most manipulable with ``selection="manipulability"``) or else the least missing; with ``return_all_solutions``
-        ``(valid (..., K), qpos (..., K, 5))``, valid first by distance, then by position error
+        range midpoint; the most manipulable with ``selection="manipulability"``) or else the least missing; with
+        ``return_all_solutions`` ``(valid (..., K), qpos (..., K, 5))``, valid first by distance, then by position error
         (K = ``refine``). Non-finite joints are replaced by the clipped seed. ``num_samples`` is
         not used (one candidate per refined head)."""
         t, pose, seed, pitch = self._targets(target, qpos_seed, pitch)
@@ -257,7 +261,8 @@ class SO101LearnedSolver(PitchedSolver):
             raise InputError("SO101LearnedSolver takes (..., 3) positions with a pitch, not (..., 4, 4) poses")
         offset = np.asarray(self._tcp[:3, 3], np.float32)
         if not np.allclose(offset, np.asarray(self.net.offset), atol=1e-6):
-            raise InputError(f"the net was trained for the TCP offset {np.asarray(self.net.offset)}; the solver's is {offset}")
+            raise InputError(f"the net was trained for the TCP offset {np.asarray(self.net.offset)}; the "
+                             f"solver's is {offset}")
         dt = t.dtype
         limits = (np.asarray(x, dt) for x in (self._lower, self._upper, self._weight, self._tcp[:3, 3]))
         return _solve(self.kin, self._geometry(), self._cfg, self.num_samples, bool(return_all_solutions), self.net, t,

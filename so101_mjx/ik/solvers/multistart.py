@@ -28,7 +28,8 @@ from so101_mjx.robot.kinematics import Kinematics
 SELECTIONS = ("nearest", "manipulability")
 JAC_TYPES = ("full", "trans", "rot")
 _POSE_ATOL = 1e-6  # SE(3) check: |RᵀR − I| and last-row tolerance (float64; 100·eps in float32)
-DB_ENTRY_BYTES, RETRIEVAL_BYTES = 1024, 12  # per database entry (float64, XLA's buffers): its FK; one target's distances, top-k
+# per database entry (float64, XLA's buffers): its FK; one target's distances, top-k
+DB_ENTRY_BYTES, RETRIEVAL_BYTES = 1024, 12
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def _least_squares(kin, cfg: SolveConfig, q0, pos, direction, task: dict, lower,
 
 
 @partial(jax.jit, static_argnums=(0, 1))
-def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight, starts, db_q, db_key, target_rot=None):
+def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight, starts, db_q, db_key,
+          target_rot=None):
     """Multi-start least squares: pos, direction (..., 3); seed (..., n); starts (K - 1, n) fixed starts,
     replaced by K - 1 database entries (db_q (N, n), db_key (N, 3 or 6)) near each target, re-ranked.
     ``target_rot`` (..., 3, 3): the TCP's world rotation, solved and checked in full (roll included;

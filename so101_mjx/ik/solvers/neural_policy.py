@@ -13,7 +13,8 @@ Checkpoints hold the interface's keys: ``agent/actor_mean.<i>.weight`` (out, in)
 They are ``.npz`` files (:func:`save_checkpoint` writes one) or the interface's torch ``.pt`` files
 (``torch.save`` of nested dicts such as ``{"agent": actor.state_dict(), "obs_normalizer": {"mean":
 ..., "var": ...}}``, nested keys joined by ``/``), read when PyTorch is installed (imported only
-then). This solver keeps :class:`~so101_mjx.ik.solvers.learned_seeds.SO101LearnedSolver` (learned seeds, then LM) as it is.
+then). This solver keeps :class:`~so101_mjx.ik.solvers.learned_seeds.SO101LearnedSolver` (learned seeds, then LM) as it
+is.
 """
 
 from __future__ import annotations
@@ -68,10 +69,12 @@ class NeuralIKSolverCfg(ChainCfg):
     def __post_init__(self) -> None:
         super().__post_init__()
         if not isinstance(self.checkpoint_path, (str, os.PathLike)):
-            raise InputError(f"checkpoint_path must be a path to an .npz or .pt checkpoint, got {self.checkpoint_path!r}")
+            raise InputError("checkpoint_path must be a path to an .npz or .pt checkpoint, got "
+                             f"{self.checkpoint_path!r}")
         self.checkpoint_path = os.fspath(self.checkpoint_path)
         i, r = checks.integer, checks.real
-        self.max_steps, self.num_samples = i("max_steps", self.max_steps, ge=1), i("num_samples", self.num_samples, ge=1)
+        self.max_steps, self.num_samples = (i("max_steps", self.max_steps, ge=1),
+                                            i("num_samples", self.num_samples, ge=1))
         self.num_arm_joints = i("num_arm_joints", self.num_arm_joints, ge=1)
         self.obs_dim = None if self.obs_dim is None else i("obs_dim", self.obs_dim, ge=1)
         self.hidden_dims = [i("hidden_dims", h, ge=1) for h in self.hidden_dims]
@@ -86,7 +89,8 @@ class NeuralIKSolverCfg(ChainCfg):
 def save_checkpoint(path: str | os.PathLike, layers, obs_mean, obs_var) -> None:
     """Write a policy checkpoint: ``layers`` a list of (weight (out, in), bias (out,)) pairs, input
     first; ``obs_mean`` / ``obs_var`` (obs_dim,) the observation normalizer."""
-    arrays = {"obs_normalizer/mean": np.asarray(obs_mean, np.float32), "obs_normalizer/var": np.asarray(obs_var, np.float32)}
+    arrays = {"obs_normalizer/mean": np.asarray(obs_mean, np.float32),
+              "obs_normalizer/var": np.asarray(obs_var, np.float32)}
     for k, (w, b) in enumerate(layers):
         arrays[f"agent/actor_mean.{2 * k}.weight"] = np.asarray(w, np.float32)
         arrays[f"agent/actor_mean.{2 * k}.bias"] = np.asarray(b, np.float32)
@@ -142,7 +146,8 @@ def load_checkpoint(path: str, obs_dim: int, hidden_dims: list[int], num_arm_joi
             raise KeyError(f"checkpoint {path!r} is missing {key!r}; keys: {sorted(files)}")
     sizes = [obs_dim, *hidden_dims, num_arm_joints]
     if len(found) != len(sizes) - 1:
-        raise InputError(f"checkpoint {path!r}: {len(found)} linear layers, hidden_dims {hidden_dims} needs {len(sizes) - 1}")
+        raise InputError(f"checkpoint {path!r}: {len(found)} linear layers, hidden_dims {hidden_dims} needs "
+                         f"{len(sizes) - 1}")
     layers = []
     for k, index in enumerate(sorted(found)):
         shapes = {"weight": (sizes[k + 1], sizes[k]), "bias": (sizes[k + 1],)}
@@ -214,7 +219,8 @@ class NeuralIKSolver(CfgSolver):
             raise InputError(f"num_arm_joints must be <= the chain's {self.dof} joints, got {c.num_arm_joints}")
         self.obs_dim = 2 * c.num_arm_joints + 14 if c.obs_dim is None else c.obs_dim
         if self.obs_dim != 2 * c.num_arm_joints + 14:
-            raise InputError(f"obs_dim must be 2 * num_arm_joints + 14 = {2 * c.num_arm_joints + 14} (or None), got {c.obs_dim}")
+            raise InputError(f"obs_dim must be 2 * num_arm_joints + 14 = {2 * c.num_arm_joints + 14} (or None), "
+                             f"got {c.obs_dim}")
         self.layers, self.obs_mean, self.obs_var = load_checkpoint(c.checkpoint_path, self.obs_dim, c.hidden_dims,
                                                                    c.num_arm_joints)
         self._rng = np.random.default_rng(0)

@@ -36,7 +36,8 @@ def select_continuous_path(
     """One candidate per waypoint; see the module docstring. ``threshold`` in radians (> 0)."""
     if not threshold > 0:
         raise InputError(f"threshold must be a positive number of radians, got {threshold!r}")
-    if candidates.ndim != 4 or valid.shape != candidates.shape[:3] or seed.shape != (candidates.shape[0], candidates.shape[3]):
+    if (candidates.ndim != 4 or valid.shape != candidates.shape[:3]
+            or seed.shape != (candidates.shape[0], candidates.shape[3])):
         raise InputError(f"expected valid (B, N, K), candidates (B, N, K, DOF), seed (B, DOF); got {valid.shape}, "
                          f"{candidates.shape}, {seed.shape}")
     if candidates.dtype.kind != "f" or valid.dtype.kind not in "biu":

@@ -36,7 +36,8 @@ LOGGER = logging.getLogger(__name__)
 
 @dataclass
 class PinkSolverCfg(PinocchioIterationCfg):
-    """Configuration of :class:`PinkSolver` (the EmbodiChain solver interface's ``PinkSolverCfg``); see the module docstring.
+    """Configuration of :class:`PinkSolver` (the EmbodiChain solver interface's ``PinkSolverCfg``); see the module
+    docstring.
 
     ``solver_type`` defaults to ``"daqp"`` (the ``pink`` extra's QP solver; the interface's default,
     ``"osqp"``, works where osqp is installed).
@@ -71,7 +72,8 @@ class PinkSolverCfg(PinocchioIterationCfg):
         if not isinstance(self.solver_type, str) or not self.solver_type:
             raise InputError(f"solver_type must be the name of a QP solver (e.g. 'daqp'), got {self.solver_type!r}")
         for name in ("variable_input_tasks", "fixed_input_tasks"):
-            if getattr(self, name) is not None and (isinstance(getattr(self, name), str) or not isinstance(getattr(self, name), Sequence)):
+            if getattr(self, name) is not None and (isinstance(getattr(self, name), str)
+                                                    or not isinstance(getattr(self, name), Sequence)):
                 raise InputError(f"{name} must be None or a list of pink tasks, got {getattr(self, name)!r}")
 
 
@@ -100,7 +102,8 @@ class PinkSolver(PinocchioChain, CfgSolver):
         self.pink_cfg = self.pink.Configuration(self.pin_model, self.pin_data, self.init_qpos[self._to_pin])
         if self.cfg.variable_input_tasks is None:
             self.variable_input_tasks = [self.pink.tasks.FrameTask(
-                self._cfg.site, position_cost=1.0, orientation_cost=0.0 if self.cfg.is_only_position_constraint else 1.0)]
+                self._cfg.site, position_cost=1.0,
+                orientation_cost=0.0 if self.cfg.is_only_position_constraint else 1.0)]
         else:
             self.variable_input_tasks = list(self.cfg.variable_input_tasks)
         self.fixed_input_tasks = list(self.cfg.fixed_input_tasks or [])
@@ -137,8 +140,8 @@ class PinkSolver(PinocchioChain, CfgSolver):
         """Set the limits (n,) each, intersected with the model's, and give them to Pink. InputError for
         limits that are not finite, not (n,), or with lower > upper (as the interface's Pink solver)."""
         lo, hi = (np.asarray(x, np.float64) for x in (lower_qpos_limits, upper_qpos_limits))
-        if lo.shape != (self.dof,) or hi.shape != (self.dof,) or not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))) \
-                or np.any(lo > hi):
+        if (lo.shape != (self.dof,) or hi.shape != (self.dof,)
+                or not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))) or np.any(lo > hi)):
             raise InputError(f"qpos limits must be finite ({self.dof},) arrays with lower <= upper, got {lo} and {hi}")
         lo, hi = np.maximum(lo, self._robot_lower), np.minimum(hi, self._robot_upper)
         if np.any(lo > hi):
@@ -195,7 +198,8 @@ class PinkSolver(PinocchioChain, CfgSolver):
     def _set_q(self, q_pin: np.ndarray) -> None:
         self.pink_cfg.update(np.clip(q_pin, self.pin_model.lowerPositionLimit, self.pin_model.upperPositionLimit))
 
-    def _try_step(self, base: np.ndarray, primary: float, secondary: float, damping: float) -> tuple[bool, float, float]:
+    def _try_step(self, base: np.ndarray, primary: float, secondary: float,
+                  damping: float) -> tuple[bool, float, float]:
         """Backtracking from ``base`` (Pinocchio order): (accepted, improvement, damping after)."""
         c, dt = self.cfg, self._cfg.dt
         floor = min(c.max_damping, max(self._damp, float(np.sqrt(np.finfo(float).eps))))
@@ -262,14 +266,16 @@ class PinkSolver(PinocchioChain, CfgSolver):
                 success[k], q = self._solve_one(target, seed)
             except Exception as err:  # the QP solver's or Pink's (e.g. its safety break): this target fails
                 if self.cfg.show_ik_warnings:
-                    LOGGER.warning("Pink IK failed for target %d (%s: %s); returning its seed", k, type(err).__name__, err)
+                    LOGGER.warning("Pink IK failed for target %d (%s: %s); returning its seed", k,
+                                   type(err).__name__, err)
                 continue
             if success[k]:
                 solutions[k] = q
             elif self.cfg.show_ik_warnings:
                 LOGGER.warning("Pink IK did not converge for target %d; returning its seed", k)
         if return_all_solutions:
-            LOGGER.warning("return_all_solutions=True is not supported by PinkSolver; returning one local solution per target")
+            LOGGER.warning("return_all_solutions=True is not supported by PinkSolver; returning one local "
+                           "solution per target")
         return jnp.asarray(success), jnp.asarray(solutions)[:, None, :]
 
 

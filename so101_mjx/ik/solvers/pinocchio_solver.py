@@ -56,7 +56,8 @@ def pinocchio_model(model: mujoco.MjModel, joints: tuple[str, ...], root: str = 
     pin = import_optional("pinocchio", "pinocchio", "the Pinocchio model")
     pm = pin.Model()
     root_id, solved = model.body(root).id, set(joints)
-    parent = model.body_parentid[root_id]  # placed so that the root link's frame is the model's origin (FK in its frame)
+    # placed so that the root link's frame is the model's origin (FK in its frame)
+    parent = model.body_parentid[root_id]
     root_frame = _se3(pin, R.quat_to_mat_np(model.body_quat[root_id]), model.body_pos[root_id])
     where = {parent: (0, root_frame.inverse())}  # body -> (joint, frame)
     for b in range(model.nbody):
@@ -105,7 +106,8 @@ def _add_body(pin, pm, model: mujoco.MjModel, b: int, jid: int, frame) -> None:
 
 @dataclass
 class PinocchioIterationCfg(ChainCfg):
-    """The fields :class:`PinocchioSolverCfg` and ``PinkSolverCfg`` share (the EmbodiChain solver interface), checked at construction.
+    """The fields :class:`PinocchioSolverCfg` and ``PinkSolverCfg`` share (the EmbodiChain solver interface), checked at
+    construction.
 
     Attributes (beyond :class:`~so101_mjx.ik.solvers.config.SolverCfg`'s):
         mesh_path: the URDF's mesh directory (kept for the interface; the kinematics need no meshes).
@@ -125,7 +127,8 @@ class PinocchioIterationCfg(ChainCfg):
     def __post_init__(self) -> None:
         super().__post_init__()
         r = checks.real
-        self.pos_eps, self.rot_eps, self.dt = r("pos_eps", self.pos_eps, gt=0), r("rot_eps", self.rot_eps, gt=0), r("dt", self.dt, gt=0)
+        self.pos_eps, self.rot_eps, self.dt = (r("pos_eps", self.pos_eps, gt=0), r("rot_eps", self.rot_eps, gt=0),
+                                               r("dt", self.dt, gt=0))
         self.damp = r("damp", self.damp, ge=0)
         self.max_iterations = checks.integer("max_iterations", self.max_iterations, ge=1)
         self.is_only_position_constraint = checks.flag("is_only_position_constraint", self.is_only_position_constraint)
@@ -219,7 +222,8 @@ class PinocchioSolver(PinocchioChain, CfgSolver):
             err = current.translation - goal.translation
             if np.linalg.norm(err) < it.pos_eps:
                 return True, q
-            jac = pin.computeFrameJacobian(model, data, qp, self.end_frame_id, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
+            jac = pin.computeFrameJacobian(model, data, qp, self.end_frame_id,
+                                           pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3]
         else:
             error_pose = current.actInv(goal)
             err = pin.log6(error_pose).vector
@@ -237,7 +241,8 @@ class PinocchioSolver(PinocchioChain, CfgSolver):
         if not (np.all(np.isfinite(target)) and np.all(np.isfinite(seed))):
             return False, seed
         goal = self.pin.SE3(target @ np.linalg.inv(self._tcp))
-        lo, hi = np.where(np.isfinite(self._lower), self._lower, -np.pi), np.where(np.isfinite(self._upper), self._upper, np.pi)
+        lo, hi = (np.where(np.isfinite(self._lower), self._lower, -np.pi),
+                  np.where(np.isfinite(self._upper), self._upper, np.pi))
         starts = [seed] + list(self._rng.uniform(lo, hi, (self.num_samples - 1, self.dof)))
         for q in starts:
             for _ in range(self._cfg.iterations + 1):
@@ -264,7 +269,8 @@ class PinocchioSolver(PinocchioChain, CfgSolver):
         targets = t.reshape(-1, 4, 4)
         seed = np.asarray(self.get_default_qpos_seed() if qpos_seed is None else qpos_seed, np.float64)
         if seed.shape not in ((self.dof,), (targets.shape[0], self.dof)):
-            raise InputError(f"qpos_seed must have shape ({self.dof},) or ({targets.shape[0]}, {self.dof}), got {seed.shape}")
+            raise InputError(f"qpos_seed must have shape ({self.dof},) or ({targets.shape[0]}, {self.dof}), got "
+                             f"{seed.shape}")
         seeds = np.broadcast_to(seed, (targets.shape[0], self.dof))
         results = [self._solve_one(x, s) for x, s in zip(targets, seeds)]
         success = jnp.asarray([r[0] for r in results])

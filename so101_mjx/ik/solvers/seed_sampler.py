@@ -1,5 +1,6 @@
 """Multi-start IK seeds: uniform (:class:`QposSeedSampler`) and SELIK-style retrieval from an FK
-database (:class:`QposSeedSelSampler`), as the solver interface's samplers (the EmbodiChain solver interface's Seed Selection).
+database (:class:`QposSeedSelSampler`), as the solver interface's samplers (the EmbodiChain solver interface's Seed
+Selection).
 
 The database holds scrambled-Sobol joint samples within the limits and their FK poses. A target's
 ``k_max`` nearest entries under the pose metric ``|Δp|² + (rot_scale·θ)²`` (θ approximated by the
@@ -40,7 +41,8 @@ def correction(err: Array, jac: Array) -> Array:
 def _rotvec(rot: Array) -> Array:
     """Rotation vector (..., 3) of rotation matrices (..., 3, 3): angle in [0, π] about the axis
     (the axis of a half turn is not recovered; the ranking only needs the angle there)."""
-    v = 0.5 * jnp.stack([rot[..., 2, 1] - rot[..., 1, 2], rot[..., 0, 2] - rot[..., 2, 0], rot[..., 1, 0] - rot[..., 0, 1]], -1)
+    v = 0.5 * jnp.stack([rot[..., 2, 1] - rot[..., 1, 2], rot[..., 0, 2] - rot[..., 2, 0],
+                         rot[..., 1, 0] - rot[..., 0, 1]], -1)
     s = jnp.linalg.norm(v, axis=-1)
     angle = jnp.arctan2(s, 0.5 * (jnp.trace(rot, axis1=-2, axis2=-1) - 1))
     return v * jnp.where(s > 1e-12, angle / jnp.where(s > 1e-12, s, 1), 1)[..., None]
@@ -81,7 +83,8 @@ class QposSeedSampler:
         lo, hi = (np.asarray(x, np.float64) for x in (lower_limits, upper_limits))
         if lo.shape != (self.dof,) or hi.shape != (self.dof,) or np.any(np.isnan(lo + hi)) or np.any(lo > hi):
             raise InputError(f"lower_limits and upper_limits must be ({self.dof},) with lower <= upper, got {lo}, {hi}")
-        return np.broadcast_to(seed, (batch_size, self.dof)), np.where(np.isfinite(lo), lo, -np.pi), np.where(np.isfinite(hi), hi, np.pi)
+        return (np.broadcast_to(seed, (batch_size, self.dof)), np.where(np.isfinite(lo), lo, -np.pi),
+                np.where(np.isfinite(hi), hi, np.pi))
 
     def _uniform(self, shape: tuple[int, ...], lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         return lo + self._rng.random((*shape, self.dof)) * (hi - lo)
@@ -137,7 +140,8 @@ class QposSeedSelSampler(QposSeedSampler):
             q = jax.device_put(jnp.asarray(lo + unit * (hi - lo)), self.device)
             pose = jnp.asarray(self.fk_fn(q))
             if pose.shape != (self.db_size, 4, 4):
-                raise InputError(f"fk_fn must map ({self.db_size}, {self.dof}) joints to ({self.db_size}, 4, 4) poses, got {pose.shape}")
+                raise InputError(f"fk_fn must map ({self.db_size}, {self.dof}) joints to ({self.db_size}, 4, 4) poses, "
+                                 f"got {pose.shape}")
             self._db = (lo.copy(), hi.copy(), q, _pose_key(pose, self.rot_scale))
         return self._db[2], self._db[3]
 
@@ -165,7 +169,8 @@ class QposSeedSelSampler(QposSeedSampler):
         seed, lo, hi = self._inputs(qpos_seed, lower_limits, upper_limits, batch_size)
         target = jnp.asarray(target_xpos)
         if target.shape != (len(seed), 4, 4) or not jnp.issubdtype(target.dtype, jnp.floating):
-            raise InputError(f"target_xpos must be floating with shape ({len(seed)}, 4, 4), got {target.dtype} {target.shape}")
+            raise InputError(f"target_xpos must be floating with shape ({len(seed)}, 4, 4), got {target.dtype} "
+                             f"{target.shape}")
         want = self.num_samples - self.use_caller_seed
         db_q, db_key = self._database(lo, hi)
         k = min(self.k_max, self.db_size)

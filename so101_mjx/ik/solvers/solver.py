@@ -1,4 +1,5 @@
-"""Batched multi-start IK for the SO-101: the solver interface's ``PytorchSolver`` role (the EmbodiChain solver interface).
+"""Batched multi-start IK for the SO-101: the solver interface's ``PytorchSolver`` role (the EmbodiChain solver
+interface).
 
 :class:`SO101Solver` runs damped least squares (:mod:`so101_mjx.ik.solvers.multistart`) with a tool centre
 point (TCP), joint limits, multi-start seeding and solution selection:
@@ -76,7 +77,8 @@ class SO101Solver(BaseSolver):
         seed_selection: retrieve starts from the FK database (else fixed Halton samples).
         seed_db_size: entries of the FK database; retrieval costs O(batch · seed_db_size) memory.
         seed_rot_scale: metres per unit of approach-direction distance in the retrieval metric.
-        seed_k_max: entries fetched per target and re-ranked by predicted correction; None: the nearest (docs/ik.md#seeds).
+        seed_k_max: entries fetched per target and re-ranked by predicted correction; None: the nearest
+            (docs/ik.md#seeds).
         user_qpos_limits: (2, n) limits intersected with the model's joint ranges.
         pos_eps: metres, rot_eps: radians: success thresholds.
         damping: >= 0 (0 solves with the 1e-9 floor); dt > 0: step length (1 = full LM steps);
@@ -125,7 +127,8 @@ class SO101Solver(BaseSolver):
             raise InputError(f"approach_axis must be None, 0, 1 or 2, got {approach_axis!r}")
         self.seed_selection = checks.flag("seed_selection", seed_selection)
         self.seed_db_size = checks.integer("seed_db_size", seed_db_size, ge=1)
-        checks.fits_memory(f"seed_db_size = {self.seed_db_size}", self.seed_db_size * multistart.DB_ENTRY_BYTES, "its FK database")
+        checks.fits_memory(f"seed_db_size = {self.seed_db_size}", self.seed_db_size * multistart.DB_ENTRY_BYTES,
+                           "its FK database")
         self.num_samples = self._check_samples(num_samples)
         d = as_vector(approach_dir, "approach_dir", 3)
         if not (np.all(np.isfinite(d)) and np.any(d != 0)):
@@ -135,7 +138,8 @@ class SO101Solver(BaseSolver):
         self._damp = r("damping", damping, ge=0)
         self._cfg = SolveConfig(
             site, approach_axis, r("orientation_weight", orientation_weight, ge=0), max(self._damp, DAMP_FLOOR),
-            checks.integer("iterations", iterations, ge=1), r("tolerance", tolerance, gt=0), r("pos_eps", pos_eps, gt=0),
+            checks.integer("iterations", iterations, ge=1), r("tolerance", tolerance, gt=0),
+            r("pos_eps", pos_eps, gt=0),
             r("rot_eps", rot_eps, gt=0), selection, r("seed_rot_scale", seed_rot_scale, ge=0), r("dt", dt, gt=0),
             None if seed_k_max is None else checks.integer("seed_k_max", seed_k_max, ge=1))
         self._robot_lower, self._robot_upper = ik.joint_limits(model, joints)
@@ -183,7 +187,8 @@ class SO101Solver(BaseSolver):
         """``pos_eps``, ``rot_eps``, ``max_iterations``, ``dt``, ``damp`` (as set; 0 solves with the
         1e-9 floor), ``num_samples`` and ``is_only_position_constraint``."""
         c = self._cfg
-        return {"pos_eps": c.pos_eps, "rot_eps": c.rot_eps, "max_iterations": c.iterations, "dt": c.dt, "damp": self._damp,
+        return {"pos_eps": c.pos_eps, "rot_eps": c.rot_eps, "max_iterations": c.iterations, "dt": c.dt,
+                "damp": self._damp,
                 "num_samples": self.num_samples, "is_only_position_constraint": self.is_only_position_constraint}
 
     def set_iteration_params(self, pos_eps: float = 5e-4, rot_eps: float = 5e-4, max_iterations: int = 1000,
@@ -198,10 +203,12 @@ class SO101Solver(BaseSolver):
                           iterations=checks.integer("max_iterations", max_iterations, ge=1, le=2**31 - 1),
                           dt=r("dt", dt, gt=0), damping=max(r("damp", damp, ge=0), DAMP_FLOOR))
             samples = self._check_samples(num_samples)
-            position_only = self._check_constraint(checks.flag("is_only_position_constraint", is_only_position_constraint))
+            position_only = self._check_constraint(checks.flag("is_only_position_constraint",
+                                                               is_only_position_constraint))
         except InputError as err:
             return _refused("iteration parameters", err)
-        axis = None if position_only else (ik.APPROACH_AXIS if self._cfg.approach_axis is None else self._cfg.approach_axis)
+        axis = None if position_only else (ik.APPROACH_AXIS if self._cfg.approach_axis is None
+                                           else self._cfg.approach_axis)
         if axis != self._cfg.approach_axis:
             self._db = None
         self._cfg = dataclasses.replace(self._cfg, approach_axis=axis, **values)
@@ -360,7 +367,8 @@ class SO101Solver(BaseSolver):
             t = t.astype(jnp.result_type(float))
         t, rot = (t[None] if t.shape == (4, 4) else t), None  # one pose is one environment: (1,) and (1, n)
         if t.ndim >= 2 and t.shape[-2:] == (4, 4):
-            pos = jnp.where(is_se3(t, pose_tolerance(t.dtype))[..., None], t[..., :3, 3], jnp.nan)  # not a pose: solved as non-finite
+            # not a pose: solved as non-finite
+            pos = jnp.where(is_se3(t, pose_tolerance(t.dtype))[..., None], t[..., :3, 3], jnp.nan)
             axis = self._cfg.approach_axis
             direction = t[..., :3, axis] if axis is not None else jnp.zeros_like(pos)
             rot = None if axis is None else t[..., :3, :3]
@@ -375,7 +383,8 @@ class SO101Solver(BaseSolver):
         try:
             batch = jnp.broadcast_shapes(pos.shape[:-1], seed.shape[:-1])
         except ValueError as err:
-            raise InputError(f"qpos_seed batch {seed.shape[:-1]} does not broadcast with target batch {pos.shape[:-1]}") from err
+            raise InputError(f"qpos_seed batch {seed.shape[:-1]} does not broadcast with target batch "
+                             f"{pos.shape[:-1]}") from err
         k = self._check_samples(self.num_samples if num_samples is None else num_samples)
         if self.seed_selection:  # the retrieval: each target's distance to every database entry
             checks.fits_memory(f"seed_db_size = {self.seed_db_size} for targets {batch}",
@@ -387,5 +396,6 @@ class SO101Solver(BaseSolver):
             jnp.broadcast_to(seed, (*batch, self.dof)), jnp.asarray(self._lower, dt), jnp.asarray(self._upper, dt),
             jnp.asarray(self._tcp[:3, 3], dt), jnp.asarray(self._tcp[:3, :3], dt), jnp.asarray(self._weight, dt),
             starts, jnp.asarray(db_q, dt) if self.seed_selection else None,
-            jnp.asarray(db_key, dt) if self.seed_selection else None, None if rot is None else jnp.broadcast_to(rot, (*batch, 3, 3)))
+            jnp.asarray(db_key, dt) if self.seed_selection else None,
+            None if rot is None else jnp.broadcast_to(rot, (*batch, 3, 3)))
         return (valid, q) if return_all_solutions else (valid[..., 0], q[..., 0, :])

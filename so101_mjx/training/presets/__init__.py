@@ -8,9 +8,9 @@ joint mode, 30 Hz or servo ranges, laid over any preset with ``--env-config NAME
 (``{old preset name: Renamed}``: names from when presets named variants too; they still resolve to the
 same run, with a FutureWarning giving the new spelling).
 ``preset(env, name, algo)`` returns a frozen :class:`~so101_mjx.training.preset.Preset` or
-:class:`~so101_mjx.training.preset.SacPreset`; ``name=None`` picks the env's default for ``algo``. The ``cpu`` presets are sized for backend ``c`` on a 2-core
-CPU, the ``gpu`` ones for MJX on one accelerator. Every registered task, one registered from outside
-the package included, has ``tiny`` and ``tiny-sac`` (seconds of training; the tests use them).
+:class:`~so101_mjx.training.preset.SacPreset`; ``name=None`` picks the env's default for ``algo``. The ``cpu`` presets
+are sized for backend ``c`` on a 2-core CPU, the ``gpu`` ones for MJX on one accelerator. Every registered task, one
+registered from outside the package included, has ``tiny`` and ``tiny-sac`` (seconds of training; the tests use them).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ __all__ = ["DEFAULT_PRESET", "PRESETS", "RENAMED", "VARIANTS", "Preset", "Rename
            "variant_label"]
 
 
-def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, dict[str, Variant]], dict[str, dict[str, Renamed]]]:
+def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, dict[str, Variant]],
+                        dict[str, dict[str, Renamed]]]:
     table, defaults, variants, renamed = {}, {}, {}, {}
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
@@ -42,7 +43,8 @@ def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, 
         variants[env], renamed[env] = getattr(module, "VARIANTS", {}), getattr(module, "RENAMED", {})
         for old, new in renamed[env].items():
             if old in table[env] or new.preset not in table[env] or new.variant not in variants[env]:
-                raise RuntimeError(f"{module.__name__}: RENAMED[{old!r}] must name a former preset as a preset and a variant")
+                raise RuntimeError(f"{module.__name__}: RENAMED[{old!r}] must name a former preset as a preset "
+                                   "and a variant")
     return dict(sorted(table.items())), defaults, variants, renamed
 
 
@@ -67,7 +69,8 @@ def default_preset(env: str, algo: str | None = None) -> str:
                              f"{[n for n, p in PRESETS.get(env, {}).items() if p.algo == 'sac']}")
         return "sac"
     if env not in DEFAULT_PRESET:
-        raise InputError(f"{env} has no training presets but 'tiny' and 'tiny-sac'; envs with presets: {sorted(PRESETS)}")
+        raise InputError(f"{env} has no training presets but 'tiny' and 'tiny-sac'; envs with presets: "
+                         f"{sorted(PRESETS)}")
     return DEFAULT_PRESET[env]
 
 

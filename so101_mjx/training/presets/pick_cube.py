@@ -20,7 +20,8 @@ JOINT = {"control_mode": "joint", "control_dt": 0.1, "physics_dt": 0.002, "relat
 # joint mode at the follower's own 30 Hz (16 physics steps of 1/480 s), offsets of at most 6°, 300-step
 # episodes (10 s); unrolls of 30 steps, discounting 0.99 (a horizon of ~3 s, as 0.97 at 10 Hz) and a
 # success bonus of 100 (about reward / (1 - discounting))
-JOINT_30HZ = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 6.0, "episode_length": 300}
+JOINT_30HZ = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 6.0,
+              "episode_length": 300}
 # the servo model, its parameters drawn per motor at every reset around the defaults: delay 0-1 control
 # ticks, backlash 0.6-2°, velocity limit 3-6 rad/s, deadband 0-0.2° (sim.servo; docs/sim2real.md)
 SERVO = {"servo_model": {"ranges": SERVO_RANGES}}
@@ -53,8 +54,8 @@ _SAC = SacPreset(
 )
 # cpu's recipe with twice the gradient steps per env step (half the batch per update, 8 passes over
 # it): 5 epochs of 102,400 env steps, an eval after each. Measured: see docs/tasks.md.
-_FAST = dataclasses.replace(BLOCK_CPU, num_timesteps=5 * 102_400, num_minibatches=4, num_updates_per_batch=8, num_evals=6,
-                            env_config=PICK_TRAIN_CONFIG)
+_FAST = dataclasses.replace(BLOCK_CPU, num_timesteps=5 * 102_400, num_minibatches=4,
+                            num_updates_per_batch=8, num_evals=6, env_config=PICK_TRAIN_CONFIG)
 PRESETS = {
     "tiny": tiny(**PICK_CONFIG),
     # 4 epochs of 532,480 env steps (a checkpoint and eval after each), half of the training

@@ -18,7 +18,7 @@ PRESETS = {
     # 16 epochs of 532,480 env steps, episodes of 200 control steps. Measured (JAX eval success, 128
     # episodes): seed 0 0.383 after epoch 5 (2.66M steps), 0.914 after epoch 7 (3.73M); seed 1 0.555 after
     # epoch 8 (4.26M), 0.820 after epoch 10 (5.32M), 0.953 after epoch 11 (5.86M). See docs/tasks.md.
-    "cpu": dataclasses.replace(BLOCK_CPU, num_timesteps=8 * 1_024_000, num_evals=17, episode_length=200, success_bonus=100.0,
-                               env_config=STACK_CONFIG),
+    "cpu": dataclasses.replace(BLOCK_CPU, num_timesteps=8 * 1_024_000, num_evals=17, episode_length=200,
+                               success_bonus=100.0, env_config=STACK_CONFIG),
     "gpu": dataclasses.replace(BLOCK_GPU, num_timesteps=300_000_000, success_bonus=100.0, env_config=STACK_CONFIG),
 }
