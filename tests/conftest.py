@@ -4,7 +4,10 @@ float32 arrays explicitly.
 XLA compiles at backend optimization level 0 (LLVM's code generation unoptimized), in this process
 and in the CLI subprocesses the tests start: most of the suite's time is compilation, and this
 halves it. To test optimized code, name another level in ``XLA_FLAGS``
-(``--xla_backend_optimization_level=3``, XLA's default).
+(``--xla_backend_optimization_level=3``, XLA's default): ``.ci/run`` runs the slow tests marked
+``mjx`` (long MJX programs, where optimized code pays for its longer compile) that way.
+
+After each test module, float64 is switched back on, whatever the module left behind.
 
 After a test module, where the worker holds more than ``CLEAR_ABOVE_BYTES`` of memory, JAX's
 in-memory caches are cleared (compiled programs, traced jaxprs) and freed memory is handed back to
@@ -58,6 +61,7 @@ def _resident_bytes() -> int:
 @pytest.fixture(autouse=True, scope="module")
 def _bound_memory():
     yield
+    jax.config.update("jax_enable_x64", True)  # the suite's precision for the next module, whatever this one left
     if _resident_bytes() <= CLEAR_ABOVE_BYTES:
         return
     jax.clear_caches()

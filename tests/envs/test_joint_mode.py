@@ -35,7 +35,8 @@ def test_motor_units_follow_lerobots_norm_modes(env):
     the gripper's RANGE_0_100: the range onto [0, 100]."""
     ranges = env.arm.motor_ranges
     lower, upper, mid = ranges[:, 0], ranges[:, 1], ranges.mean(axis=1)
-    for q, deg, pct in ((mid, 0.0, 0.0), (lower, (lower - mid) * 180 / np.pi, -100.0), (upper, (upper - mid) * 180 / np.pi, 100.0)):
+    for q, deg, pct in ((mid, 0.0, 0.0), (lower, (lower - mid) * 180 / np.pi, -100.0),
+                        (upper, (upper - mid) * 180 / np.pi, 100.0)):
         degrees = np.asarray(motors.to_motor(jnp.asarray(q), ranges, "degrees"))
         percent = np.asarray(motors.to_motor(jnp.asarray(q), ranges, "range_m100_100"))
         np.testing.assert_allclose(degrees[:5], np.broadcast_to(deg, 6)[:5], atol=1e-12)
@@ -46,9 +47,12 @@ def test_motor_units_follow_lerobots_norm_modes(env):
     for units in motors.JOINT_UNITS:
         np.testing.assert_allclose(motors.from_motor(motors.to_motor(q, ranges, units), ranges, units), q, atol=1e-12)
         host = np.asarray(q, np.float64)  # numpy stays numpy, in float64 whatever JAX's precision
-        assert type(motors.to_motor(host, ranges, units)) is np.ndarray and motors.to_motor(host, ranges, units).dtype == np.float64
-        np.testing.assert_allclose(motors.to_motor(host, ranges, units), np.asarray(motors.to_motor(q, ranges, units)), rtol=1e-6)
-        np.testing.assert_allclose(motors.from_motor(motors.to_motor(host, ranges, units), ranges, units), host, rtol=0, atol=1e-13)
+        assert (type(motors.to_motor(host, ranges, units)) is np.ndarray
+                and motors.to_motor(host, ranges, units).dtype == np.float64)
+        np.testing.assert_allclose(motors.to_motor(host, ranges, units),
+                                   np.asarray(motors.to_motor(q, ranges, units)), rtol=1e-6)
+        np.testing.assert_allclose(motors.from_motor(motors.to_motor(host, ranges, units), ranges, units), host,
+                                   rtol=0, atol=1e-13)
     np.testing.assert_allclose(motors.motor_limits(ranges, "range_m100_100")[:5], [[-100, 100]] * 5, atol=1e-12)
     with pytest.raises(InputError, match="joint_units must be one of"):
         motors.to_motor(q, ranges, "radians")
@@ -127,7 +131,8 @@ def test_the_training_action_map_spans_the_motor_limits(env):
     np.testing.assert_allclose(offset - scale, low, rtol=1e-6)
     np.testing.assert_allclose(offset + scale, high, rtol=1e-6)
     np.testing.assert_allclose(action_map(make(NAME, "c"))[0], [1, 1, 1, 0.5])
-    rel_low, rel_high = make(NAME, "c", control_mode="joint", relative_joint_targets=True, max_relative_target=3.0).arm.action_bounds()
+    rel_low, rel_high = make(NAME, "c", control_mode="joint", relative_joint_targets=True,
+                             max_relative_target=3.0).arm.action_bounds()
     np.testing.assert_allclose(rel_high, 3.0) and np.testing.assert_allclose(rel_low, -3.0)
 
 
@@ -152,6 +157,7 @@ def test_scripted_controllers_drive_joint_mode_through_the_ik():
 
 
 @pytest.mark.slow
+@pytest.mark.optimized
 def test_joint_mode_is_the_same_on_both_backends():
     """A scripted joint trajectory (every motor, clear of the block) gives the same states on c and mjx:
     float64, 100 control steps, ≤ 1e-9 in every qpos, ctrl and observation entry and in the arm's
@@ -169,7 +175,8 @@ def test_joint_mode_is_the_same_on_both_backends():
     c, m = jax.jit(lambda: roll(c_env))(), jax.jit(lambda: roll(m_env))()
     assert np.ptp(np.asarray(c.obs)[:, :5], axis=0).min() > 25  # every arm motor moved
     for field in ("qpos", "ctrl"):
-        np.testing.assert_allclose(getattr(m.physics, field), getattr(c.physics, field), rtol=0, atol=1e-9, err_msg=field)
+        np.testing.assert_allclose(getattr(m.physics, field), getattr(c.physics, field), rtol=0,
+                                   atol=1e-9, err_msg=field)
     np.testing.assert_allclose(m.obs, c.obs, rtol=0, atol=1e-9)
     arm = [*c_env.arm.dof_ids, c_env.mj_model.joint("gripper").dofadr[0]]
     np.testing.assert_allclose(m.physics.qvel[:, arm], c.physics.qvel[:, arm], rtol=0, atol=1e-9)

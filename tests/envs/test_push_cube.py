@@ -36,7 +36,8 @@ def _block_state(env, offset_xy=(0.0, 0.0), dz=0.0, velocity=(0.0, 0.0, 0.0), st
 
 @pytest.mark.parametrize(
     "field, value, words",
-    [("reward_type", "shaped", "reward_type must be one of"), ("random_block_position", "yes", "random_block_position must be True or False")],
+    [("reward_type", "shaped", "reward_type must be one of"),
+     ("random_block_position", "yes", "random_block_position must be True or False")],
 )
 def test_bad_config_names_the_field(field, value, words):
     with pytest.raises(ValueError, match=words):
@@ -108,7 +109,8 @@ def test_resets_random_in_the_box_or_fixed():
     np.testing.assert_allclose(goal[:, 2], np.asarray(s.info.task["z_init"]), atol=1e-4)  # each episode's half height
     assert np.ptp(goal[:, 2]) > 0.005
     fixed = jax.jit(jax.vmap(make(NAME, "c").reset))(keys[:8])
-    np.testing.assert_allclose(fixed.obs[:, at["block_pos"]][:, :2], np.broadcast_to(pc.FIXED_BLOCK_XY, (8, 2)), atol=1e-6)
+    np.testing.assert_allclose(fixed.obs[:, at["block_pos"]][:, :2],
+                               np.broadcast_to(pc.FIXED_BLOCK_XY, (8, 2)), atol=1e-6)
     np.testing.assert_allclose(fixed.obs[:, at["goal"]][:, :2], np.broadcast_to(pc.FIXED_GOAL_XY, (8, 2)), atol=1e-12)
 
 
@@ -150,14 +152,17 @@ def test_scripted_push_succeeds_on_32_random_placements():
 
 
 @pytest.mark.slow
+@pytest.mark.optimized
 def test_scripted_push_succeeds_on_256_random_placements():
     assert scripted_success(256) >= 0.95
 
 
 @pytest.mark.slow
+@pytest.mark.optimized
 def test_one_mjx_step_matches_c():
     c_env, mjx_env = make(NAME, "c"), make(NAME, "mjx")
-    action, s = jnp.asarray([0.3, -0.2, -0.5, 1.0]), jax.jit(mjx_env.reset)(jax.random.PRNGKey(0))  # eager: ~75 s of dispatch
+    # eager: ~75 s of dispatch
+    action, s = jnp.asarray([0.3, -0.2, -0.5, 1.0]), jax.jit(mjx_env.reset)(jax.random.PRNGKey(0))
     start = time.perf_counter()
     m = jax.block_until_ready(jax.jit(mjx_env.step)(s, action))
     print(f"mjx first jit + step: {time.perf_counter() - start:.1f} s")

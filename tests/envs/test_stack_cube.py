@@ -11,7 +11,13 @@ import pytest
 from so101_mjx.envs import make, scripted
 from so101_mjx.envs.base import block_dof_adr, block_qpos_adr
 from so101_mjx.envs.rollout import run_episodes
-from so101_mjx.envs.tasks.pick_place import FIXED_BLOCK_XY, FIXED_GOAL_XY, MIN_GOAL_DISTANCE, SAMPLING_BOUNDS, STAGED_WEIGHTS
+from so101_mjx.envs.tasks.pick_place import (
+    FIXED_BLOCK_XY,
+    FIXED_GOAL_XY,
+    MIN_GOAL_DISTANCE,
+    SAMPLING_BOUNDS,
+    STAGED_WEIGHTS,
+)
 from so101_mjx.envs.tasks.stack_cube import BOTTOM, HOLD_STAGES
 from so101_mjx.robot.gripper import open_fraction_to_ctrl
 from so101_mjx.training.presets.stack_cube import PRESETS
@@ -108,11 +114,13 @@ def test_dense_reward_is_bounded_gated_and_complete_on_a_released_stack(env):
     terms = env.reward_terms(physics, info, env.success(physics, info))
     np.testing.assert_allclose([float(terms[k]) for k in ("carry", "place", "release", "success")], 1.0, atol=1e-6)
     # a placed block pays grasp and lift as if held: letting go does not cost them
-    np.testing.assert_allclose([float(terms["grasp"]), float(terms["lift"])], [1.0, 2 * HALF / (2 * HALF + 0.01)], atol=1e-3)
+    np.testing.assert_allclose([float(terms["grasp"]), float(terms["lift"])],
+                               [1.0, 2 * HALF / (2 * HALF + 0.01)], atol=1e-3)
     # holding a placed block forever pays less than finishing (discounted, with the bonus)
     cpu = PRESETS["cpu"]
     assert sum(STAGED_WEIGHTS[k] for k in HOLD_STAGES) / (1 - cpu.discounting) < cpu.success_bonus
-    assert make(NAME, "c").reward_scales == {"success": 1.0} and s.metrics.keys() >= {f"reward/{k}" for k in STAGED_WEIGHTS}
+    assert (make(NAME, "c").reward_scales == {"success": 1.0} and s.metrics.keys()
+            >= {f"reward/{k}" for k in STAGED_WEIGHTS})
 
 
 def test_opening_on_the_stack_only_adds_from_the_first_commanded_step(env):
@@ -147,7 +155,8 @@ def test_dense_reward_climbs_with_the_scripted_stages(env):
             break
     assert bool(s.info.succeed)
     phases = sorted(by_phase)
-    assert phases[:7] == [scripted.HOVER, scripted.DESCEND, scripted.CLOSE, scripted.LIFT, scripted.TRAVERSE, scripted.LOWER, scripted.OPEN]
+    assert (phases[:7] == [scripted.HOVER, scripted.DESCEND, scripted.CLOSE, scripted.LIFT, scripted.TRAVERSE,
+                           scripted.LOWER, scripted.OPEN])
     means = [np.mean(by_phase[p]) for p in phases]
     assert all(b > a for a, b in zip(means, means[1:])), means
     assert float(s.reward) == max(r for rs in by_phase.values() for r in rs)
@@ -177,7 +186,8 @@ def test_randomization_scales_both_blocks_alike():
     np.testing.assert_allclose(env.stacked_pos(s.physics, s.info)[2], 0.025 + 0.05, atol=1e-6)
 
 
-@pytest.mark.parametrize("field, value", [("reward_type", "shaped"), ("reward_type", 1), ("random_block_position", "yes")])
+@pytest.mark.parametrize("field, value",
+                         [("reward_type", "shaped"), ("reward_type", 1), ("random_block_position", "yes")])
 def test_bad_task_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         make(NAME, "c", **{field: value})
@@ -193,16 +203,19 @@ def test_scripted_controller_stacks_32_random_placements():
 
 
 @pytest.mark.slow
+@pytest.mark.optimized
 def test_scripted_controller_stacks_256_random_placements():
     assert scripted_success(256) >= 0.95
 
 
 @pytest.mark.slow
+@pytest.mark.optimized
 def test_one_mjx_step_matches_c_with_both_blocks_on_the_floor():
     c_env, mjx_env = make(NAME, "c"), make(NAME, "mjx")
     action = jnp.asarray([0.3, -0.2, -0.5, 0.0])
     start = time.perf_counter()
-    m = jax.jit(mjx_env.step)(jax.jit(mjx_env.reset)(jax.random.PRNGKey(0)), action)  # an eager MJX reset: ~75 s of dispatch
+    # an eager MJX reset: ~75 s of dispatch
+    m = jax.jit(mjx_env.step)(jax.jit(mjx_env.reset)(jax.random.PRNGKey(0)), action)
     jax.block_until_ready(m)
     print(f"mjx first jit + step: {time.perf_counter() - start:.1f} s")
     c = jax.jit(c_env.step)(c_env.reset(jax.random.PRNGKey(0)), action)

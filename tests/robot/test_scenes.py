@@ -19,7 +19,8 @@ def _ids(m, names, obj):
 def test_scenes_compile(scene):
     m = load_model(scene)
     assert m.nu == 6
-    assert all(m.geom(g).name or m.geom_contype[g] == 0 for g in range(m.ngeom) if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH)
+    assert all(m.geom(g).name or m.geom_contype[g] == 0 for g in range(m.ngeom) if m.geom_type[g]
+               == mujoco.mjtGeom.mjGEOM_MESH)
 
 
 def test_robot_parameters_equal_reference(model, ref_model):
@@ -34,7 +35,8 @@ def test_robot_parameters_equal_reference(model, ref_model):
     d, rd = [model.jnt_dofadr[i] for i in j], [ref_model.jnt_dofadr[i] for i in rj]
     for field in ("dof_damping", "dof_frictionloss", "dof_armature"):
         np.testing.assert_array_equal(getattr(model, field)[d], getattr(ref_model, field)[rd], err_msg=field)
-    for field in ("actuator_gainprm", "actuator_biasprm", "actuator_ctrlrange", "actuator_forcerange", "actuator_trnid"):
+    for field in ("actuator_gainprm", "actuator_biasprm", "actuator_ctrlrange", "actuator_forcerange",
+                  "actuator_trnid"):
         np.testing.assert_array_equal(getattr(model, field), getattr(ref_model, field), err_msg=field)
     for name in ("gripperframe",):
         np.testing.assert_array_equal(model.site(name).pos, ref_model.site(name).pos)
@@ -99,6 +101,7 @@ def test_dropped_block_rests_on_floor_c(model):
 
 
 @pytest.mark.slow  # MJX compiles
+@pytest.mark.optimized
 def test_mjx_first_step_memory_and_rest():
     """put_model + first jitted mjx.step on CPU in a fresh process: peak RSS < 4 GiB, block at rest."""
     code = """
@@ -138,7 +141,8 @@ def _carry(backend_after_grasp: str) -> tuple[float, float]:
     from so101_mjx.envs import make, scripted
 
     c_env = make("SO101PickPlace-v0", backend="c", action_scale=0.025)
-    env = c_env if backend_after_grasp == "c" else make("SO101PickPlace-v0", backend=backend_after_grasp, action_scale=0.025)
+    env = (c_env if backend_after_grasp == "c"
+           else make("SO101PickPlace-v0", backend=backend_after_grasp, action_scale=0.025))
     init, act = scripted.controller_for(c_env)
     act, step_c, step = jax.jit(act), jax.jit(c_env.step), jax.jit(env.step)
     s = c_env.reset(jax.random.PRNGKey(0))
@@ -160,7 +164,7 @@ def _carry(backend_after_grasp: str) -> tuple[float, float]:
     return block[2] - z0, float(np.linalg.norm(block - np.asarray(env.arm.ik_point(s.physics))))
 
 
-@pytest.mark.parametrize("backend", ["c", pytest.param("mjx", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["c", pytest.param("mjx", marks=[pytest.mark.slow, pytest.mark.optimized])])
 def test_pads_hold_a_lifted_block(backend):
     """With pads, the closed gripper lifts the block and carries it without dropping it."""
     rise, gap = _carry(backend)

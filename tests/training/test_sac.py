@@ -33,10 +33,12 @@ def train_args(out: Path, *extra: str) -> list[str]:
 def sac_run(tmp_path_factory):
     """The tiny-sac run, exported; float32 JAX (the library's default) for the tests that use it."""
     jax.config.update("jax_enable_x64", False)
-    out = tmp_path_factory.mktemp("sac") / "run"
-    assert cli.main(train_args(out, "--export")) == 0
-    yield out
-    jax.config.update("jax_enable_x64", True)
+    try:
+        out = tmp_path_factory.mktemp("sac") / "run"
+        assert cli.main(train_args(out, "--export")) == 0
+        yield out
+    finally:
+        jax.config.update("jax_enable_x64", True)
 
 
 def test_sac_run_checkpoints_every_epoch_with_its_replay_buffer(sac_run):
@@ -76,13 +78,15 @@ def test_sac_resume_equals_the_uninterrupted_run(sac_run, tmp_path):
         np.testing.assert_array_equal(resumed[name], value, err_msg=name)
 
     def evals(run_dir):
-        return [{k: v for k, v in row.items() if k not in WALL_CLOCK_COLUMNS} for row in read_csv(run_dir / "metrics.csv")]
+        return [{k: v for k, v in row.items() if k not in WALL_CLOCK_COLUMNS}
+                for row in read_csv(run_dir / "metrics.csv")]
 
     assert evals(copy) == evals(sac_run)
 
 
 def test_sac_export_equals_the_policy_sac_acts_with(sac_run):
-    """Exports read SAC's policy as PPO's: the ONNX/numpy policy equals Brax's SAC inference function (deterministic)."""
+    """Exports read SAC's policy as PPO's: the ONNX/numpy policy equals Brax's SAC inference function
+    (deterministic)."""
     from brax.training.acme import running_statistics
     from brax.training.agents.sac import networks as sac_networks
 
@@ -95,7 +99,8 @@ def test_sac_export_equals_the_policy_sac_acts_with(sac_run):
         run["obs_size"], run["action_size"], preprocess_observations_fn=running_statistics.normalize)
     brax_policy = sac_networks.make_inference_fn(network)(params[:2], deterministic=True)
     normalizer = params[0]  # observations like the ones it has seen
-    obs = (normalizer.mean + normalizer.std * np.random.default_rng(0).normal(size=(512, run["obs_size"]))).astype(np.float32)
+    obs = (normalizer.mean
+           + normalizer.std * np.random.default_rng(0).normal(size=(512, run["obs_size"]))).astype(np.float32)
     scale, offset = (np.asarray(run["action_map"][k], np.float32) for k in ("scale", "offset"))
     expected = np.asarray(to_env_action(brax_policy(obs, None)[0], scale, offset))
     assert np.ptp(expected, axis=0).min() > 1e-3  # actions vary
@@ -104,10 +109,12 @@ def test_sac_export_equals_the_policy_sac_acts_with(sac_run):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["train", "--env", ENV, "--algo", "sac", "--preset", "tiny"], "'tiny' of SO101PickCube-v0 is a ppo preset, not sac"),
+    (["train", "--env", ENV, "--algo", "sac", "--preset", "tiny"],
+     "'tiny' of SO101PickCube-v0 is a ppo preset, not sac"),
     (["train", "--env", ENV, "--algo", "ppo", "--preset", "tiny-sac"], "is a sac preset, not ppo"),
     (["train", "--env", "SO101Reach-v0", "--algo", "sac"], "SO101Reach-v0 has no 'sac' preset"),
-    (["train", "--env", ENV, "--preset", "tiny-sac", "--num-processes", "2"], "SAC (preset 'tiny-sac') trains in one process"),
+    (["train", "--env", ENV, "--preset", "tiny-sac", "--num-processes", "2"],
+     "SAC (preset 'tiny-sac') trains in one process"),
     (["train", "--env", ENV, "--algo", "td3"], "invalid choice: 'td3'"),
 ])
 def test_sac_flag_errors_are_one_line(argv, message, capsys):
@@ -133,7 +140,8 @@ def test_sac_preset_fields_are_checked(field, value, message):
 def test_resuming_a_sac_run_with_ppo_is_refused(sac_run, tmp_path, capsys):
     copy = tmp_path / "run"
     shutil.copytree(sac_run, copy)
-    argv = ["train", "--env", ENV, "--preset", "tiny", "--seed", "2", "--num-evals", str(EVALS), "--out", str(copy), "--resume"]
+    argv = ["train", "--env", ENV, "--preset", "tiny", "--seed", "2", "--num-evals", str(EVALS), "--out",
+            str(copy), "--resume"]
     assert cli.main(argv) == 2
     assert "algo 'sac' vs 'ppo'" in capsys.readouterr().err
 
@@ -152,7 +160,8 @@ def edit_state(step_dir: Path, changes: dict) -> None:
     file = step_dir / checkpoint.STATE_FILE
     with np.load(file) as z:
         arrays = dict(z)
-    np.savez(file, **{**arrays, **{name: np.asarray(change(arrays), arrays[name].dtype) for name, change in changes.items()}})
+    np.savez(file,
+             **{**arrays, **{name: np.asarray(change(arrays), arrays[name].dtype) for name, change in changes.items()}})
 
 
 def test_a_sac_run_gone_non_finite_stops_before_writing_that_step(sac_run, tmp_path, capsys):
@@ -163,11 +172,13 @@ def test_a_sac_run_gone_non_finite_stops_before_writing_that_step(sac_run, tmp_p
     assert cli.main(train_args(copy, "--resume")) == 1
     one_error_line(capsys, "the training state went non-finite (NaN or inf)", "stopped before writing this step")
     assert checkpoint.steps(copy) == [first] and not any((copy / "checkpoints" / ".staging").glob("*/params.npz"))
-    assert [r["step"] for r in read_csv(copy / "metrics.csv")][-1] == int(first.name)  # the re-run eval of the resumed step only
+    # the re-run eval of the resumed step only
+    assert [r["step"] for r in read_csv(copy / "metrics.csv")][-1] == int(first.name)
 
 
 @pytest.mark.parametrize("change, message", [
-    ({".buffer.insert_position": lambda a: -5}, ".buffer.insert_position must be in [0, 192] (the replay buffer's size), got -5"),
+    ({".buffer.insert_position": lambda a: -5},
+     ".buffer.insert_position must be in [0, 192] (the replay buffer's size), got -5"),
     ({".buffer.insert_position": lambda a: 2**31 - 1}, ".buffer.insert_position must be in [0, 192]"),
     ({".buffer.sample_position": lambda a: a[".buffer.insert_position"] + 1},
      ".buffer.sample_position must be in [0, insert_position = 160], got 161"),
@@ -197,15 +208,16 @@ def test_sac_resume_with_more_timesteps_grows_the_replay_buffer(sac_run, tmp_pat
     capsys.readouterr()
     shutil.rmtree(checkpoint.steps(copy)[-1])
     assert cli.main(train_args(copy, "--resume", "--num-timesteps", "128")) == 2
-    one_error_line(capsys, "the replay buffer holds 384 transitions, this run's 128", "max_replay_size transitions (default: --num-timesteps)",
-                   "of at least 384")
+    one_error_line(capsys, "the replay buffer holds 384 transitions, this run's 128",
+                   "max_replay_size transitions (default: --num-timesteps)", "of at least 384")
 
 
 @pytest.mark.parametrize("steps, message", [
     ("3000000000", "max_replay_size (default: --num-timesteps) must be at most 2,147,483,639 (the replay buffer's "
                    "positions are int32), got 3,000,000,000"),
     ("1000000000000", "must be at most 2,147,483,639"),
-    ("100000000", "max_replay_size (default: --num-timesteps) = 100,000,000 needs about 15.3 GiB (a replay buffer of 100,000,000 "
+    ("100000000",
+     "max_replay_size (default: --num-timesteps) = 100,000,000 needs about 15.3 GiB (a replay buffer of 100,000,000 "
                   "transitions x 41 float32); this machine has 1.0 GiB of RAM"),
 ])
 def test_a_sac_replay_buffer_too_large_is_refused_before_it_is_allocated(steps, message, tmp_path, monkeypatch, capsys):

@@ -53,6 +53,7 @@ def _assert_one_step_contract(dev: dict, label: str) -> None:
 
 
 @pytest.mark.slow  # MJX compiles
+@pytest.mark.optimized
 def test_one_control_step_mjx_vs_c(episodes):
     """From identical physics states (block dropped, then resting on the floor, arm moving), same
     solver iterations: ≤ 1e-9 on qpos and qvel."""
@@ -70,7 +71,8 @@ def test_contact_classes_find_the_grasp(episodes):
     ep = _short(episodes["pick_place/scripted"], 40)
     c_env = make(ep.task, "c", **ep.config)
     rec, phys = parity.run_functional(c_env, ep.actions)
-    classes = parity.contact_classes(c_env.mj_model, jax.tree.map(lambda x: x[:-1], phys), rec["ctrl"], c_env.n_substeps)
+    classes = parity.contact_classes(c_env.mj_model, jax.tree.map(lambda x: x[:-1], phys), rec["ctrl"],
+                                     c_env.n_substeps)
     assert classes[0] == parity.CONTACT_CLASSES.index("block on floor")
     assert classes[-1] == parity.CONTACT_CLASSES.index("arm in contact")
 
