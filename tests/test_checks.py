@@ -19,6 +19,7 @@ def test_fits_memory_refuses_past_the_machines_memory(monkeypatch):
     checks.fits_memory("--num-envs 64", 2**30, "worlds")  # fits: nothing happens
     with pytest.raises(InputError) as err:
         checks.fits_memory("--num-envs 4096", 9 * 2**30, "4096 worlds of 2 MiB", device=True)  # a CPU device: the RAM
-    assert str(err.value) == "--num-envs 4096 needs about 9.0 GiB (4096 worlds of 2 MiB); this machine has 8.0 GiB of RAM"
+    assert (str(err.value)
+            == "--num-envs 4096 needs about 9.0 GiB (4096 worlds of 2 MiB); this machine has 8.0 GiB of RAM")
     monkeypatch.setattr(checks, "host_memory", lambda: 0)  # unknown: nothing is refused
     checks.fits_memory("--num-envs 4096", 9 * 2**60, "worlds")

@@ -19,7 +19,8 @@ NOT_CODE = {"so101_mjx.mujoco", "so101_mjx.json"}  # a logger's name; a dataset'
 
 
 def _texts() -> dict[str, str]:
-    files = [*ROOT.glob("*.md"), *ROOT.glob("docs/**/*.md"), *ROOT.glob("docs/**/*.ipynb"), *ROOT.glob("notebooks/**/*.ipynb"),
+    files = [*ROOT.glob("*.md"), *ROOT.glob("docs/**/*.md"), *ROOT.glob("docs/**/*.ipynb"),
+             *ROOT.glob("notebooks/**/*.ipynb"),
              *ROOT.glob("train/**/*.py"), *ROOT.glob("plugins/**/*.md"), *ROOT.glob("so101_mjx/**/*.py")]
     texts = {}
     for f in files:

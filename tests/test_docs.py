@@ -18,7 +18,8 @@ SKIP = "<!-- skip -->"
 README_MAX_LINES = 200
 # build history: numbered rounds of work, sessions, comparisons with earlier runs of the project
 HISTORY = re.compile(
-    r"\bsessions?\b|\bthis time\b|\blast time\b|\bthis machine\b|\brerun after\b|\bearlier (?:preset|run|figure|code)s?\b"
+    r"\bsessions?\b|\bthis time\b|\blast time\b|\bthis machine\b|\brerun after\b|\bearlier "
+    r"(?:preset|run|figure|code)s?\b"
     r"|\bround \d+\b|\bbefore this\b",
     re.IGNORECASE,
 )
@@ -60,7 +61,8 @@ def test_readme_keeps_the_test_command():
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
 def test_no_build_history(page):
     hits = [f"{n}: {line.strip()}" for n, line in enumerate(page.read_text().splitlines(), 1) if HISTORY.search(line)]
-    assert not hits, f"{page.name} tells build history (say what the software does and what it measured, with dates):\n" + "\n".join(hits)
+    assert not hits, (f"{page.name} tells build history (say what the software does and what it measured, "
+                      "with dates):\n" + "\n".join(hits))
 
 
 def test_every_page_is_in_the_site():

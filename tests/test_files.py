@@ -64,10 +64,12 @@ def test_the_cli_reports_a_disk_error_in_one_line(tmp_path, monkeypatch, capsys)
 
     monkeypatch.setattr("so101_mjx.training.export.export", full)
     assert cli.main(["export", str(FIXTURE), "--out", str(tmp_path / "p.onnx")]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == [f"so101-mjx export: error: disk quota exceeded: {tmp_path / 'x'}"]
+    assert (capsys.readouterr().err.strip().splitlines()
+            == [f"so101-mjx export: error: disk quota exceeded: {tmp_path / 'x'}"])
 
 
-@pytest.mark.parametrize("argv", [["train", "--env", "SO101Reach-v0", "--out"], ["record", "--env", "SO101Reach-v0", "--episodes", "1", "--out"],
+@pytest.mark.parametrize("argv", [["train", "--env", "SO101Reach-v0", "--out"],
+                                  ["record", "--env", "SO101Reach-v0", "--episodes", "1", "--out"],
                                   ["eval", str(FIXTURE), "--json"], ["rollout", "--env", "SO101Reach-v0", "--video"]])
 def test_overlong_output_paths_are_one_line(tmp_path, capsys, argv):
     long = str(tmp_path / ("y" * 300) / "out.mp4")
@@ -81,8 +83,8 @@ def unshare_tmpfs(script: str, size_kib: int = 64) -> subprocess.CompletedProces
     full = "/tmp/so101_mjx_full_disk"
     command = f"mkdir -p {full} && mount -t tmpfs -o size={size_kib}k tmpfs {full} && FULL={full} && {script}"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
-    return subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", command], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=300)
+    return subprocess.run(["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", command],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +102,10 @@ FILL = 'dd if=/dev/zero of="$FULL/filler" bs=1k count=100000 2>/dev/null; '
 ])
 def test_a_full_disk_changes_nothing(tmpfs_allowed, command):
     """The destination already holds a good file; the disk is then filled; the writer fails in one line."""
-    old = 'cp tests/fixtures/v0.1.0/pick_cube_run/policy.npz "$FULL/policy.npz"; echo \'{"old": 1}\' > "$FULL/eval.json"; '
-    check = '; echo "rc=$?"; cmp "$FULL/policy.npz" tests/fixtures/v0.1.0/pick_cube_run/policy.npz && echo same-npz; cat "$FULL/eval.json"; ls -a "$FULL"'
+    old = ('cp tests/fixtures/v0.1.0/pick_cube_run/policy.npz "$FULL/policy.npz"; echo \'{"old": 1}\' > '
+           '"$FULL/eval.json"; ')
+    check = ('; echo "rc=$?"; cmp "$FULL/policy.npz" tests/fixtures/v0.1.0/pick_cube_run/policy.npz && echo same-npz; '
+             'cat "$FULL/eval.json"; ls -a "$FULL"')
     done = unshare_tmpfs(old + FILL + command + check)
     out, err = done.stdout, done.stderr.strip().splitlines()
     assert "rc=2" in out, done.stdout + done.stderr
@@ -113,10 +117,12 @@ def test_a_full_disk_changes_nothing(tmpfs_allowed, command):
 @pytest.mark.slow  # three recordings (the default suite injects the error: tests/data/test_dataset_check.py)
 def test_a_full_disk_while_recording_keeps_the_dataset(tmpfs_allowed):
     """A dataset on a disk that fills up mid-recording keeps its complete commits and stays resumable."""
-    record = f'{sys.executable} -m so101_mjx record --env SO101Reach-v0 --no-video --num-envs 1 --seed 1 --out "$FULL/ds"'
+    record = (f'{sys.executable} -m so101_mjx record --env SO101Reach-v0 --no-video --num-envs 1 --seed 1 '
+              '--out "$FULL/ds"')
     script = (f'{record} --episodes 2 && {FILL}{record} --episodes 50 --resume; echo "rc=$?"; '
               f'rm "$FULL/filler"; {record} --episodes 1 --resume && echo resumed; '
-              f'{sys.executable} -c "import json; print(json.load(open(\'$FULL/ds/meta/info.json\'))[\'total_episodes\'])"')
+              f'{sys.executable} -c "import json; '
+              'print(json.load(open(\'$FULL/ds/meta/info.json\'))[\'total_episodes\'])"')
     done = unshare_tmpfs(script, size_kib=512)
     assert "rc=2" in done.stdout and "resumed" in done.stdout, done.stdout + done.stderr[-3000:]
     assert "no space left on device" in done.stderr

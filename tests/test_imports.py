@@ -67,7 +67,8 @@ def _graph() -> dict[str, set[str]]:
                 submodules = {f"{node.module}.{a.name}" for a in node.names} & set(modules)
                 # ``from package import submodule`` needs the submodule; any other name, the module itself
                 deps |= submodules | ({node.module} if len(submodules) < len(node.names) else set())
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in modules and node.value != name:
+            elif (isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in modules
+                  and node.value != name):
                 deps.add(node.value)  # a module imported by name (the CLI's command table, lazy attributes)
         if name in DISCOVERS:
             deps |= {m for m in modules if m.startswith(DISCOVERS[name])}
@@ -115,7 +116,8 @@ def test_no_import_cycles():
 
 def test_every_unit_has_a_floor():
     units = {_unit(m) for m in _modules() if m != "so101_mjx"}
-    assert units == set(FLOOR), f"units without a floor: {sorted(units - set(FLOOR))}; floors without a unit: {sorted(set(FLOOR) - units)}"
+    assert (units == set(FLOOR)), (f"units without a floor: {sorted(units - set(FLOOR))}; floors without a unit: "
+                                   f"{sorted(set(FLOOR) - units)}")
 
 
 def test_units_import_only_lower_floors():
@@ -133,8 +135,10 @@ def test_the_envs_ik_stays_apart_from_the_solver_suite():
     """ik/ outside solvers/ is the envs' IK; importing an env's arm loads no module of the suite."""
     envs_ik = [m for m in _modules() if m.startswith("so101_mjx.ik") and not m.startswith("so101_mjx.ik.solvers")]
     assert len(envs_ik) <= MAX_IK_MODULES, sorted(envs_ik)
-    code = "import sys, so101_mjx.envs.arm; print(sorted(m for m in sys.modules if m.startswith('so101_mjx.ik.solvers')))"
-    result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT.parent)
+    code = ("import sys, so101_mjx.envs.arm; print(sorted(m for m in sys.modules if "
+            "m.startswith('so101_mjx.ik.solvers')))")
+    result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=120,
+                            cwd=ROOT.parent)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
 
 
@@ -163,7 +167,8 @@ def test_modules_and_functions_stay_short():
     assert not long_modules and not long_functions, (long_modules, long_functions)
 
 
-@pytest.mark.parametrize("argv", [["--help"], *[[cmd, "--help"] for cmd in COMMANDS], *[["bench", target, "--help"] for target in BENCHES],
+@pytest.mark.parametrize("argv", [["--help"], *[[cmd, "--help"] for cmd in COMMANDS],
+                                  *[["bench", target, "--help"] for target in BENCHES],
                                   *[["camera", target, "--help"] for target in CAMERA]])
 def test_help_imports_neither_jax_nor_mujoco(argv):
     code = ("import sys; from so101_mjx.cli import main; code = main(sys.argv[1:]); "
@@ -182,7 +187,8 @@ def test_commands_live_in_the_cli():
     from so101_mjx.cli import bench
 
     commands = [*COMMANDS.values(), *CAMERA.values(), *BENCHES.values()]
-    assert all(c.module.startswith("so101_mjx.cli.") and callable(importlib.import_module(c.module).run) for c in commands)
+    assert all(c.module.startswith("so101_mjx.cli.") and callable(importlib.import_module(c.module).run)
+               for c in commands)
     assert set(bench.RUNS) == set(BENCHES)
     defines_run = {name for name, path in _modules().items()
                    if any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in ast.parse(path.read_text()).body)}
@@ -190,7 +196,8 @@ def test_commands_live_in_the_cli():
     assert not outside, outside
 
 
-@pytest.mark.parametrize("old, new", [("pytorch_solver", "solvers.jax_solver"), ("solver", "solvers.solver"), ("neural", "solvers.neural_policy")])
+@pytest.mark.parametrize("old, new", [("pytorch_solver", "solvers.jax_solver"), ("solver", "solvers.solver"),
+                                      ("neural", "solvers.neural_policy")])
 def test_a_moved_ik_module_names_its_new_place(old, new):
     import importlib
 
@@ -217,7 +224,8 @@ def test_the_static_face_mirrors_the_lazy_table(package):
     lazy = {name: target for name, target in module._LAZY.items()}
     assert static == lazy
     literal = next(n.value for n in tree.body if isinstance(n, ast.Assign) and n.targets[0].id == "__all__")
-    assert isinstance(literal, ast.List) and sorted(ast.literal_eval(literal)) == sorted({*lazy} | ({"__version__"} & set(module.__all__)))
+    assert (isinstance(literal, ast.List)
+            and sorted(ast.literal_eval(literal)) == sorted({*lazy} | ({"__version__"} & set(module.__all__))))
     assert (ROOT / "py.typed").is_file()
 
 

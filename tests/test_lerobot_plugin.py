@@ -47,7 +47,8 @@ def test_unset_fields_take_the_tasks_values(name):
     assert {k: s.gym_kwargs[k] for k in has} == s.task_options
     assert s.features_map == {k: plugin.LEROBOT_KEYS[k] for k in s.features}
     frame = s.gym_kwargs["render_spec"]
-    assert s.frame_size == (frame.height, frame.width) == (sgym.GymRenderingSpec().height, sgym.GymRenderingSpec().width)
+    assert (s.frame_size == (frame.height, frame.width)
+            == (sgym.GymRenderingSpec().height, sgym.GymRenderingSpec().width))
     for missing in set(plugin.TASK_OPTIONS) - set(has):
         with pytest.raises(ValueError, match=missing):
             plugin.task_spec(name, **{missing: getattr(default_config("SO101PickCube-v0"), missing)})
@@ -60,7 +61,8 @@ def test_image_obs_features_fit_the_gym_env():
     assert s.features_map[plugin.PIXELS_KEY] == "observation.images.front"
     env = gym.make(s.gym_id, **s.gym_kwargs)
     front = env.observation_space["pixels"]["front"]
-    assert s.features[plugin.PIXELS_KEY] == ("VISUAL", front.shape) and front.shape == (48, 64, 3) and s.frame_size == (48, 64)
+    assert (s.features[plugin.PIXELS_KEY] == ("VISUAL", front.shape) and front.shape == (48, 64, 3)
+            and s.frame_size == (48, 64))
     assert "environment_state" not in env.observation_space.spaces
     env.close()
 

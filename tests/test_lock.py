@@ -13,7 +13,8 @@ from so101_mjx import cli
 from so101_mjx._lock import LOCK_FILE, exclusive
 from so101_mjx.errors import InputError
 
-HOLD = "import sys, time; from so101_mjx._lock import exclusive\nwith exclusive(sys.argv[1], 'test'):\n    print('held', flush=True); time.sleep(600)"
+HOLD = ("import sys, time; from so101_mjx._lock import exclusive\nwith exclusive(sys.argv[1], 'test'):\n    "
+        "print('held', flush=True); time.sleep(600)")
 
 
 @pytest.fixture

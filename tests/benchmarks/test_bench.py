@@ -152,14 +152,16 @@ def test_ik_bench_learned_arguments(tmp_path, capsys):
 
 def test_env_bench_times_both_c_loops_against_both_raw_baselines(capsys):
     """One row per backend c host loop; rates positive, ratios as the table defines them."""
-    assert cli.main(["bench", "env", "--env", "SO101Reach-v0", "--batch", "4", "--steps", "1", "--repeats", "3", "--no-reference"]) == 0
+    assert cli.main(["bench", "env", "--env", "SO101Reach-v0", "--batch", "4", "--steps", "1", "--repeats", "3",
+                     "--no-reference"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.strip().splitlines()[-2:]]
     assert [row[1] for row in rows] == ["batch", "pool"]
     for row in rows:
         rate, physics, raw_rollout, raw_batch, vs_rollout, vs_batch = (float(x) for x in row[2:8])
-        assert min(rate, raw_rollout, raw_batch, vs_rollout, vs_batch) > 0 and physics == pytest.approx(rate * 50, rel=3e-3)
-    assert cli.main(["bench", "env", "--env", "SO101Reach-v0", "--batch", "2", "--steps", "1", "--repeats", "1", "--no-reference",
-                     "--loop", "pool"]) == 0
+        assert (min(rate, raw_rollout, raw_batch, vs_rollout, vs_batch) > 0
+                and physics == pytest.approx(rate * 50, rel=3e-3))
+    assert cli.main(["bench", "env", "--env", "SO101Reach-v0", "--batch", "2", "--steps", "1", "--repeats", "1",
+                     "--no-reference", "--loop", "pool"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].split()[:2] == ["2", "pool"]
 
 
@@ -176,7 +178,8 @@ def test_train_bench_reports_the_ppo_rate_against_the_raw_env(capsys):
     assert out[0].startswith("SO101Reach-v0 preset tiny, backend c, 8 worlds") and "2 epochs of 1 updates" in out[0]
     raw, collect, ppo, collect_ratio, ppo_ratio = (float(x) for x in out[-1].split())
     assert min(raw, collect, ppo) > 0
-    assert collect_ratio == pytest.approx(collect / raw, rel=3e-3) and ppo_ratio == pytest.approx(ppo / raw, rel=3e-3)  # 4 digits printed
+    # 4 digits printed
+    assert collect_ratio == pytest.approx(collect / raw, rel=3e-3) and ppo_ratio == pytest.approx(ppo / raw, rel=3e-3)
 
 
 @pytest.mark.slow  # render workers and pixel envs
@@ -185,10 +188,12 @@ def test_render_bench_reports_frames_and_env_rates(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     frames = [line.split() for line in lines[3:5]]
     assert [(int(r[0]), int(r[1])) for r in frames] == [(16, 1), (16, 3)]
-    assert all(float(r[2]) > 0 and float(r[3]) > 0 and float(r[4]) == pytest.approx(float(r[2]) / float(r[3]), rel=3e-3) for r in frames)
+    assert all(float(r[2]) > 0 and float(r[3]) > 0
+               and float(r[4]) == pytest.approx(float(r[2]) / float(r[3]), rel=3e-3) for r in frames)
     assert all(float(r[5]) > 0 and float(r[6]) == pytest.approx(float(r[2]) / float(r[5]), rel=3e-3) for r in frames)
     size, worlds, pix, plain, ratio = lines[-1].split()
-    assert (int(size), int(worlds)) == (16, 2) and float(pix) > 0 and float(ratio) == pytest.approx(float(pix) / float(plain), rel=3e-3)
+    assert ((int(size), int(worlds)) == (16, 2) and float(pix) > 0
+            and float(ratio) == pytest.approx(float(pix) / float(plain), rel=3e-3))
 
 
 def test_timestep_study_compares_each_step_with_the_baseline(capsys, monkeypatch):

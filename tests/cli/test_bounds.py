@@ -17,7 +17,8 @@ HUGE = str(10**12)  # worlds, episodes or a batch: terabytes on any machine
 def so101_mjx(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     """``python -m so101_mjx ARGV`` with this checkout's package first on the path."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    return subprocess.run([sys.executable, "-m", "so101_mjx", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-m", "so101_mjx", *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *words: str) -> str:
@@ -82,7 +83,8 @@ def test_sizes_past_the_machines_memory_are_refused_first(argv, tmp_path):
 
 
 def test_record_num_envs_past_the_machines_memory_writes_nothing(tmp_path):
-    result = so101_mjx("record", "--env", "SO101Reach-v0", "--episodes", HUGE, "--num-envs", HUGE, "--out", str(tmp_path / "ds"))
+    result = so101_mjx("record", "--env", "SO101Reach-v0", "--episodes", HUGE, "--num-envs", HUGE, "--out",
+                       str(tmp_path / "ds"))
     assert_one_line_error(result, "--num-envs", "needs about", "this machine has")
     assert not (tmp_path / "ds").exists()
 
@@ -94,7 +96,8 @@ def test_rollout_video_into_an_unwritable_directory_fails_before_the_rollout(tmp
     else:
         where = tmp_path / "read-only"
         where.mkdir(mode=0o500)
-    result = so101_mjx("rollout", "--env", "SO101Reach-v0", "--num-envs", "1", "--steps", "2", "--video", str(where / "out" / "v.mp4"))
+    result = so101_mjx("rollout", "--env", "SO101Reach-v0", "--num-envs", "1", "--steps", "2", "--video",
+                       str(where / "out" / "v.mp4"))
     assert_one_line_error(result, "--video", "cannot write in", str(where))
     assert "success rate" not in result.stdout
 
@@ -108,14 +111,17 @@ def json_options(tmp_path: Path) -> list[tuple[str, str]]:
     big = tmp_path / "big.json"
     big.write_text("{" + " " * cliargs.JSON_MAX_BYTES + "}")
     return [("[" * 100_000, "nests deeper than 32 levels"), (str(deep), "nests deeper than 32 levels"),
-            (str(zero), "is not a plain file"), ("/dev/zero", "is not a plain file"), (str(tmp_path), "is not a plain file"),
+            (str(zero), "is not a plain file"), ("/dev/zero", "is not a plain file"),
+            (str(tmp_path), "is not a plain file"),
             (str(big), "is larger than 1,048,576 bytes"), (str(tmp_path / "missing.json"), "cannot read it")]
 
 
 @pytest.mark.parametrize("argv", [["eval", "policy.onnx", "--servo-model"], ["deploy", "excitation", "--servo-model"],
-                                  ["record", "--episodes", "1", "--out", "ds", "--visual-randomization"]], ids=["eval", "deploy", "record"])
+                                  ["record", "--episodes", "1", "--out", "ds", "--visual-randomization"]],
+                                  ids=["eval", "deploy", "record"])
 def test_json_options_nested_too_deep_endless_or_not_files_are_one_line(argv, tmp_path, capsys):
-    """One reader for every JSON option: a size cap, plain files only, a nesting limit; each refusal one line, exit 2."""
+    """One reader for every JSON option: a size cap, plain files only, a nesting limit; each refusal one line, exit
+    2."""
     from so101_mjx import cli
 
     for value, words in json_options(tmp_path):
@@ -127,14 +133,17 @@ def test_json_options_nested_too_deep_endless_or_not_files_are_one_line(argv, tm
 def test_a_json_option_on_a_fifo_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "model.json"
     os.mkfifo(fifo)
-    assert_one_line_error(so101_mjx("eval", "policy.onnx", "--servo-model", str(fifo)), "--servo-model", "is not a plain file")
+    assert_one_line_error(so101_mjx("eval", "policy.onnx", "--servo-model", str(fifo)), "--servo-model",
+                          "is not a plain file")
 
 
 def test_json_options_still_take_objects_inline_and_from_files(tmp_path):
     path = tmp_path / "servo.json"
     path.write_text('{"delay_ticks": 1, "ranges": {"backlash": [0.01, 0.03]}}')
-    assert cliargs.servo_model(str(path)) == cliargs.json_object(' {"delay_ticks": 1, "ranges": {"backlash": [0.01, 0.03]}}')
-    assert cliargs.servo_model("off") == "off" and cliargs.json_object('{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}') == {"a": "[" * 36}
+    assert (cliargs.servo_model(str(path))
+            == cliargs.json_object(' {"delay_ticks": 1, "ranges": {"backlash": [0.01, 0.03]}}'))
+    assert (cliargs.servo_model("off") == "off"
+            and cliargs.json_object('{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}') == {"a": "[" * 36})
     with pytest.raises(ValueError, match="must be a JSON object"):
         cliargs.json_object("[1, 2]")
     assert cliargs.visual_randomization("standard").light_shift == 0.2

@@ -21,13 +21,15 @@ MISSING_FILES = [
     (["deploy", "missing.onnx"], "policy not found"),
     (["sysid", "missing_dataset"], "missing_dataset"),
     (["distill", "missing.onnx", "--out", "student"], "not found"),
-    (["record", "--env", "SO101PickCube-v0", "--out", "data", "--episodes", "1", "--policy", "missing.onnx"], "policy not found"),
+    (["record", "--env", "SO101PickCube-v0", "--out", "data", "--episodes", "1", "--policy", "missing.onnx"],
+     "policy not found"),
     (["eval", "p.onnx", "--servo-model", "missing.json"], "missing.json"),
 ]
 
 
 def _run(argv: list[str], cwd, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-P", "-m", "so101_mjx", *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-P", "-m", "so101_mjx", *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=600)
 
 
 def _assert_one_line(out: subprocess.CompletedProcess, status: int, text: str) -> None:
@@ -59,6 +61,7 @@ def test_a_mujoco_gl_that_mujoco_rejects_is_one_line(tmp_path, value, text):
 
 def test_rendering_without_a_display_or_gl_is_one_line(tmp_path):
     """MUJOCO_GL=glfw renders through a window system: with no display, a video is one line saying so."""
-    out = _run(["rollout", "--num-envs", "1", "--steps", "1", "--video", "v.mp4"], tmp_path, {**HEADLESS, "MUJOCO_GL": "glfw"})
+    out = _run(["rollout", "--num-envs", "1", "--steps", "1", "--video", "v.mp4"], tmp_path,
+               {**HEADLESS, "MUJOCO_GL": "glfw"})
     _assert_one_line(out, 1, "no display: use MUJOCO_GL=egl")
     assert not (tmp_path / "v.mp4").exists()

@@ -41,7 +41,8 @@ BAD_ARGUMENTS = [
     (["train", "--num-timesteps", "0"], "--num-timesteps", "integer >= 1"),
     (["train", "--num-evals", "0"], "--num-evals", "integer >= 1"),
     (["train", "--demo-start-prob", "1.5"], "--demo-start-prob", "a number in [0, 1]"),
-    (["record", "--episodes", "1", "--out", "x", "--image-quality", "hd"], "--image-quality", "expected one of fast, shadowed, full"),
+    (["record", "--episodes", "1", "--out", "x", "--image-quality", "hd"], "--image-quality",
+     "expected one of fast, shadowed, full"),
     (["rollout", "--backend", "gpu"], "--backend", "expected one of mjx, c, got 'gpu'"),
     (["rollout", "--policy", "best"], "--policy", "expected one of scripted, demonstrator, random, zero"),
     (["train", "--replay-episodes", "-1"], "--replay-episodes", "integer >= 0"),
@@ -76,7 +77,8 @@ def test_bad_argument_is_one_line_and_status_2(argv, argument, allowed, paths, c
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["train", "--env", "SO101Reach-v0", "--preset", "tiny", "--num-evals", "1"], "num_evals must be an integer >= 2"),
+        (["train", "--env", "SO101Reach-v0", "--preset", "tiny", "--num-evals", "1"],
+         "num_evals must be an integer >= 2"),
         (["train", "--env", "SO101Reach-v0", "--preset", "tiny"], "'runs' is a file, not a directory"),  # default --out
     ],
 )
@@ -124,7 +126,8 @@ def test_a_parameter_error_names_the_commands_options():
 
 
 def test_rollout_runs_the_requested_steps(capsys):
-    argv = ["rollout", "--env", "SO101Reach-v0", "--policy", "zero", "--num-envs", "2", "--steps", "3", "--backend", "c"]
+    argv = ["rollout", "--env", "SO101Reach-v0", "--policy", "zero", "--num-envs", "2", "--steps", "3",
+            "--backend", "c"]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "worlds=2 steps=3" in out and "compile " in out and "; run " in out and "env-steps/s" in out
@@ -149,12 +152,14 @@ def test_imports_print_nothing_on_stdout():
 def test_python_m_so101_mjx_is_the_console_script():
     help_ = subprocess.run([sys.executable, "-m", "so101_mjx", "--help"], capture_output=True, text=True, timeout=60)
     assert help_.returncode == 0 and help_.stdout.startswith("usage: so101-mjx")
-    bad = subprocess.run([sys.executable, "-m", "so101_mjx", "rollout", "--num-envs", "0"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run([sys.executable, "-m", "so101_mjx", "rollout", "--num-envs", "0"], capture_output=True,
+                         text=True, timeout=60)
     assert bad.returncode == 2 and "argument --num-envs: expected an integer >= 1" in bad.stderr
 
 
 def test_only_input_errors_are_one_line(monkeypatch, capsys):
-    """An InputError from a command is one line and status 2; any other ValueError is a bug: its traceback propagates."""
+    """An InputError from a command is one line and status 2; any other ValueError is a bug: its traceback
+    propagates."""
     from so101_mjx.cli import rollout
     from so101_mjx.errors import InputError
 
@@ -189,7 +194,8 @@ def test_requesting_warp_shows_its_import_errors(model):
 
 def test_mujoco_warnings_go_to_logging_not_a_file(tmp_path, monkeypatch, caplog, capfd):
     monkeypatch.chdir(tmp_path)
-    model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><body><freejoint/><geom size='.1'/></body></worldbody></mujoco>")
+    model = mujoco.MjModel.from_xml_string("<mujoco><worldbody><body><freejoint/><geom "
+                                           "size='.1'/></body></worldbody></mujoco>")
 
     def nan_step(_) -> int:
         data = mujoco.MjData(model)
@@ -211,9 +217,11 @@ def test_mujoco_warnings_go_to_logging_not_a_file(tmp_path, monkeypatch, caplog,
 def test_train_entry_point_of_the_checkout():
     """``python -m train.ppo`` from the repository root is ``so101-mjx train``."""
     root = Path(__file__).resolve().parents[2]
-    result = subprocess.run([sys.executable, "-m", "train.ppo", "--help"], cwd=root, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-m", "train.ppo", "--help"], cwd=root, capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 0 and "--preset" in result.stdout, result.stderr
-    bad = subprocess.run([sys.executable, "-m", "train.ppo", "--env", "NoSuchEnv-v0"], cwd=root, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run([sys.executable, "-m", "train.ppo", "--env", "NoSuchEnv-v0"], cwd=root, capture_output=True,
+                         text=True, timeout=120)
     assert bad.returncode == 2 and "unknown env" in bad.stderr
 
 

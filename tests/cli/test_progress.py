@@ -46,7 +46,8 @@ def test_eval_and_rollout_show_progress_in_a_terminal(tmp_path):
     assert out.index("eval c: compiling 2 episodes") < out.index("episodes ended") < out.index("success rate")
     video = tmp_path / "v.mp4"
     out = in_a_terminal(["rollout", "--env", "SO101Reach-v0", "--num-envs", "2", "--steps", "6", "--video", str(video)])
-    assert out.index("rollout: compiling") < out.index("rollout: rendering") < out.index("6/6") < out.index("video of world 0")
+    assert (out.index("rollout: compiling") < out.index("rollout: rendering") < out.index("6/6")
+            < out.index("video of world 0"))
     assert video.stat().st_size > 0
 
 

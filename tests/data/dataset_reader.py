@@ -29,7 +29,8 @@ def assert_consistent(root: Path, staging_ok: bool = False) -> dict:
     data = read_parquets(root, "data")
     episodes = read_parquets(root, "meta/episodes").to_pylist()
     assert data.num_rows == info["total_frames"] == sum(e["length"] for e in episodes)
-    assert len(episodes) == info["total_episodes"] and [e["episode_index"] for e in episodes] == list(range(len(episodes)))
+    assert (len(episodes) == info["total_episodes"]
+            and [e["episode_index"] for e in episodes] == list(range(len(episodes))))
     np.testing.assert_array_equal(data.column("index").to_numpy(), np.arange(data.num_rows))
     lengths = np.bincount(data.column("episode_index").to_numpy(), minlength=len(episodes))
     np.testing.assert_array_equal(lengths, [e["length"] for e in episodes])
@@ -41,7 +42,8 @@ def assert_consistent(root: Path, staging_ok: bool = False) -> dict:
         for e in episodes:
             index = (e[prefix + "chunk_index"], e[prefix + "file_index"])
             per_file[index] = per_file.get(index, 0) + e["length"]
-        found = {(int(p.parent.name[6:]), int(p.stem[5:])): video_frames(p) for p in sorted((root / prefix).glob("chunk-*/file-*.mp4"))}
+        found = {(int(p.parent.name[6:]), int(p.stem[5:])): video_frames(p)
+                 for p in sorted((root / prefix).glob("chunk-*/file-*.mp4"))}
         assert found == per_file, (key, found, per_file)
     assert staging_ok or not (root / ".staging").exists()
     return info

@@ -20,7 +20,8 @@ from so101_mjx.data.lerobot_dataset import DatasetWriter, video_feature  # noqa:
 from so101_mjx.errors import InputError  # noqa: E402
 from tests.data.dataset_reader import assert_consistent, read_parquets  # noqa: E402
 
-FEATURES = {"observation.images.cam": video_feature(16, 16, 10), "action": {"dtype": "float32", "shape": [2], "names": ["a", "b"]}}
+FEATURES = {"observation.images.cam": video_feature(16, 16, 10),
+            "action": {"dtype": "float32", "shape": [2], "names": ["a", "b"]}}
 LENGTHS = ((3, 4), (5, 2), (4, 3))  # three commits of two episodes
 
 
@@ -29,7 +30,8 @@ def write(root: Path, commits=LENGTHS, resume: bool = False, seed: int = 0) -> D
     writer = DatasetWriter(root, FEATURES, 10, "so101", resume=resume)
     for lengths in commits:
         for n in lengths:
-            writer.add_episode({"action": rng.normal(size=(n, 2))}, "task", {"observation.images.cam": rng.integers(0, 256, (n, 16, 16, 3), np.uint8)})
+            writer.add_episode({"action": rng.normal(size=(n, 2))}, "task",
+                               {"observation.images.cam": rng.integers(0, 256, (n, 16, 16, 3), np.uint8)})
         writer.commit()
     writer.close()
     return writer
@@ -64,18 +66,25 @@ def truncate(path: Path, keep: int) -> None:
 def add_rows(path: Path, episode: int, n: int) -> None:
     """Rows of an episode the metadata does not list, appended to a data file (an interrupted append)."""
     table = pq.read_table(path)
-    extra = table.slice(0, n).set_column(table.column_names.index("episode_index"), "episode_index", pa.array([episode] * n))
+    extra = table.slice(0, n).set_column(table.column_names.index("episode_index"), "episode_index",
+                                         pa.array([episode] * n))
     pq.write_table(pa.concat_tables([table, extra]), path)
 
 
 DAMAGES = {  # name: (damage, expected words in the refusal, intact episodes kept by the repair)
-    "data file without footer": (lambda r: truncate(r / "data/chunk-000/file-002.parquet", 100), "file-002.parquet is unreadable", 4),
-    "meta file without footer": (lambda r: truncate(r / "meta/episodes/chunk-000/file-001.parquet", 50), "file-001.parquet is unreadable", 4),
-    "rows the metadata does not list": (lambda r: add_rows(r / "data/chunk-000/file-002.parquet", 6, 2), "2 rows that meta/episodes does not list", 6),
+    "data file without footer": (lambda r: truncate(r / "data/chunk-000/file-002.parquet", 100),
+                                 "file-002.parquet is unreadable", 4),
+    "meta file without footer": (lambda r: truncate(r / "meta/episodes/chunk-000/file-001.parquet", 50),
+                                 "file-001.parquet is unreadable", 4),
+    "rows the metadata does not list": (lambda r: add_rows(r / "data/chunk-000/file-002.parquet", 6, 2),
+                                        "2 rows that meta/episodes does not list", 6),
     "info.json behind the metadata": (lambda r: r.joinpath("meta/info.json").write_text(
-        json.dumps(json.loads(r.joinpath("meta/info.json").read_text()) | {"total_episodes": 5})), "counts 5 episodes", 6),
-    "video file missing": (lambda r: r.joinpath("videos/observation.images.cam/chunk-000/file-001.mp4").unlink(), "file-001.mp4 is missing", 4),
-    "video file cut short": (lambda r: truncate(r / "videos/observation.images.cam/chunk-000/file-000.mp4", 600), "file-000.mp4", 4),
+        json.dumps(json.loads(r.joinpath("meta/info.json").read_text()) | {"total_episodes": 5})),
+        "counts 5 episodes", 6),
+    "video file missing": (lambda r: r.joinpath("videos/observation.images.cam/chunk-000/file-001.mp4").unlink(),
+                           "file-001.mp4 is missing", 4),
+    "video file cut short": (lambda r: truncate(r / "videos/observation.images.cam/chunk-000/file-000.mp4", 600),
+                             "file-000.mp4", 4),
 }
 
 
@@ -127,7 +136,8 @@ def test_a_full_disk_is_one_line_and_changes_nothing(dataset, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(_files.Transaction, "commit", full)
-    with pytest.raises(InputError, match="no space left on device while writing the dataset at .*; nothing was changed"):
+    with pytest.raises(InputError,
+                       match="no space left on device while writing the dataset at .*; nothing was changed"):
         write(dataset, ((2,),), resume=True, seed=1)
     monkeypatch.setattr(_files.Transaction, "commit", real)
     _files.recover(dataset)
@@ -146,7 +156,8 @@ def test_an_interrupted_commit_retried_by_close_publishes_each_episode_once(tmp_
     rng = np.random.default_rng(0)
     writer = DatasetWriter(tmp_path / "ds", FEATURES, 10, "so101")
     for n in (3, 4):
-        writer.add_episode({"action": rng.normal(size=(n, 2))}, "task", {"observation.images.cam": rng.integers(0, 256, (n, 16, 16, 3), np.uint8)})
+        writer.add_episode({"action": rng.normal(size=(n, 2))}, "task",
+                           {"observation.images.cam": rng.integers(0, 256, (n, 16, 16, 3), np.uint8)})
     target = (_files.Transaction, "commit") if where == "commit" else (dataset_check.fmt, "write_parquet")
     real = getattr(*target)
     calls = []
@@ -157,7 +168,8 @@ def test_an_interrupted_commit_retried_by_close_publishes_each_episode_once(tmp_
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(*target, interrupted if where == "write_parquet" else lambda self: (_ for _ in ()).throw(KeyboardInterrupt))
+    monkeypatch.setattr(*target, interrupted if where == "write_parquet"
+                        else lambda self: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):
         writer.commit()
     monkeypatch.setattr(*target, real)

@@ -36,11 +36,15 @@ def feature(name, **fields):
 
 
 EDITS = {
-    "info_list": ("info.json", lambda info: [info], "info.json: the top level must be a dict (a JSON object), got list"),
-    "info_no_fps": ("info.json", without("fps"), "info.json: field 'fps' must be an int >= 1, got nothing (the field is missing)"),
-    "info_fps_text": ("info.json", lambda info: {**info, "fps": "10"}, "info.json: field 'fps' must be an int >= 1, got str '10'"),
+    "info_list": ("info.json", lambda info: [info],
+                  "info.json: the top level must be a dict (a JSON object), got list"),
+    "info_no_fps": ("info.json", without("fps"),
+                    "info.json: field 'fps' must be an int >= 1, got nothing (the field is missing)"),
+    "info_fps_text": ("info.json", lambda info: {**info, "fps": "10"},
+                      "info.json: field 'fps' must be an int >= 1, got str '10'"),
     "info_no_features": ("info.json", without("features"), "info.json: field 'features' must be a dict"),
-    "info_total_float": ("info.json", lambda info: {**info, "total_episodes": 2.5}, "field 'total_episodes' must be an int >= 0"),
+    "info_total_float": ("info.json", lambda info: {**info, "total_episodes": 2.5},
+                         "field 'total_episodes' must be an int >= 0"),
     "feature_no_dtype": ("info.json", lambda info: {**info, "features": {**info["features"], "action": {"shape": [4]}}},
                          "field 'features.action.dtype' must be a string, got nothing"),
     "feature_shape": ("info.json", feature("action", shape="4"), "field 'features.action.shape' must be a list"),
@@ -48,7 +52,8 @@ EDITS = {
     "provenance_no_runs": ("so101_mjx.json", without("runs"), "so101_mjx.json: field 'runs' must be a list"),
     "provenance_seed": ("so101_mjx.json", lambda p: {"runs": [{**p["runs"][0], "seed": "0"}]},
                         "so101_mjx.json: field 'runs[0].seed' must be an int >= 0, got str '0'"),
-    "provenance_no_tried": ("so101_mjx.json", lambda p: {"runs": [without("tried")(p["runs"][0])]}, "field 'runs[0].tried'"),
+    "provenance_no_tried": ("so101_mjx.json", lambda p: {"runs": [without("tried")(p["runs"][0])]},
+                            "field 'runs[0].tried'"),
 }
 
 

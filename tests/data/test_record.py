@@ -30,7 +30,8 @@ def columns(table: pa.Table) -> dict[str, np.ndarray]:
     out = {}
     for name in table.column_names:
         col = table.column(name).combine_chunks()
-        out[name] = np.asarray(col.flatten()).reshape(len(col), -1) if pa.types.is_fixed_size_list(col.type) else np.asarray(col)
+        out[name] = (np.asarray(col.flatten()).reshape(len(col), -1) if pa.types.is_fixed_size_list(col.type)
+                     else np.asarray(col))
     return out
 
 
@@ -69,7 +70,8 @@ def test_info_data_and_episodes_agree(video_dataset):
     assert info["video_path"] == "videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4"
     assert (info["chunks_size"], info["data_files_size_in_mb"], info["video_files_size_in_mb"]) == (1000, 100, 200)
     video = info["features"]["observation.images.front"]
-    assert video["dtype"] == "video" and video["shape"] == [32, 32, 3] and video["names"] == ["height", "width", "channels"]
+    assert (video["dtype"] == "video" and video["shape"] == [32, 32, 3]
+            and video["names"] == ["height", "width", "channels"])
     assert video["info"]["video.codec"] == "av1" and video["info"]["video.fps"] == 10
     for name, size in FLOAT_VECTORS.items():
         assert data.schema.field(name).type == pa.list_(pa.float32(), size)
@@ -84,8 +86,10 @@ def test_info_data_and_episodes_agree(video_dataset):
     np.testing.assert_array_equal(d["index"], np.arange(data.num_rows))
     for e in episodes:
         rows = slice(e["dataset_from_index"], e["dataset_to_index"])
-        assert e["dataset_to_index"] - e["dataset_from_index"] == e["length"] and e["tasks"] == ["Move the gripper to the target."]
-        assert (e["data/chunk_index"], e["data/file_index"], e["meta/episodes/chunk_index"], e["meta/episodes/file_index"]) == (0, 0, 0, 0)
+        assert (e["dataset_to_index"] - e["dataset_from_index"] == e["length"]
+                and e["tasks"] == ["Move the gripper to the target."])
+        assert (e["data/chunk_index"], e["data/file_index"], e["meta/episodes/chunk_index"],
+                e["meta/episodes/file_index"]) == (0, 0, 0, 0)
         np.testing.assert_array_equal(d["episode_index"][rows], e["episode_index"])
         np.testing.assert_array_equal(d["frame_index"][rows], np.arange(e["length"]))
         np.testing.assert_allclose(d["timestamp"][rows], np.arange(e["length"]) / 10, atol=1e-6)
@@ -95,7 +99,8 @@ def test_info_data_and_episodes_agree(video_dataset):
         assert e[key + "from_timestamp"] == pytest.approx(e["dataset_from_index"] / 10)
         assert e[key + "to_timestamp"] == pytest.approx(e["dataset_to_index"] / 10)
     tasks = pq.read_table(root / "meta/tasks.parquet")
-    assert tasks.column("task").to_pylist() == ["Move the gripper to the target."] and tasks.column("task_index").to_pylist() == [0]
+    assert (tasks.column("task").to_pylist() == ["Move the gripper to the target."]
+            and tasks.column("task_index").to_pylist() == [0])
     assert json.loads(tasks.schema.metadata[b"pandas"])["index_columns"] == ["task"]
 
 
@@ -177,7 +182,8 @@ def test_resume_appends_and_continues_the_attempts(tmp_path):
     assert resumed["total_episodes"] == 5
     info = json.loads((root / "meta/info.json").read_text())
     data = columns(read_parquets(root, "data"))
-    assert info["total_episodes"] == 5 and info["total_frames"] == len(data["index"]) == 30 and info["splits"] == {"train": "0:5"}
+    assert (info["total_episodes"] == 5 and info["total_frames"] == len(data["index"]) == 30
+            and info["splits"] == {"train": "0:5"})
     np.testing.assert_array_equal(data["index"], np.arange(30))
     np.testing.assert_array_equal(np.unique(data["episode_index"]), np.arange(5))
     episodes = read_parquets(root, "meta/episodes").to_pylist()
@@ -186,7 +192,8 @@ def test_resume_appends_and_continues_the_attempts(tmp_path):
     check_stats(root)  # over all five episodes
     once = record(REACH, "scripted", 5, tmp_path / "once", image_size=None, config=SHORT)
     assert once["kept"] == 5
-    np.testing.assert_allclose(first_states(root), first_states(tmp_path / "once"), atol=1e-6)  # attempts 2..4, not 0..2 again
+    # attempts 2..4, not 0..2 again
+    np.testing.assert_allclose(first_states(root), first_states(tmp_path / "once"), atol=1e-6)
     with pytest.raises(ValueError, match="observation.images.front"):
         record(REACH, "scripted", 1, root, image_size=32, resume=True, config=SHORT)
 
@@ -196,8 +203,10 @@ def test_file_rollover_at_the_limits(tmp_path):
     from so101_mjx.data.lerobot_dataset import DatasetWriter, video_feature
     from so101_mjx.data.stats import image_stats
 
-    features = {"observation.images.cam": video_feature(16, 16, 10), "action": {"dtype": "float32", "shape": [2], "names": ["a", "b"]}}
-    writer = DatasetWriter(tmp_path, features, 10, "so101", chunks_size=2, data_files_size_in_mb=1e-4, video_files_size_in_mb=1e-4)
+    features = {"observation.images.cam": video_feature(16, 16, 10),
+                "action": {"dtype": "float32", "shape": [2], "names": ["a", "b"]}}
+    writer = DatasetWriter(tmp_path, features, 10, "so101", chunks_size=2, data_files_size_in_mb=1e-4,
+                           video_files_size_in_mb=1e-4)
     rng = np.random.default_rng(0)
     frames = [rng.integers(0, 256, (n, 16, 16, 3), dtype=np.uint8) for n in (3, 4, 5, 6, 7)]
     for f in frames:
@@ -275,9 +284,11 @@ def test_exported_policy_drives_the_episodes(tmp_path):
 
     rng = np.random.default_rng(0)
     weights = PolicyWeights(mean=np.zeros(20, np.float32), std=np.ones(20, np.float32), activation="tanh",
-                            kernels=(rng.normal(size=(20, 8)).astype(np.float32), rng.normal(size=(8, 8)).astype(np.float32)),
+                            kernels=(rng.normal(size=(20, 8)).astype(np.float32),
+                                     rng.normal(size=(8, 8)).astype(np.float32)),
                             biases=(np.zeros(8, np.float32), np.zeros(8, np.float32)))
-    meta = {"env": REACH, "env_config": {"action_scale": 0.05, **SHORT}, "obs_size": 20, "network": {"policy_hidden_layer_sizes": [8]},
+    meta = {"env": REACH, "env_config": {"action_scale": 0.05, **SHORT}, "obs_size": 20,
+            "network": {"policy_hidden_layer_sizes": [8]},
             "action_map": {"scale": [1.0, 1.0, 1.0, 0.5], "offset": [0.0, 0.0, 0.0, 0.5]}}
     policy = NumpyPolicy(weights, meta, meta["action_map"]["scale"], meta["action_map"]["offset"])
     policy.save(tmp_path / "policy.npz")
@@ -312,10 +323,12 @@ def test_visual_randomization_draws_per_episode():
 
     _, env, policy, _ = policy_and_env("scripted", REACH, "c", SHORT)
     traj = run_worlds(env, _episode_fns(env, policy), jax.random.PRNGKey(3)[None])
-    plain, randomized = _Frames(env, 32, ["front"], "fast"), _Frames(env, 32, ["front"], "fast", visual_randomization.STANDARD)
+    plain, randomized = (_Frames(env, 32, ["front"], "fast"),
+                         _Frames(env, 32, ["front"], "fast", visual_randomization.STANDARD))
     try:
         base = plain.episode(traj, 0)["observation.images.front"]
-        a, b, again = (randomized.episode(traj, 0, jax.random.PRNGKey(k))["observation.images.front"] for k in (0, 1, 0))
+        a, b, again = (randomized.episode(traj, 0, jax.random.PRNGKey(k))["observation.images.front"]
+                       for k in (0, 1, 0))
     finally:
         plain.close()
         randomized.close()
@@ -354,6 +367,7 @@ def test_a_camera_file_sets_the_recorded_cameras_latency():
 
 @pytest.mark.parametrize("value, needle", [("wrist", "expected CAMERA=FILE"), ("wrist=/nope.yaml", "nope.yaml")])
 def test_a_bad_camera_spec_is_one_line(tmp_path, capsys, value, needle):
-    assert cli.main(["record", "--env", REACH, "--episodes", "1", "--out", str(tmp_path / "d"), "--camera-spec", value]) == 2
+    assert cli.main(["record", "--env", REACH, "--episodes", "1", "--out", str(tmp_path / "d"),
+                     "--camera-spec", value]) == 2
     err = capsys.readouterr().err  # argparse: the usage, then one error line
     assert "Traceback" not in err and "--camera-spec" in err.splitlines()[-1] and needle in err.splitlines()[-1], err

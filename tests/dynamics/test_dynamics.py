@@ -68,7 +68,8 @@ def test_armature_convention(arm, jax_backend, samples):
     tau = _loop(mb.compute_inverse_dynamics, q, v, a)
     errors = {
         "M": _max_err(m, _loop(mb.compute_mass_matrix, q)),
-        "M - rigid": _max_err(m - np.asarray(jax_backend.compute_mass_matrix(q)), np.broadcast_to(np.diag(armature), m.shape)),
+        "M - rigid": _max_err(m - np.asarray(jax_backend.compute_mass_matrix(q)),
+                              np.broadcast_to(np.diag(armature), m.shape)),
         "ID": _max_err(jb.compute_inverse_dynamics(q, v, a), tau),
         "ID - rigid": _max_err(tau - np.asarray(jax_backend.compute_inverse_dynamics(q, v, a)), armature * a),
         "FD": _max_err(jb.compute_forward_dynamics(q, v, tau), _loop(mb.compute_forward_dynamics, q, v, tau)),
@@ -99,8 +100,10 @@ def _pinocchio_model(model: mujoco.MjModel):
         placement = frame_in_joint[parent] * se3(model.body_pos[b], model.body_quat[b])
         if model.body_jntnum[b]:
             j = model.body_jntadr[b]
-            assert model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE and not model.jnt_pos[j].any() and model.qpos0[j] == 0
-            joint_of[b] = pm.addJoint(joint_of[parent], pin.JointModelRevoluteUnaligned(model.jnt_axis[j]), placement, model.joint(j).name)
+            assert (model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE and not model.jnt_pos[j].any()
+                    and model.qpos0[j] == 0)
+            joint_of[b] = pm.addJoint(joint_of[parent], pin.JointModelRevoluteUnaligned(model.jnt_axis[j]), placement,
+                                      model.joint(j).name)
             frame_in_joint[b] = pin.SE3.Identity()
         else:
             joint_of[b], frame_in_joint[b] = joint_of[parent], placement
@@ -120,7 +123,8 @@ def test_regressor_matches_pinocchio(arm, jax_backend, samples):
     pin_params = np.concatenate([pm.inertias[j].toDynamicParameters() for j in range(1, pm.njoints)])
     assert _max_err(jax_backend.parameters, pin_params) <= 1e-15
     assert _max_err(ours, theirs) <= 1e-10
-    assert _max_err(_loop(lambda *x: pin.rnea(pm, pd, *x), q, v, a), jax_backend.compute_inverse_dynamics(q, v, a)) <= 1e-10
+    assert (_max_err(_loop(lambda *x: pin.rnea(pm, pd, *x), q, v, a),
+                     jax_backend.compute_inverse_dynamics(q, v, a)) <= 1e-10)
 
 
 def test_coriolis_christoffel(jax_backend, mujoco_backend, samples):

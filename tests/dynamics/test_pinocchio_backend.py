@@ -26,7 +26,8 @@ _LINKS = {
     "link2": ("0.1 0.01 0.02", "0.1 0.2 0.3", 0.3, (2e-3, 1e-4, -2e-4, 3e-3, 5e-5, 4e-3)),
     "link3": ("0.05 0 0", "0 0 0", 0.2, (1e-4, 0, 0, 2e-4, 0, 3e-4)),
 }
-_JOINTS = [("joint1", "base", "link1", "0 0 0.1", "0 0 0.5", "0 0 1"), ("joint2", "link1", "link2", "0 0 0.05", "0.3 0 0", "0 1 0"),
+_JOINTS = [("joint1", "base", "link1", "0 0 0.1", "0 0 0.5", "0 0 1"),
+           ("joint2", "link1", "link2", "0 0 0.05", "0.3 0 0", "0 1 0"),
            ("joint3", "link2", "link3", "0.2 0 0", "0 0.4 0", "1 0 0")]  # fmt: skip
 JOINTS = ("joint1", "joint2", "joint3")
 
@@ -35,11 +36,14 @@ def write_urdf(path: Path, massless: tuple[str, ...] = ()) -> str:
     """A three-hinge URDF with a massless fixed ``tool`` link (and the links in ``massless`` without inertia)."""
     links = [f'<link name="{n}">{"" if n in massless else _INERTIAL.format(c=c, rpy=r, m=m, i=i)}</link>'
              for n, (c, r, m, i) in _LINKS.items()]  # fmt: skip
-    joints = [f'<joint name="{n}" type="revolute"><parent link="{p}"/><child link="{c}"/><origin xyz="{xyz}" rpy="{rpy}"/>'
-              f'<axis xyz="{ax}"/><limit lower="-2" upper="2" effort="5" velocity="5"/></joint>' for n, p, c, xyz, rpy, ax in _JOINTS]  # fmt: skip
-    tool = '<link name="tool"/><joint name="tool_fixed" type="fixed"><parent link="link3"/><child link="tool"/><origin xyz="0.1 0 0"/></joint>'
+    joints = [f'<joint name="{n}" type="revolute"><parent link="{p}"/><child link="{c}"/><origin xyz="{xyz}" '
+              f'rpy="{rpy}"/><axis xyz="{ax}"/><limit lower="-2" upper="2" effort="5" velocity="5"/></joint>'
+              for n, p, c, xyz, rpy, ax in _JOINTS]  # fmt: skip
+    tool = ('<link name="tool"/><joint name="tool_fixed" type="fixed"><parent link="link3"/><child '
+            'link="tool"/><origin xyz="0.1 0 0"/></joint>')
     body = "\n".join([*links, *joints, tool])
-    path.write_text(f'<?xml version="1.0"?>\n<robot name="three_link">\n<mujoco><compiler fusestatic="false"/></mujoco>\n{body}\n</robot>\n')
+    path.write_text('<?xml version="1.0"?>\n<robot name="three_link">\n<mujoco><compiler '
+                    f'fusestatic="false"/></mujoco>\n{body}\n</robot>\n')
     return str(path)
 
 
@@ -82,7 +86,8 @@ def test_dynamics_match_jax_and_mujoco(backends, samples):
             f"g/{name}": _err(_loop(pb.compute_gravity_vector, q), theirs(other.compute_gravity_vector, q)),
             f"bias/{name}": _err(_loop(pb.compute_bias, q, v), theirs(other.compute_bias, q, v)),
             f"ID/{name}": _err(tau, theirs(other.compute_inverse_dynamics, q, v, a)),
-            f"FD/{name}": _err(_loop(pb.compute_forward_dynamics, q, v, tau), theirs(other.compute_forward_dynamics, q, v, tau)),
+            f"FD/{name}": _err(_loop(pb.compute_forward_dynamics, q, v, tau),
+                               theirs(other.compute_forward_dynamics, q, v, tau)),
             f"W/{name}": _err(_loop(pb.compute_regressor, q, v, a), theirs(other.compute_regressor, q, v, a)),
         }
     assert max(errors.values()) <= TOL, errors
@@ -166,7 +171,8 @@ def test_free_flyer_difference_and_integrate(backends):
     assert _err(pose(moved), pose(q1) @ scipy.linalg.expm(twist(v[:6]))) <= 1e-12  # M exp(v)
     assert _err(moved[7:], q1[7:] + v[6:]) <= 1e-15
     diff = pf.compute_difference(q1, q2)
-    assert _err(twist(diff[:6]), np.real(scipy.linalg.logm(np.linalg.inv(pose(q1)) @ pose(q2)))) <= 1e-10  # log(M1⁻¹ M2)
+    # log(M1⁻¹ M2)
+    assert _err(twist(diff[:6]), np.real(scipy.linalg.logm(np.linalg.inv(pose(q1)) @ pose(q2)))) <= 1e-10
     assert _err(diff[6:], q2[7:] - q1[7:]) <= 1e-15
     back = pf.compute_integrate(q1, diff)
     assert _err(pose(back), pose(q2)) <= 1e-12
@@ -206,9 +212,11 @@ def test_urdf_paths(tmp_path, samples):
     rng = np.random.default_rng(2)
     q, v, a = rng.uniform(-2, 2, (3, 20, 3))
     tau = _loop(pb.compute_inverse_dynamics, q, v, a)
-    assert _err(tau, jb.compute_inverse_dynamics(q, v, a)) <= TOL and _err(tau, _loop(mb.compute_inverse_dynamics, q, v, a)) <= TOL
+    assert (_err(tau, jb.compute_inverse_dynamics(q, v, a)) <= TOL
+            and _err(tau, _loop(mb.compute_inverse_dynamics, q, v, a)) <= TOL)
     assert _err(_loop(pb.compute_mass_matrix, q), jb.compute_mass_matrix(q)) <= TOL
-    assert _err(_loop(pb.compute_regressor, q, v, a), jb.compute_regressor(q, v, a)[..., :30]) <= TOL  # jax adds the tool body
+    # jax adds the tool body
+    assert _err(_loop(pb.compute_regressor, q, v, a), jb.compute_regressor(q, v, a)[..., :30]) <= TOL
     assert _err(pb.compute_jacobian(q[0], "tool"), pb.compute_jacobian(q[0], "tool_fixed")) <= 1e-15
 
 
@@ -218,7 +226,8 @@ def test_shipped_so101_urdf_matches_the_mjcf(backends, samples):
     urdf = PinocchioBackend(str(scenes_dir() / "so101.urdf"))
     q, v, a = (x[:20] for x in samples)
     assert urdf.get_joint_names() == backends[0].get_joint_names()
-    assert _err(_loop(urdf.compute_inverse_dynamics, q, v, a), _loop(backends[0].compute_inverse_dynamics, q, v, a)) <= TOL
+    assert (_err(_loop(urdf.compute_inverse_dynamics, q, v, a),
+                 _loop(backends[0].compute_inverse_dynamics, q, v, a)) <= TOL)
     assert _err(_loop(urdf.compute_mass_matrix, q), _loop(backends[0].compute_mass_matrix, q)) <= TOL
 
 
@@ -228,13 +237,15 @@ def test_nonzero_inertia_filtering(tmp_path):
     massless = PinocchioBackend(write_urdf(tmp_path / "massless.urdf", massless=("link1",)))
     assert [i.mass for i in massless.get_inertias()] == [0.5, 0.0, 0.3, 0.2]
     np.testing.assert_array_equal(nonzero_inertia_columns(massless), np.arange(10, 30))
-    jb = JaxBackend(write_urdf(tmp_path / "tool.urdf"), joints=JOINTS)  # its moving bodies: link1..3 and the massless tool
+    # its moving bodies: link1..3 and the massless tool
+    jb = JaxBackend(write_urdf(tmp_path / "tool.urdf"), joints=JOINTS)
     assert [i.mass for i in jb.get_inertias()] == [0.1, 0.3, 0.2, 0.0]
     np.testing.assert_array_equal(nonzero_inertia_columns(jb), np.arange(30))
     rng = np.random.default_rng(3)
     q, v, a = rng.uniform(-2, 2, (3, 3))
     cols = nonzero_inertia_columns(massless)
-    assert _err(massless.compute_regressor(q, v, a)[:, cols] @ massless.parameters[cols], massless.compute_inverse_dynamics(q, v, a)) <= TOL
+    assert _err(massless.compute_regressor(q, v, a)[:, cols] @ massless.parameters[cols],
+                massless.compute_inverse_dynamics(q, v, a)) <= TOL
 
 
 def test_include_armature(backends, samples):
@@ -254,9 +265,11 @@ def test_errors(tmp_path, backends):
     bad = tmp_path / "broken.urdf"
     bad.write_text("<robot name='x'><link name='a'>")
     for path in (str(bad), str(tmp_path / "missing.urdf"), str(tmp_path / "missing.xml")):
-        with pytest.raises(RuntimeError, match=r"(?s)Failed to load model .* with Pinocchio: .*Ensure the file is a valid URDF"):
+        with pytest.raises(RuntimeError,
+                           match=r"(?s)Failed to load model .* with Pinocchio: .*Ensure the file is a valid URDF"):
             PinocchioBackend(path)
-        with pytest.raises(RuntimeError, match=r"(?s)Failed to load model .* with MuJoCo: .*Ensure the file is valid URDF or MJCF"):
+        with pytest.raises(RuntimeError,
+                           match=r"(?s)Failed to load model .* with MuJoCo: .*Ensure the file is valid URDF or MJCF"):
             MujocoBackend(path)
     assert issubclass(ModelLoadError, ValueError)
     pb = backends[0]
@@ -276,4 +289,5 @@ def test_verbose(capsys):
     MujocoBackend("so101", verbose=True)
     JaxBackend("so101")
     out = capsys.readouterr().out.splitlines()
-    assert out == ["Pinocchio model loaded: 6 positions, 6 velocities", "MuJoCo model loaded: 6 positions, 6 velocities (MujocoBackend)"]
+    assert (out == ["Pinocchio model loaded: 6 positions, 6 velocities",
+                    "MuJoCo model loaded: 6 positions, 6 velocities (MujocoBackend)"])

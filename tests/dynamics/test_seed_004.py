@@ -73,9 +73,12 @@ def test_interface_defaults():
 
     with Minimal("robot.urdf", verbose=True) as b:
         assert (b.model_path, b.config) == ("robot.urdf", {"verbose": True})
-        calls = {"dynamics derivatives": lambda: b.compute_dynamics_derivatives(0, 0), "get_joint_names": b.get_joint_names,
-                 "get_frame_names": b.get_frame_names, "get_inertias": b.get_inertias, "get_frame_id": lambda: b.get_frame_id("x"),
-                 "compute_difference": lambda: b.compute_difference(0, 0), "compute_integrate": lambda: b.compute_integrate(0, 0),
+        calls = {"dynamics derivatives": lambda: b.compute_dynamics_derivatives(0, 0),
+                 "get_joint_names": b.get_joint_names,
+                 "get_frame_names": b.get_frame_names, "get_inertias": b.get_inertias,
+                 "get_frame_id": lambda: b.get_frame_id("x"),
+                 "compute_difference": lambda: b.compute_difference(0, 0),
+                 "compute_integrate": lambda: b.compute_integrate(0, 0),
                  "random_configuration": b.random_configuration, "get_model_object": b.get_model_object}  # fmt: skip
         for name, call in calls.items():
             with pytest.raises(NotImplementedError, match=f"^Minimal does not implement {name}$"):
@@ -89,7 +92,8 @@ def test_interface_defaults():
 def test_import_error_names_the_extra(monkeypatch):
     """Seed 004, PinocchioBackend and from_model: ImportError when Pinocchio is not installed."""
     monkeypatch.setitem(sys.modules, "pinocchio", None)  # what a missing package looks like to `import`
-    with pytest.raises(ImportError, match=r'Pinocchio is not installed\. Install with: pip install "so101-mjx\[pinocchio\]"'):
+    with pytest.raises(ImportError,
+                       match=r'Pinocchio is not installed\. Install with: pip install "so101-mjx\[pinocchio\]"'):
         PinocchioBackend()
     with pytest.raises(ImportError, match="Pinocchio is not installed"):
         PinocchioBackend.from_model(object())

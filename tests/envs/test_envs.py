@@ -46,7 +46,8 @@ def _ref_env(name, **kw):
 
 
 def _actions(rng, n):
-    fixed = [[0, 0, 1, 1], [0.5, 0.3, 0.5, 1], [0, 0, 0, 1], [0, 0, 0, 0.5], [-0.5, 0.2, 0.4, 0.5], [2.0, -3.0, 0.1, 1.5]]
+    fixed = [[0, 0, 1, 1], [0.5, 0.3, 0.5, 1], [0, 0, 0, 1], [0, 0, 0, 0.5], [-0.5, 0.2, 0.4, 0.5],
+             [2.0, -3.0, 0.1, 1.5]]
     return np.array(fixed + [np.r_[rng.uniform(-1, 1, 3), rng.uniform(0, 1)] for _ in range(n - len(fixed))])
 
 
@@ -107,7 +108,8 @@ def test_nonfinite_actions_are_sanitized_and_counted(name):
     for a in bad:
         before = state
         state = step(state, jnp.asarray(a))
-        assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(state) if jnp.issubdtype(x.dtype, jnp.floating))
+        assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree.leaves(state)
+                   if jnp.issubdtype(x.dtype, jnp.floating))
         if np.isnan(a[3]):
             assert float(state.physics.ctrl[5]) == float(before.physics.ctrl[5])
     assert int(state.info["nonfinite_actions"]) == 3
@@ -164,7 +166,8 @@ def test_grasp_proxy_and_reward_follow_the_scripted_grasp():
     cs = scripted.pick_place_init(env.block_pos(s.physics))
     step, shaped_step, grasped = jax.jit(env.step), jax.jit(shaped.step), []
     for _ in range(30):  # hover, descend, close, lift (goal = the block: the carry would stay put)
-        cs, a = scripted.pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics), env.block_pos(s.physics), 0.04)
+        cs, a = scripted.pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics),
+                                        env.block_pos(s.physics), 0.04)
         nxt = step(s, a)
         grasped.append(bool(env.grasped(nxt.physics)))
         with_grasp = shaped_step(s, a)

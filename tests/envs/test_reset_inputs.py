@@ -47,7 +47,8 @@ def test_a_complex_block_xy_is_refused_under_jit(envs):
 
 
 def finite_state(state) -> bool:
-    leaves = jax.tree.leaves((state.physics, state.obs, state.reward, state.metrics, state.info.task, state.info.ik_target))
+    leaves = jax.tree.leaves((state.physics, state.obs, state.reward, state.metrics, state.info.task,
+                              state.info.ik_target))
     return all(bool(jnp.all(jnp.isfinite(x))) for x in leaves if jnp.issubdtype(x.dtype, jnp.floating))
 
 
@@ -68,7 +69,8 @@ def test_under_jit_each_replaced_value_counts(envs):
     env = envs["SO101PickPlace-v0"]
     state = jax.jit(env.reset_to)(KEY, block_xy=[np.nan, 0.0], goal_xy=[0.0, np.inf])
     assert finite_state(state) and int(state.info.nonfinite_actions) == 2
-    vmapped = jax.jit(jax.vmap(env.reset_to))(jax.random.split(KEY, 3), block_xy=jnp.array([[0.25, 0.05], [np.nan, 0.0], [0.2, 0.0]]))
+    vmapped = jax.jit(jax.vmap(env.reset_to))(jax.random.split(KEY, 3),
+                                              block_xy=jnp.array([[0.25, 0.05], [np.nan, 0.0], [0.2, 0.0]]))
     assert finite_state(vmapped)
     np.testing.assert_array_equal(vmapped.info.nonfinite_actions, [0, 1, 0])
 

@@ -36,7 +36,8 @@ def test_pick_place_staged_reward_climbs_its_stages_in_order():
     env = make("SO101PickPlace-v0", "c", action_scale=0.025, reward_type="dense", random_block_position=True)
     states = _scripted_episode(env, 5)
     assert bool(states[-1].info.succeed)
-    terms = {k: np.asarray([float(s.metrics[f"reward/{k}"]) / STAGED_WEIGHTS[k] for s in states]) for k in STAGED_WEIGHTS}
+    terms = {k: np.asarray([float(s.metrics[f"reward/{k}"]) / STAGED_WEIGHTS[k] for s in states])
+             for k in STAGED_WEIGHTS}
     first = {k: int(np.argmax(v > 0.5)) if (v > 0.5).any() else None for k, v in terms.items()}
     assert None not in first.values(), first
     order = ["reach", "grasp", "lift", "carry", "place", "release", "success"]

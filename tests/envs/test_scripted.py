@@ -16,12 +16,14 @@ def test_pick_place_matches_reference_controller():
     ref = ref_scripted.PickPlaceController(action_scale=0.025)
     s = env.reset(jax.random.PRNGKey(2))
     cs = scripted.pick_place_init(env.block_pos(s.physics))
-    act = jax.jit(lambda cs, s: scripted.pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics), s.info["goal"], 0.025))
+    act = jax.jit(lambda cs, s: scripted.pick_place_act(cs, env.arm.ik_point(s.physics), env.block_pos(s.physics),
+                                                        s.info["goal"], 0.025))
     step = jax.jit(env.step)
     phases = set()
     for _ in range(300):
         cs, a = act(cs, s)
-        a_ref = ref.act(np.asarray(env.arm.ik_point(s.physics)), np.asarray(env.block_pos(s.physics)), np.asarray(s.info["goal"]))
+        a_ref = ref.act(np.asarray(env.arm.ik_point(s.physics)), np.asarray(env.block_pos(s.physics)),
+                        np.asarray(s.info["goal"]))
         assert int(cs.phase) == ref.phase.value - 1
         np.testing.assert_allclose(a, a_ref, rtol=1e-7, atol=1e-7)  # the reference returns float32
         phases.add(int(cs.phase))
@@ -38,7 +40,8 @@ def test_reach_close_matches_reference(rng):
         if rng.uniform() < 0.3:  # near the goal: the close branch
             obs[11:14] = obs[14:17] + [0, 0, 0.03] + rng.uniform(-0.004, 0.004, 3)
         o = jnp.asarray(obs)
-        np.testing.assert_allclose(scripted.reach_close(o[11:14], o[14:17], 0.025), ref.scripted_reach_close(obs, 0.025), atol=1e-6)
+        np.testing.assert_allclose(scripted.reach_close(o[11:14], o[14:17], 0.025),
+                                   ref.scripted_reach_close(obs, 0.025), atol=1e-6)
         assert bool(scripted.is_reach_close_success(o[11:14], o[14:17], o[10:11])) == ref.is_reach_close_success(obs)
 
 
@@ -81,7 +84,8 @@ def test_pick_cube_demonstrator_lifts_where_the_reference_controller_only_closes
 
 @pytest.mark.parametrize("name", ["SO101PickPlace-v0", "SO101StackCube-v0", "SO101PushCube-v0", "SO101Reach-v0"])
 def test_demonstrator_is_the_scripted_controller_where_that_aims_at_success(name):
-    """Where the scripted controller aims at success, the demonstrator is it: the same first action from a random reset."""
+    """Where the scripted controller aims at success, the demonstrator is it: the same first action from a random
+    reset."""
     env = make(name, "c", random_block_position=True) if name != "SO101Reach-v0" else make(name, "c")
     s = env.reset(jax.random.PRNGKey(4))
     (init, act), (demo_init, demo_act) = env.scripted_controller(), env.demonstrator()

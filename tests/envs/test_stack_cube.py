@@ -119,8 +119,8 @@ def test_dense_reward_is_bounded_gated_and_complete_on_a_released_stack(env):
     # holding a placed block forever pays less than finishing (discounted, with the bonus)
     cpu = PRESETS["cpu"]
     assert sum(STAGED_WEIGHTS[k] for k in HOLD_STAGES) / (1 - cpu.discounting) < cpu.success_bonus
-    assert (make(NAME, "c").reward_scales == {"success": 1.0} and s.metrics.keys()
-            >= {f"reward/{k}" for k in STAGED_WEIGHTS})
+    assert (make(NAME, "c").reward_scales == {"success": 1.0}
+            and s.metrics.keys() >= {f"reward/{k}" for k in STAGED_WEIGHTS})
 
 
 def test_opening_on_the_stack_only_adds_from_the_first_commanded_step(env):

@@ -61,7 +61,8 @@ def test_reward_is_the_sum_of_its_logged_terms(env):
 
 
 # reset_to keyword -> the observation entry (and its leading components) that shows where it was placed
-PLACED = {"block_xy": ("block_pos", 2), "goal_xy": ("goal", 2), "bottom_xy": ("bottom_block_pos", 2), "target": ("target", 3)}
+PLACED = {"block_xy": ("block_pos", 2), "goal_xy": ("goal", 2), "bottom_xy": ("bottom_block_pos", 2),
+          "target": ("target", 3)}
 
 
 def test_fixed_reset_places_what_it_declares(env):
@@ -114,7 +115,8 @@ def test_the_registry_holds_the_builtin_tasks_by_their_names():
 
 def test_block_tasks_are_direct_subclasses_of_one_base():
     blocks = [cls for cls in BUILTIN if issubclass(cls, BlockTask)]
-    assert [cls.name for cls in blocks] == ["SO101PickCube-v0", "SO101PickPlace-v0", "SO101PushCube-v0", "SO101StackCube-v0"]
+    assert ([cls.name for cls in blocks]
+            == ["SO101PickCube-v0", "SO101PickPlace-v0", "SO101PushCube-v0", "SO101StackCube-v0"])
     assert all(cls.__bases__ == (BlockTask,) for cls in blocks)
 
 
@@ -130,6 +132,7 @@ def test_top_level_make_is_lazy():
     import subprocess
     import sys
 
-    code = "import sys, so101_mjx; assert 'jax' not in sys.modules; env = so101_mjx.make('SO101Reach-v0', 'c'); print(env.name)"
+    code = ("import sys, so101_mjx; assert 'jax' not in sys.modules; env = so101_mjx.make('SO101Reach-v0', 'c'); "
+            "print(env.name)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "SO101Reach-v0"

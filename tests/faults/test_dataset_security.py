@@ -49,7 +49,8 @@ def site(recorded, tmp_path) -> Path:
 
 
 def files_under(top: Path, skip: tuple[str, ...] = (LOCK_FILE,)) -> dict[str, bytes]:
-    return {str(p.relative_to(top)): p.read_bytes() for p in sorted(top.rglob("*")) if p.is_file() and p.name not in skip}
+    return {str(p.relative_to(top)): p.read_bytes() for p in sorted(top.rglob("*")) if p.is_file()
+            and p.name not in skip}
 
 
 def outside(tmp_path: Path, dataset: Path) -> dict[str, bytes]:
@@ -59,7 +60,8 @@ def outside(tmp_path: Path, dataset: Path) -> dict[str, bytes]:
 def plant(root: Path, manifest, staged: dict[str, str] | None = None) -> None:
     """A staging area as an attacker writes it: ``manifest`` (JSON text or a value) and staged files."""
     (root / _files.STAGING).mkdir(parents=True)
-    (root / _files.STAGING / _files.MANIFEST).write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    (root / _files.STAGING / _files.MANIFEST).write_text(manifest if isinstance(manifest, str)
+                                                         else json.dumps(manifest))
     for rel, text in (staged or {}).items():
         (root / _files.STAGING / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / _files.STAGING / rel).write_text(text)
@@ -82,7 +84,8 @@ PLANTS = {  # name: (manifest (victim: the absolute path of tmp_path/victim.txt)
 def test_a_planted_manifest_is_refused_and_touches_nothing_outside(site, capsys, name):
     manifest, flags = PLANTS[name]
     (site / "victim.txt").write_text("moved over the victim")  # the file a `..` replace would publish
-    plant(site, manifest(str(site.parent / "victim.txt")), {"x/.keep": ""})  # .staging/x/../../victim.txt: ds/victim.txt
+    # .staging/x/../../victim.txt: ds/victim.txt
+    plant(site, manifest(str(site.parent / "victim.txt")), {"x/.keep": ""})
     before, inside = outside(site.parent, site), files_under(site)
     status = cli.main(record_argv(site, *flags))
     assert outside(site.parent, site) == before and (site.parent / "victim.txt").read_text() == "keep"
@@ -100,7 +103,8 @@ def test_a_directory_holding_only_a_planted_staging_area_is_refused(tmp_path, ca
     assert (tmp_path / "victim.txt").read_text() == "keep"
     assert status == 2
     one_error_line(capsys, "MANIFEST.json", "is not a relative path under 'data/' or 'meta/' or 'videos/'")
-    with pytest.raises(InputError, match="so101-mjx did not write this staging area"):  # deploy --dataset's writer: the same refusal
+    # deploy --dataset's writer: the same refusal
+    with pytest.raises(InputError, match="so101-mjx did not write this staging area"):
         DatasetWriter(out, FEATURES, 10, "so101")
     assert (tmp_path / "victim.txt").read_text() == "keep"
 
@@ -118,15 +122,18 @@ def test_a_symlink_out_of_the_dataset_is_not_followed(site, tmp_path, capsys, li
     else:
         (site / "data/chunk-001").symlink_to(away)
         plant(site, {"replace": [], "delete": ["data/chunk-001/victim.txt"]})
-    assert cli.main(record_argv(site, "--resume")) == 2  # the CLI's writer lock refuses any link in the output directory
+    # the CLI's writer lock refuses any link in the output directory
+    assert cli.main(record_argv(site, "--resume")) == 2
     one_error_line(capsys, "is a symlink")
-    with pytest.raises(InputError, match="so101-mjx did not write this staging area"):  # the library refuses it on its own
+    # the library refuses it on its own
+    with pytest.raises(InputError, match="so101-mjx did not write this staging area"):
         _files.recover(site, fmt.PREFIXES)
     assert (away / "victim.txt").read_text() == (away / "meta/victim.txt").read_text() == "keep"
 
 
 def test_a_planted_feature_key_is_refused(site, tmp_path, capsys):
-    """A video feature ``../../victims`` would make --repair list and delete ``tmp_path/victims/chunk-000/file-000.mp4``."""
+    """A video feature ``../../victims`` would make --repair list and delete
+    ``tmp_path/victims/chunk-000/file-000.mp4``."""
     victim = tmp_path / "victims/chunk-000/file-000.mp4"
     victim.parent.mkdir(parents=True)
     victim.write_text("keep")
@@ -173,11 +180,14 @@ def set_info(root: Path, **fields) -> None:
 
 REPAIRS = {  # name: (damage, the original episodes kept); every other episode is intact
     "first video missing": (lambda r: (r / CAM / "chunk-000/file-000.mp4").unlink(), [2, 3, 4, 5]),
-    "meta/episodes files swapped": (lambda r: swap(*(r / "meta/episodes/chunk-000" / f"file-00{i}.parquet" for i in (0, 1))), list(range(6))),
-    "data files swapped": (lambda r: swap(*(r / "data/chunk-000" / f"file-00{i}.parquet" for i in (1, 2))), list(range(6))),
+    "meta/episodes files swapped": (lambda r: swap(*(r / "meta/episodes/chunk-000" / f"file-00{i}.parquet"
+                                                     for i in (0, 1))), list(range(6))),
+    "data files swapped": (lambda r: swap(*(r / "data/chunk-000" / f"file-00{i}.parquet" for i in (1, 2))),
+                           list(range(6))),
     "total_episodes 0": (lambda r: set_info(r, total_episodes=0), list(range(6))),
     "fps 1e9": (lambda r: set_info(r, fps=1_000_000_000), list(range(6))),
-    "one bad row in the middle": (lambda r: add_zero_frame_row(r, 2), [0, 1, 3, 4, 5]),  # its video file cut: frames 5..6 kept
+    # its video file cut: frames 5..6 kept
+    "one bad row in the middle": (lambda r: add_zero_frame_row(r, 2), [0, 1, 3, 4, 5]),
 }
 
 
@@ -211,7 +221,8 @@ def test_repair_refuses_before_deleting_when_no_episode_is_intact(site, capsys):
 
 def add_zero_frame_row(root: Path, episode: int | None = None) -> None:
     """A row of zero frames: appended as a seventh episode, or replacing ``episode``'s row."""
-    path = root / "meta/episodes/chunk-000/file-002.parquet" if episode is None else root / "meta/episodes/chunk-000/file-001.parquet"
+    path = (root / "meta/episodes/chunk-000/file-002.parquet" if episode is None
+            else root / "meta/episodes/chunk-000/file-001.parquet")
     table = pq.read_table(path)
     rows = table.to_pylist()
     if episode is None:
@@ -220,7 +231,8 @@ def add_zero_frame_row(root: Path, episode: int | None = None) -> None:
                                 CAM + "from_timestamp": rows[-1][CAM + "to_timestamp"]})
         set_info(root, total_episodes=7)
     else:
-        rows = [r | {"length": 0, "dataset_to_index": r["dataset_from_index"]} if r["episode_index"] == episode else r for r in rows]
+        rows = [r | {"length": 0, "dataset_to_index": r["dataset_from_index"]} if r["episode_index"] == episode
+                else r for r in rows]
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), path)
 
 
@@ -241,20 +253,25 @@ def test_a_missing_frame_index_column_is_one_line(dataset):
 
 
 def test_a_full_disk_during_a_video_commit_is_one_line(dataset, monkeypatch):
-    """ffmpeg failing for want of space, as record's commit and then its close() meet it: one InputError, nothing changed."""
+    """ffmpeg failing for want of space, as record's commit and then its close() meet it: one InputError, nothing
+    changed."""
     before = files_under(dataset)
     run = fmt.subprocess.run
 
     def full(argv, **kwargs):
         if "concat" in argv:  # the commit's stream copy into the staged video file
-            return fmt.subprocess.CompletedProcess(argv, 1, b"", b"[out#0/mp4] Error opening output file-003.mp4: No space left on device\n")
+            return fmt.subprocess.CompletedProcess(argv, 1, b"",
+                                                   b"[out#0/mp4] Error opening output file-003.mp4: No space "
+                                                   b"left on device\n")
         return run(argv, **kwargs)
 
     rng = np.random.default_rng(1)
     writer = DatasetWriter(dataset, FEATURES, 10, "so101", resume=True)
-    writer.add_episode({"action": rng.normal(size=(3, 2))}, "task", {"observation.images.cam": rng.integers(0, 256, (3, 16, 16, 3), np.uint8)})
+    writer.add_episode({"action": rng.normal(size=(3, 2))}, "task",
+                       {"observation.images.cam": rng.integers(0, 256, (3, 16, 16, 3), np.uint8)})
     monkeypatch.setattr(fmt.subprocess, "run", full)
-    with pytest.raises(InputError, match="^no space left on device while writing the dataset at .*; nothing was changed$"):
+    with pytest.raises(InputError,
+                       match="^no space left on device while writing the dataset at .*; nothing was changed$"):
         try:
             writer.commit()
         finally:

@@ -30,12 +30,14 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 
 
 def command(out: Path, episodes: int, resume: bool) -> list[str]:
-    return [sys.executable, "-m", "so101_mjx", "record", "--env", "SO101Reach-v0", "--episodes", str(episodes), "--num-envs", "2",
+    return [sys.executable, "-m", "so101_mjx", "record", "--env", "SO101Reach-v0", "--episodes", str(episodes),
+            "--num-envs", "2",
             "--image-size", "16", "--image-quality", "fast", "--seed", "5", "--out", str(out), *(["--resume"] * resume)]
 
 
 def environment() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "SO101_MJX_KILL_AT"} | {"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)}
+    env = ({k: v for k, v in os.environ.items() if k != "SO101_MJX_KILL_AT"}
+           | {"JAX_PLATFORMS": "cpu", "PYTHONPATH": str(ROOT)})
     env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()
     return env
 
@@ -55,7 +57,8 @@ def episodes_in(out: Path) -> int:
 def killed_recording(out: Path, episodes: int, sig: int, delay: float) -> None:
     """Record (or resume) up to ``episodes`` episodes; ``delay`` s after one is kept, send ``sig``."""
     have = episodes_in(out)
-    proc = subprocess.Popen(command(out, episodes - have, have > 0), env=environment(), cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command(out, episodes - have, have > 0), env=environment(), cwd=ROOT,
+                            stderr=subprocess.PIPE, text=True)
     try:
         for line in proc.stderr:
             if line.startswith("record: "):
@@ -79,8 +82,8 @@ def check_after_kill(out: Path) -> None:
 def finish(out: Path, episodes: int) -> None:
     have = episodes_in(out)
     if have < episodes:
-        done = subprocess.run(command(out, episodes - have, have > 0), env=environment(), cwd=ROOT, capture_output=True, text=True,
-                              timeout=600)
+        done = subprocess.run(command(out, episodes - have, have > 0), env=environment(), cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr[-3000:]
     assert assert_consistent(out)["total_episodes"] == episodes
 
@@ -89,8 +92,8 @@ def run_trials(tmp_path: Path, episodes: int, trials: list[tuple[int, float]]) -
     """Kill a recording of ``episodes`` episodes once per trial (signal, delay s), then finish it and
     compare it with an uninterrupted recording (run alongside)."""
     out, reference = tmp_path / "ds", tmp_path / "reference"
-    uninterrupted = subprocess.Popen(command(reference, episodes, False), env=environment(), cwd=ROOT, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+    uninterrupted = subprocess.Popen(command(reference, episodes, False), env=environment(), cwd=ROOT,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for sig, delay in trials:
             assert episodes_in(out) < episodes, "every kill must land before the recording ends"
@@ -103,8 +106,8 @@ def run_trials(tmp_path: Path, episodes: int, trials: list[tuple[int, float]]) -
         uninterrupted.communicate()
     ours, theirs = (read_parquets(p, "data") for p in (out, reference))
     for name in ("observation.state", "action", "episode_index", "index"):
-        np.testing.assert_allclose(np.asarray(ours.column(name).to_pylist(), float), np.asarray(theirs.column(name).to_pylist(), float),
-                                   atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(np.asarray(ours.column(name).to_pylist(), float),
+                                   np.asarray(theirs.column(name).to_pylist(), float), atol=1e-5, err_msg=name)
 
 
 @pytest.mark.slow  # five recordings (~60 s); the default suite injects the damage: tests/data/test_dataset_check.py

@@ -26,7 +26,8 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 def killed_run(out: Path, sig: int, delay: float) -> None:
     """Start (or resume) the run; ``delay`` s after its first progress line, send ``sig``."""
     resume = ["--resume"] if checkpoint.steps(out) else []
-    proc = subprocess.Popen(command(out, *resume), env=environment(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(command(out, *resume), env=environment(), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
     try:
         for line in proc.stdout:
             if "step" in line and "%]" in line:
@@ -49,14 +50,15 @@ def check_readable(out: Path) -> None:
 
 def run_trials(tmp_path: Path, trials: list[tuple[int, float]], compare: bool) -> None:
     out, reference = tmp_path / "run", tmp_path / "reference"
-    uninterrupted = subprocess.Popen(command(reference), env=environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) \
+    uninterrupted = subprocess.Popen(command(reference), env=environment(), stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, text=True) \
         if compare else None
     try:
         for sig, delay in trials:
             killed_run(out, sig, delay)
             check_readable(out)
-        done = subprocess.run(command(out, *(["--resume"] if checkpoint.steps(out) else [])), env=environment(), capture_output=True,
-                              text=True, timeout=TIMEOUT_S)
+        done = subprocess.run(command(out, *(["--resume"] if checkpoint.steps(out) else [])), env=environment(),
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
         assert done.returncode == 0, done.stderr[-3000:]
         check_readable(out)
         if uninterrupted is not None:

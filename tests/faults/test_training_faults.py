@@ -57,10 +57,12 @@ def test_a_planted_numpy_in_the_working_directory_never_runs_in_training_process
     marker = tmp_path / "planted-ran"
     work = tmp_path / "work"
     work.mkdir()
-    (work / "numpy.py").write_text(f"open({str(marker)!r}, 'a').write('ran\\n')\nraise ImportError('planted numpy.py')\n")
-    argv = ["train", "--env", "SO101Reach-v0", "--preset", "tiny", "--num-evals", "2", "--num-processes", "2", "--out", str(tmp_path / "run")]
-    result = subprocess.run([sys.executable, "-P", "-m", "so101_mjx", *argv], cwd=work, env=environment(), capture_output=True,
-                            text=True, timeout=600)
+    (work / "numpy.py").write_text(f"open({str(marker)!r}, 'a').write('ran\\n')\nraise ImportError('planted "
+                                   "numpy.py')\n")
+    argv = ["train", "--env", "SO101Reach-v0", "--preset", "tiny", "--num-evals", "2", "--num-processes", "2", "--out",
+            str(tmp_path / "run")]
+    result = subprocess.run([sys.executable, "-P", "-m", "so101_mjx", *argv], cwd=work, env=environment(),
+                            capture_output=True, text=True, timeout=600)
     assert not marker.exists(), result.stderr[-3000:]
     assert result.returncode == 0, result.stderr[-3000:]
 
@@ -131,7 +133,8 @@ def test_a_training_state_npz_bomb_is_refused_by_its_header(run, float32, capsys
 
 # -- a PPO run gone non-finite ------------------------------------------------------------------
 def test_a_ppo_run_gone_non_finite_stops_before_writing_that_step(run, float32, capsys):
-    """Weights of 3e38 (finite: the state loads) overflow in the first update: exit 1, one line, no checkpoint, no eval row."""
+    """Weights of 3e38 (finite: the state loads) overflow in the first update: exit 1, one line, no checkpoint, no eval
+    row."""
     state = run / STEP / checkpoint.STATE_FILE
     with np.load(state) as z:
         arrays = dict(z)

@@ -65,7 +65,8 @@ def test_deploy_on_the_simulator_equals_the_gym_env_and_logs_a_dataset(joint_pol
     assert result["episodes"] == 2 and result["stopped"] == "done" and 0 <= result["success_rate"] <= 1
     info = dataset_check.check(tmp_path / "log")
     assert info["total_episodes"] == 2 and info["fps"] == 30 and info["robot_type"] == "so101_mjx"
-    names = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos", "gripper.pos"]
+    names = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos",
+             "wrist_roll.pos", "gripper.pos"]
     assert info["features"]["observation.state"]["names"] == info["features"]["action"]["names"] == names
     import pyarrow.parquet as pq
     table = pq.read_table(next((tmp_path / "log" / "data").rglob("*.parquet"))).to_pydict()
@@ -93,7 +94,8 @@ def test_refusals_name_the_problem_and_send_nothing(joint_policy, capsys):
         check_start(np.asarray([0, 0, 30.0, 0, 0, 50]), start, 10.0, "degrees")
     check_start(np.asarray([5.0, -5, 0, 0, 0, 90]), start, 10.0, "degrees")  # the gripper may be anywhere
     # through the CLI: one line, exit 2
-    assert cli.main(["deploy", str(joint_policy), "--robot.type", "so101_follower", "--robot.port", "/dev/ttyACM0"]) == 2
+    assert (cli.main(["deploy", str(joint_policy), "--robot.type", "so101_follower", "--robot.port",
+                      "/dev/ttyACM0"]) == 2)
     assert "state policy" in capsys.readouterr().err
 
 
@@ -147,9 +149,11 @@ def test_record_logs_the_absolute_targets_a_follower_is_sent(joint_policy, tmp_p
 
     from so101_mjx.training import policies
 
-    assert cli.main(["record", "--policy", str(joint_policy), "--episodes", "1", "--out", str(tmp_path / "ds"), "--no-video"]) == 0
+    assert cli.main(["record", "--policy", str(joint_policy), "--episodes", "1", "--out", str(tmp_path / "ds"),
+                     "--no-video"]) == 0
     table = pq.read_table(next((tmp_path / "ds" / "data").rglob("*.parquet"))).to_pydict()
-    state, env_state, action = (np.asarray(table[k]) for k in ("observation.state", "observation.environment_state", "action"))
+    state, env_state, action = (np.asarray(table[k])
+                                for k in ("observation.state", "observation.environment_state", "action"))
     act = policies.load(joint_policy).gym_fn
     offsets = np.stack([act({"agent_pos": s, "environment_state": e}) for s, e in zip(state, env_state)])
     expected = np.clip(state + np.clip(offsets, -3, 3), *plan(joint_policy).limits.T)
@@ -168,7 +172,8 @@ def test_a_calibrated_policy_runs_on_the_simulator_in_its_calibrations_units(tmp
 
     path = tmp_path / "follower.json"
     path.write_text(json.dumps(FILE))
-    config = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 3.0, "calibration": str(path)}
+    config = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 3.0,
+              "calibration": str(path)}
     train_tiny(tmp_path / "run", "--env", ENV, "--env-config", json.dumps(config))
     p = plan(tmp_path / "run" / "policy.onnx")
     calibration = load_calibration(path)
@@ -199,12 +204,15 @@ def test_deploy_on_an_arm_of_another_calibration_sends_the_same_angles(joint_pol
     ranges = motors.joint_ranges(make(ENV, "c").mj_model)
     angles = {}
     for name, calibration in (("own", None), ("other", str(path))):
-        result = deploy(joint_policy, "so101_mjx", episodes=1, seed=3, dataset=str(tmp_path / name), calibration=calibration)
+        result = deploy(joint_policy, "so101_mjx", episodes=1, seed=3, dataset=str(tmp_path / name),
+                        calibration=calibration)
         assert result["episodes"] == 1 and result["stopped"] == "done"
-        states = np.asarray(pq.read_table(next((tmp_path / name / "data").rglob("*.parquet")))["observation.state"].to_pylist())
+        states = np.asarray(pq.read_table(next((tmp_path / name / "data").rglob("*.parquet")))["observation.state"]
+                            .to_pylist())
         angles[name] = motors.from_motor(states, ranges, "degrees", calibration and load_calibration(path))
         if calibration:
-            assert np.abs(states - motors.to_motor(angles["own"], ranges, "degrees")).max() > 1.0  # the other arm's units
+            # the other arm's units
+            assert np.abs(states - motors.to_motor(angles["own"], ranges, "degrees")).max() > 1.0
     np.testing.assert_allclose(angles["other"], angles["own"], atol=1e-4)
     p = plan(joint_policy).for_arm(str(path))
     values = np.asarray([10.0, -20.0, 30.0, 5.0, -40.0, 50.0])

@@ -45,10 +45,12 @@ def test_lerobot_builds_it_with_the_followers_features(tmp_path):
         RobotConfig.get_choice_class("so101_mjx")(out_of_range="wrap")
 
 
-@pytest.mark.parametrize("kwargs, field", [({"fps": 7}, "fps"), ({"fps": 10**6}, "fps"), ({"camera_height": 10**6}, "camera_height"),
+@pytest.mark.parametrize("kwargs, field",
+                         [({"fps": 7}, "fps"), ({"fps": 10**6}, "fps"), ({"camera_height": 10**6}, "camera_height"),
                                            ({"task_options": {"bad": 1}}, "task_options")])
 def test_bad_values_fail_at_construction(kwargs, field):
-    """As the config's docstring says: ``--robot.fps=7`` and the like fail when lerobot parses the config, not at connect()."""
+    """As the config's docstring says: ``--robot.fps=7`` and the like fail when lerobot parses the config, not at
+    connect()."""
     pytest.importorskip("lerobot")
     from lerobot.robots.config import RobotConfig
 

@@ -12,7 +12,8 @@ from so101_mjx.follower.sim import DeviceAlreadyConnectedError, DeviceNotConnect
 from so101_mjx.robot import motors
 
 # so101_follower's features in lerobot 0.6.1 (SOFollower._motors_ft, _cameras_ft)
-FOLLOWER_MOTORS = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos", "wrist_roll.pos", "gripper.pos"]
+FOLLOWER_MOTORS = ["shoulder_pan.pos", "shoulder_lift.pos", "elbow_flex.pos", "wrist_flex.pos",
+                   "wrist_roll.pos", "gripper.pos"]
 SIZE = dict(camera_height=48, camera_width=64)
 
 
@@ -27,7 +28,8 @@ def follower():
 def test_features_are_the_followers(follower):
     assert list(FEATURE_KEYS) == FOLLOWER_MOTORS
     assert follower.action_features == dict.fromkeys(FOLLOWER_MOTORS, float)
-    assert follower.observation_features == {**dict.fromkeys(FOLLOWER_MOTORS, float), "front": (48, 64, 3), "wrist": (48, 64, 3)}
+    assert (follower.observation_features
+            == {**dict.fromkeys(FOLLOWER_MOTORS, float), "front": (48, 64, 3), "wrist": (48, 64, 3)})
     obs = follower.get_observation()
     assert list(obs) == list(follower.observation_features)
     assert all(isinstance(obs[k], float) for k in FOLLOWER_MOTORS)
@@ -61,7 +63,8 @@ def test_range_units_and_max_relative_target():
         present = f.present_position()
         far = dict(zip(FOLLOWER_MOTORS, [90.0, -90.0, 90.0, -90.0, 90.0, 95.0], strict=True))
         sent = f.send_action(far)
-        np.testing.assert_allclose([sent[k] for k in FOLLOWER_MOTORS], present + np.clip(np.asarray(list(far.values())) - present, -5, 5))
+        np.testing.assert_allclose([sent[k] for k in FOLLOWER_MOTORS],
+                                   present + np.clip(np.asarray(list(far.values())) - present, -5, 5))
         assert f.get_observation().keys() == set(FOLLOWER_MOTORS)
 
 
@@ -106,10 +109,12 @@ def test_connection_errors_and_config_checks():
         f.send_action({})
     with pytest.raises(ValueError, match=r"camera_names: \['top'\] not in"):
         SimFollower(SimFollowerConfig(camera_names=("top",))).connect()
-    for kwargs, message in [({"task": "SO101Fly-v0"}, "SO101Fly"), ({"max_relative_target": -1.0}, "max_relative_target"),
+    for kwargs, message in [({"task": "SO101Fly-v0"}, "SO101Fly"),
+                            ({"max_relative_target": -1.0}, "max_relative_target"),
                             ({"max_relative_target": {"gripper": 1.0}}, "max_relative_target as a dict"),
                             ({"fps": 0}, "fps"), ({"out_of_range": "wrap"}, "out_of_range"),
-                            ({"camera_names": "front"}, "camera_names"), ({"reset_after_steps": 0}, "reset_after_steps")]:
+                            ({"camera_names": "front"}, "camera_names"),
+                            ({"reset_after_steps": 0}, "reset_after_steps")]:
         with pytest.raises(ValueError, match=message):
             SimFollowerConfig(**kwargs)
     with pytest.raises(ValueError, match="physics"):  # 7 Hz does not divide the physics rate
@@ -119,12 +124,14 @@ def test_connection_errors_and_config_checks():
 @pytest.mark.parametrize("kwargs, message", [
     ({"fps": 7}, r"fps must divide the physics rate 1 / physics_dt = 480 Hz .*one of \[1, 2, 3, .*, 480\], got 7"),
     ({"fps": 10**6}, "fps must divide the physics rate .* got 1000000"),
-    ({"fps": 10, "task_options": {"physics_dt": 0.003}}, "fps must divide the physics rate 1 / physics_dt = 333.333 Hz"),
+    ({"fps": 10, "task_options": {"physics_dt": 0.003}},
+     "fps must divide the physics rate 1 / physics_dt = 333.333 Hz"),
     ({"camera_height": 10**6}, "camera_height must be an int >= 1 and <= 8192"),
     ({"camera_width": 10**5}, "camera_width must be an int >= 1 and <= 8192"),
     ({"task_options": {"reward_typ": "dense"}}, r"task_options: unknown config field\(s\) \['reward_typ'\]"),
     ({"task_options": {"reward_type": "sometimes"}}, "task_options: reward_type must be one of"),
-    ({"task_options": {"servo_model": {"voltage_sag": {"per_torque": 1e300}}}}, "task_options: servo_model.voltage_sag.per_torque"),
+    ({"task_options": {"servo_model": {"voltage_sag": {"per_torque": 1e300}}}},
+     "task_options: servo_model.voltage_sag.per_torque"),
 ])
 def test_bad_values_fail_at_construction_not_at_connect(kwargs, message):
     """What connect() would refuse (the rate, the task's config) and what it would try to allocate (a frame's

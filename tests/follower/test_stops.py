@@ -26,16 +26,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def started(*argv: str) -> subprocess.Popen:
     """``python -m so101_mjx ARGV`` in a new process (stdout and stderr piped, text)."""
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    return subprocess.Popen([sys.executable, "-m", "so101_mjx", *argv], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    env = {**os.environ, "JAX_PLATFORMS": "cpu",
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    return subprocess.Popen([sys.executable, "-m", "so101_mjx", *argv], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
 
 
 def stopped_deploy(tmp_path: Path, sig: int) -> tuple[int, str, str]:
     """``deploy excitation`` on the simulated follower at the wall clock's pace (one 132 s episode), sent ``sig``
     2.5 s after its episode started (its first action compiles the step: not before); returns its exit status,
     stdout and stderr."""
-    proc = started("deploy", "excitation", "--robot.type", "so101_mjx", "--real-time", "--dataset", str(tmp_path / "log"))
+    proc = started("deploy", "excitation", "--robot.type", "so101_mjx", "--real-time", "--dataset",
+                   str(tmp_path / "log"))
     try:
         first = proc.stderr.readline()
         assert "Ctrl-C stops it" in first, first + proc.stderr.read()
@@ -60,7 +62,8 @@ def test_a_signal_mid_episode_disconnects_and_logs_the_episode_cut_short(tmp_pat
     info = dataset_check.check(tmp_path / "log")
     meta = json.loads((tmp_path / "log" / LOG_META).read_text())
     assert info["total_episodes"] == 1 and 0 < info["total_frames"] < 3960  # the episode under way, as far as it went
-    assert meta["stopped"] == name and meta["episodes"] == [{"episode_index": 0, "frames": info["total_frames"], "cut_short": True}]
+    assert (meta["stopped"] == name
+            and meta["episodes"] == [{"episode_index": 0, "frames": info["total_frames"], "cut_short": True}])
 
 
 def test_an_interrupt_in_a_host_callback_is_not_logged_with_its_traceback(caplog):
@@ -129,7 +132,8 @@ def test_a_time_limit_cuts_the_episode_short():
 def test_record_stopped_by_sigterm_says_what_it_kept_in_one_line(tmp_path):
     """SIGTERM after record kept its first episodes: exit 130, no traceback, one line naming the episodes kept."""
     out = tmp_path / "ds"
-    proc = started("record", "--env", "SO101Reach-v0", "--episodes", "500", "--num-envs", "2", "--no-video", "--out", str(out))
+    proc = started("record", "--env", "SO101Reach-v0", "--episodes", "500", "--num-envs", "2", "--no-video",
+                   "--out", str(out))
     try:
         for line in proc.stderr:
             if line.startswith("record: "):
@@ -141,7 +145,8 @@ def test_record_stopped_by_sigterm_says_what_it_kept_in_one_line(tmp_path):
         proc.wait()
     assert proc.returncode == _interrupts.INTERRUPTED, err
     kept = dataset_check.check(out)["total_episodes"]
-    assert "Traceback" not in err and err.strip().splitlines() == [f"record: stopped by SIGTERM; the dataset at {out} holds {kept} complete episodes"]
+    assert ("Traceback" not in err and err.strip().splitlines()
+            == [f"record: stopped by SIGTERM; the dataset at {out} holds {kept} complete episodes"])
     assert 0 < kept < 500
 
 

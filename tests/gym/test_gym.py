@@ -31,7 +31,8 @@ def gl() -> bool:
 
 def _needs_gl(gl):
     if not gl:
-        pytest.skip(f"no offscreen GL backend works here (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}; try egl or osmesa)")
+        pytest.skip(f"no offscreen GL backend works here (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}; try "
+                    "egl or osmesa)")
 
 
 @pytest.mark.parametrize("name", names())
@@ -55,7 +56,8 @@ def test_spaces_match_reference(name):
 
 @pytest.mark.parametrize("name", names())
 def test_check_env(name, gl):
-    env = sgym.ENV_CLASSES[name](**({"action_scale": 0.025, **placement_config(name, True)} if placement_config(name, True) else {}))
+    env = sgym.ENV_CLASSES[name](**({"action_scale": 0.025, **placement_config(name, True)}
+                                    if placement_config(name, True) else {}))
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*Box observation space (minimum|maximum) value is")
         check_env(env, skip_render_check=not gl)
@@ -170,7 +172,8 @@ def _random_steps(n_steps: int, warmup: int) -> tuple[int, int]:
     start = 0
     for i in range(n_steps):
         obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-        assert np.isfinite(obs["agent_pos"]).all() and np.isfinite(obs["environment_state"]).all() and np.isfinite(reward)
+        assert (np.isfinite(obs["agent_pos"]).all() and np.isfinite(obs["environment_state"]).all()
+                and np.isfinite(reward))
         if terminated or truncated:
             env.reset()
         if i == warmup:
@@ -185,7 +188,8 @@ def _random_steps(n_steps: int, warmup: int) -> tuple[int, int]:
                                              pytest.param(100_000, 5_000, marks=pytest.mark.soak)])
 def test_random_steps_finite_and_memory_steady(n_steps, warmup):
     start, end = _random_steps(n_steps, warmup)
-    print(f"{n_steps} steps: RSS {start / 2**20:.1f} MiB after warm-up -> {end / 2**20:.1f} MiB ({end / start - 1:+.2%})")
+    print(f"{n_steps} steps: RSS {start / 2**20:.1f} MiB after warm-up -> {end / 2**20:.1f} MiB "
+          f"({end / start - 1:+.2%})")
     assert end < 1.05 * start
 
 

@@ -2,7 +2,8 @@
 is made), on a machine without a display with ``MUJOCO_GL=egl``: on a task the reference has and one
 it has not (every registered id: marked slow); and on one id with ``MUJOCO_GL`` unset (the GL
 backend is chosen before any task code runs). Human mode
-then warns once that no window can open and renders offscreen, as the reference renders; the process goes on and writes nothing into its working directory."""
+then warns once that no window can open and renders offscreen, as the reference renders; the process goes on and writes
+nothing into its working directory."""
 
 import os
 import subprocess
@@ -45,7 +46,8 @@ def test_check_env_passes_without_a_display(tmp_path, mujoco_gl, ids):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL")}
     if mujoco_gl:
         env["MUJOCO_GL"] = mujoco_gl
-    out = subprocess.run([sys.executable, "-P", "-c", CHECK_EVERY_ID, *ids], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    out = subprocess.run([sys.executable, "-P", "-c", CHECK_EVERY_ID, *ids], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "checked" in out.stdout and "no display" in out.stdout, out.stdout
     assert list(tmp_path.iterdir()) == []  # no MUJOCO_LOG.TXT or anything else

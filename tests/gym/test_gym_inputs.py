@@ -22,7 +22,8 @@ def env():
 
 
 @pytest.mark.parametrize("action", [np.array([{}, 0, 0, 0], object), np.array([0.0, 0.0, 0.0, None], object),
-                                    np.array([0.1 + 1j, 0, 0, 1]), "abcd", [0, 0, 0, "x"], [[0], [0, 0], 0, 0], np.ones(4, bool)])
+                                    np.array([0.1 + 1j, 0, 0, 1]), "abcd", [0, 0, 0, "x"], [[0], [0, 0], 0, 0],
+                                    np.ones(4, bool)])
 def test_step_refuses_what_is_not_real_numbers(env, action):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no ComplexWarning: nothing is dropped silently

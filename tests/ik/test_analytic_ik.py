@@ -44,7 +44,8 @@ def test_every_branch_is_exact_and_the_original_is_among_them(solver):
     target = np.asarray(solver.get_fk(q))[:, :3, 3]
     # The geometry's own FK (the single answer's check) is the chain's.
     np.testing.assert_allclose(np.asarray(analytic_ik.forward(solver._geometry(), q)), target, rtol=0, atol=1e-12)
-    exists, cand = analytic_ik.solve(solver._geometry(), jnp.asarray(target), jnp.asarray(pitch_of(q)), jnp.asarray(q[:, 4]))
+    exists, cand = analytic_ik.solve(solver._geometry(), jnp.asarray(target), jnp.asarray(pitch_of(q)),
+                                     jnp.asarray(q[:, 4]))
     fk = np.asarray(solver.get_fk(cand))[..., :3, 3]
     err = np.linalg.norm(fk - target[:, None], axis=-1)
     assert np.asarray(exists).any(-1).all()  # a reachable point has a branch
@@ -174,7 +175,8 @@ def test_continuous_path_has_no_jump_where_a_continuous_branch_exists(solver, pa
     q = smooth_paths(solver, rng, paths, 50)
     assert np.abs(np.diff(q, axis=1)).max() < 0.5
     target = np.asarray(solver.get_fk(q))[..., :3, 3]
-    exists, cand = analytic_ik.solve(solver._geometry(), jnp.asarray(target), jnp.asarray(pitch_of(q)), jnp.asarray(q[..., 4]))
+    exists, cand = analytic_ik.solve(solver._geometry(), jnp.asarray(target), jnp.asarray(pitch_of(q)),
+                                     jnp.asarray(q[..., 4]))
     lo, hi = limits(solver)
     valid = np.asarray(exists) & np.all((np.asarray(cand) >= lo) & (np.asarray(cand) <= hi), -1)
     ok, joints, jumps = select_continuous_path(jnp.asarray(valid), cand, jnp.asarray(q[:, 0]), threshold=0.5)
@@ -190,7 +192,8 @@ def test_continuous_path_has_no_jump_where_a_continuous_branch_exists(solver, pa
 
 def test_path_flags_forced_jumps_and_holds_through_unreachable_waypoints():
     # One path, 4 waypoints, 2 candidates: waypoint 2 has no valid candidate, waypoint 3 only a far one.
-    cand = jnp.asarray([[[[0.0] * 5, [3.0] * 5], [[0.1] * 5, [3.0] * 5], [[9.0] * 5, [9.0] * 5], [[2.0] * 5, [0.2] * 5]]])
+    cand = jnp.asarray([[[[0.0] * 5, [3.0] * 5], [[0.1] * 5, [3.0] * 5], [[9.0] * 5, [9.0] * 5],
+                         [[2.0] * 5, [0.2] * 5]]])
     valid = jnp.asarray([[[True, True], [True, False], [False, False], [True, False]]])
     ok, joints, jumps = select_continuous_path(valid, cand, jnp.zeros((1, 5)), threshold=0.5)
     np.testing.assert_array_equal(np.asarray(ok)[0], [True, True, False, True])

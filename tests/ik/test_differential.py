@@ -7,7 +7,12 @@ import pytest
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import SolverCfg, pose as P
-from so101_mjx.ik.solvers.differential import DEFAULT_IK_PARAMS, DifferentialSolver, DifferentialSolverCfg, delta_joint_pos
+from so101_mjx.ik.solvers.differential import (
+    DEFAULT_IK_PARAMS,
+    DifferentialSolver,
+    DifferentialSolverCfg,
+    delta_joint_pos,
+)
 from so101_mjx.robot import rotations as R
 
 pytestmark = pytest.mark.slow  # compile-heavy: run with -m slow (.ci/run does)
@@ -32,9 +37,11 @@ def test_cfg_defaults_and_ik_params_merge():
     over the method's defaults; from_dict finds the config by class_type."""
     cfg = DifferentialSolverCfg()
     assert (cfg.class_type, cfg.pos_eps, cfg.rot_eps, cfg.max_iterations) == ("DifferentialSolver", 5e-4, 5e-4, 1000)
-    assert (cfg.command_type, cfg.use_relative_mode, cfg.ik_method, cfg.is_only_position_constraint) == ("pose", False, "pinv", False)
+    assert ((cfg.command_type, cfg.use_relative_mode, cfg.ik_method, cfg.is_only_position_constraint)
+            == ("pose", False, "pinv", False))
     assert cfg.ik_params == DEFAULT_IK_PARAMS["pinv"]
-    assert DifferentialSolverCfg(ik_method="svd", ik_params={"k_val": 0.5}).ik_params == {"k_val": 0.5, "min_singular_value": 1e-5}
+    assert (DifferentialSolverCfg(ik_method="svd", ik_params={"k_val": 0.5}).ik_params
+            == {"k_val": 0.5, "min_singular_value": 1e-5})
     assert type(SolverCfg.from_dict({"class_type": "DifferentialSolver", "ik_method": "dls"})) is DifferentialSolverCfg
     for bad, field in [({"ik_method": "lm"}, "ik_method"), ({"command_type": "twist"}, "command_type"),
                        ({"ik_params": {"lambda": 1}}, "ik_params"), ({"max_iterations": 0}, "max_iterations")]:
@@ -48,11 +55,13 @@ def test_delta_joint_pos_methods(method):
     rng = np.random.default_rng(0)
     jac, err = rng.normal(size=(2, 6, 5)), rng.normal(size=(2, 6))
     params = DEFAULT_IK_PARAMS[method]
-    expected = {"pinv": np.linalg.pinv(jac) @ err[..., None], "svd": np.linalg.pinv(jac, rcond=1e-5 / 10) @ err[..., None],
+    expected = {"pinv": np.linalg.pinv(jac) @ err[..., None],
+                "svd": np.linalg.pinv(jac, rcond=1e-5 / 10) @ err[..., None],
                 "trans": np.swapaxes(jac, 1, 2) @ err[..., None],
-                "dls": np.swapaxes(jac, 1, 2) @ np.linalg.solve(jac @ np.swapaxes(jac, 1, 2) + 0.01**2 * np.eye(6), err[..., None])}
-    np.testing.assert_allclose(delta_joint_pos(jnp.asarray(jac), jnp.asarray(err), method, params), expected[method][..., 0],
-                               rtol=1e-9, atol=1e-12)
+                "dls": np.swapaxes(jac, 1, 2) @ np.linalg.solve(jac @ np.swapaxes(jac, 1, 2) + 0.01**2 * np.eye(6),
+                                                                err[..., None])}
+    np.testing.assert_allclose(delta_joint_pos(jnp.asarray(jac), jnp.asarray(err), method, params),
+                               expected[method][..., 0], rtol=1e-9, atol=1e-12)
 
 
 def test_pose_ik_reaches_reachable_poses(pose_solver, problems):
@@ -73,7 +82,8 @@ def test_position_command_one_step_with_given_jacobian(problems):
     """seed 002, DifferentialSolver.get_ik(jacobian=): one differential step (max_iterations=1) with the
     caller's Jacobian equals q + pinv(Jv) (p* - p) at the seed; a wrong Jacobian changes the step."""
     q, target, seed = problems
-    solver = DifferentialSolver(DifferentialSolverCfg(command_type="position", max_iterations=1, clamp_to_limits=False), num_envs=4)
+    solver = DifferentialSolver(DifferentialSolverCfg(command_type="position", max_iterations=1,
+                                                      clamp_to_limits=False), num_envs=4)
     jac = np.asarray(solver.get_jacobian(seed))
     ok, sol = solver.get_ik(target[:, :3, 3], seed, jacobian=jac)
     p = np.asarray(solver.get_fk(seed))[:, :3, 3]
@@ -126,7 +136,8 @@ def test_reset_env_ids():
     cmd = jnp.asarray([[0.1, 0.2, 0.3, 0.0, 1.0, 0.0, 0.0]] * 3)
     solver.set_command(cmd)
     solver.reset(jnp.asarray([1]))
-    np.testing.assert_allclose(solver.ee_pos_des[1], 0) and np.testing.assert_allclose(solver.ee_quat_des[1], [0, 0, 0, 1])
+    (np.testing.assert_allclose(solver.ee_pos_des[1], 0)
+     and np.testing.assert_allclose(solver.ee_quat_des[1], [0, 0, 0, 1]))
     np.testing.assert_allclose(solver.ee_pos_des[0], [0.1, 0.2, 0.3])
     assert np.all(np.asarray(solver._command[1]) == 0) and np.all(np.asarray(solver._command[2]) == np.asarray(cmd[2]))
     solver.reset()
@@ -146,7 +157,8 @@ def test_nonfinite_target_keeps_seed_and_limits_hold(pose_solver, problems):
     far = target.copy()
     far[:, :3, 3] += 5.0  # unreachable
     ok, sol = pose_solver.get_ik(far, seed)
-    assert not bool(jnp.any(ok)) and np.all((np.asarray(sol) >= pose_solver._lower) & (np.asarray(sol) <= pose_solver._upper))
+    assert (not bool(jnp.any(ok))
+            and np.all((np.asarray(sol) >= pose_solver._lower) & (np.asarray(sol) <= pose_solver._upper)))
 
 
 def test_shared_surface_from_the_config():

@@ -53,7 +53,8 @@ def offset(model):
 @pytest.fixture(scope="module")
 def targets(kin, problems, offset):
     """Reachable targets of the site origin (position-only) and of the grasp point (top-down)."""
-    return np.asarray(kin.point(problems[0], "gripperframe")), np.asarray(kin.point(problems[0], "gripperframe", offset))
+    return (np.asarray(kin.point(problems[0], "gripperframe")),
+            np.asarray(kin.point(problems[0], "gripperframe", offset)))
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +194,8 @@ def _converged_interior_jacobian(kin, limits):
         q_true = rng.uniform(lo + 0.3, hi - 0.3)
         seed, target = q_true + rng.uniform(-0.1, 0.1, 5), np.asarray(kin.point(q_true, "gripperframe"))
         sol = np.asarray(jvp(seed, target, np.zeros(3))[0])
-        if np.linalg.norm(kin.point(sol, "gripperframe") - target) < 1e-4 and np.all((sol > lo + 0.05) & (sol < hi - 0.05)):
+        if (np.linalg.norm(kin.point(sol, "gripperframe") - target) < 1e-4
+            and np.all((sol > lo + 0.05) & (sol < hi - 0.05))):
             break
     jac = np.stack([np.asarray(jvp(seed, target, e)[1]) for e in np.eye(3)], -1)
     return seed, target, jac, lambda t, v: jvp(seed, t, v)
@@ -203,7 +205,8 @@ def test_gradient_wrt_target_matches_finite_differences(kin, limits):
     _, target, jac, jvp = _converged_interior_jacobian(kin, limits)
     h = 1e-6
     fd = np.stack([(jvp(target + h * e, e)[0] - jvp(target - h * e, e)[0]) / (2 * h) for e in np.eye(3)], -1)
-    print(f"dq*/dtarget: max |autodiff - finite differences| {np.abs(jac - fd).max():.3g}, max |dq*/dt| {np.abs(jac).max():.3g}")
+    print(f"dq*/dtarget: max |autodiff - finite differences| {np.abs(jac - fd).max():.3g}, max |dq*/dt| "
+          f"{np.abs(jac).max():.3g}")
     assert np.all(np.isfinite(jac)) and np.abs(jac).max() > 0.1
     np.testing.assert_allclose(jac, fd, rtol=0, atol=1e-6 * np.abs(jac).max())
 

@@ -66,7 +66,8 @@ def test_the_analytic_ik_falls_back_to_the_default_seed_for_a_nan_seed(reachable
     seeds[1, 4] = np.inf
     for all_solutions in (False, True):
         ok, q = (np.asarray(a) for a in solver.get_ik(reachable, seeds, return_all_solutions=all_solutions))
-        want_ok, want_q = (np.asarray(a) for a in solver.get_ik(reachable, solver.get_default_qpos_seed(), return_all_solutions=all_solutions))
+        want_ok, want_q = (np.asarray(a) for a in solver.get_ik(reachable, solver.get_default_qpos_seed(),
+                                                                return_all_solutions=all_solutions))
         assert np.all(np.isfinite(q))
         np.testing.assert_array_equal(ok, want_ok)
         np.testing.assert_array_equal(q, want_q)
@@ -90,7 +91,8 @@ def test_continuous_path_never_reports_nan_joints_as_valid():
     candidates[:, :, 1] = 0.01
     candidates[0, 1, :, 2] = np.nan  # waypoint 1 of path 0: both candidates NaN
     candidates[1, 2, 0] = np.nan  # waypoint 2 of path 1: the first candidate NaN
-    ok, joints, _ = (np.asarray(a) for a in solver.select_continuous_ik_path(np.ones((2, 3, 2), bool), candidates, np.zeros((2, 5))))
+    ok, joints, _ = (np.asarray(a)
+                     for a in solver.select_continuous_ik_path(np.ones((2, 3, 2), bool), candidates, np.zeros((2, 5))))
     np.testing.assert_array_equal(ok, [[True, False, True], [True, True, True]])
     assert np.all(np.isfinite(joints))
     np.testing.assert_array_equal(joints[1, 2], np.full(5, 0.01))

@@ -102,7 +102,8 @@ def test_solver_surface(model, arm, problems, tiny):
     pos, pitch = problems
     grid, grid_pitch = pos[:8].reshape(2, 4, 3), pitch[:8].reshape(2, 4)
     seed = np.zeros(5, np.float32)
-    valid, cand = (np.asarray(x) for x in solver.get_ik(grid, qpos_seed=seed, pitch=grid_pitch, return_all_solutions=True))
+    valid, cand = (np.asarray(x)
+                   for x in solver.get_ik(grid, qpos_seed=seed, pitch=grid_pitch, return_all_solutions=True))
     assert valid.shape == (2, 4, trained.heads) and cand.shape == (2, 4, trained.heads, 5)
     ok, q = (np.asarray(x) for x in solver.get_ik(grid, qpos_seed=seed, pitch=grid_pitch))
     np.testing.assert_array_equal(ok, valid[..., 0])
@@ -175,7 +176,8 @@ def test_default_net_trains_to_the_stated_error(model, arm, problems):
         pos, qpos_seed=q, pitch=np.asarray(analytic_ik.pitch_of(geom, q)), return_all_solutions=True))
     both = ok & valid[:, 0]
     gap = np.min(np.max(np.abs(cand - q[:, None]), -1) + 10 * ~valid, -1)
-    print(f"  solved by both {both.mean():.3f}; joint gap p50 {np.median(gap[both]):.1e}, p90 {np.percentile(gap[both], 90):.1e} rad")
+    print(f"  solved by both {both.mean():.3f}; joint gap p50 {np.median(gap[both]):.1e}, p90 "
+          f"{np.percentile(gap[both], 90):.1e} rad")
     assert both.mean() > 0.8 and np.median(gap[both]) < 1e-3 and np.percentile(gap[both], 90) < 2e-2
 
 

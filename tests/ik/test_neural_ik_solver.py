@@ -74,7 +74,8 @@ def reference_inference(solver, layers, mean, var, q, target, steps, scale):
         x = ((np.concatenate([q, ee, goal, last]) - mean) / (np.sqrt(var) + 1e-8)).astype(np.float32)
         for w, b in layers[:-1]:
             x = np.tanh(x @ w.T.astype(np.float32) + b.astype(np.float32))
-        last = np.clip(x @ layers[-1][0].T.astype(np.float32) + layers[-1][1].astype(np.float32), -1, 1).astype(np.float64)
+        last = np.clip(x @ layers[-1][0].T.astype(np.float32) + layers[-1][1].astype(np.float32), -1,
+                       1).astype(np.float64)
         q = np.clip(q + scale * last, lo, hi)
     return q
 
@@ -83,14 +84,15 @@ def test_iterative_inference_matches_the_seed_loop(checkpoint):
     """seed 002, NeuralIKSolver: 'runs iterative inference' — max_steps policy steps, each as the reference loop."""
     rng = np.random.default_rng(1)
     layers, mean, var = random_policy(rng)
-    solver = NeuralIKSolver(NeuralIKSolverCfg(checkpoint_path=checkpoint(layers, mean, var), hidden_dims=HIDDEN, max_steps=4,
-                                              action_scale=0.1))
+    solver = NeuralIKSolver(NeuralIKSolverCfg(checkpoint_path=checkpoint(layers, mean, var),
+                                              hidden_dims=HIDDEN, max_steps=4, action_scale=0.1))
     seeds = rng.uniform(solver._lower, solver._upper, (3, 5))
     targets = np.asarray(solver.get_fk(rng.uniform(solver._lower, solver._upper, (3, 5))))
     ok, q = solver.get_ik(targets, seeds)
     assert ok.shape == (3,) and q.shape == (3, 1, 5)
     for k in range(3):  # float32 network, as the checkpoint's weights
-        np.testing.assert_allclose(q[k, 0], reference_inference(solver, layers, mean, var, seeds[k], targets[k], 4, 0.1), atol=1e-5)
+        np.testing.assert_allclose(q[k, 0], reference_inference(solver, layers, mean, var, seeds[k], targets[k], 4,
+                                                                0.1), atol=1e-5)
 
 
 def test_constant_policy_steps_and_success(checkpoint):
@@ -99,7 +101,8 @@ def test_constant_policy_steps_and_success(checkpoint):
     rng = np.random.default_rng(2)
     bias = np.array([3.0, -0.5, 0.0, 0.0, 0.0])  # clipped to 1
     layers, mean, var = random_policy(rng, last_scale=0.0, last_bias=bias)
-    solver = NeuralIKSolver(NeuralIKSolverCfg(checkpoint_path=checkpoint(layers, mean, var), hidden_dims=HIDDEN, max_steps=3))
+    solver = NeuralIKSolver(NeuralIKSolverCfg(checkpoint_path=checkpoint(layers, mean, var),
+                                              hidden_dims=HIDDEN, max_steps=3))
     seed = solver.get_default_qpos_seed()
     expected = np.clip(seed + 3 * 0.2 * np.clip(bias, -1, 1), solver._lower, solver._upper)
     reached = np.asarray(solver.get_fk(expected))
@@ -117,7 +120,8 @@ def test_num_samples_and_all_solutions(checkpoint):
     limits after the seed; all (B, num_samples, dof), or the success nearest the seed as (B, 1, dof)."""
     rng = np.random.default_rng(3)
     layers, mean, var = random_policy(rng, last_scale=0.0, last_bias=np.zeros(5))  # a policy that holds still
-    solver = NeuralIKSolver(NeuralIKSolverCfg(checkpoint_path=checkpoint(layers, mean, var), hidden_dims=HIDDEN, max_steps=2))
+    solver = NeuralIKSolver(NeuralIKSolverCfg(checkpoint_path=checkpoint(layers, mean, var),
+                                              hidden_dims=HIDDEN, max_steps=2))
     seed = solver.get_default_qpos_seed()
     target = np.asarray(solver.get_fk(seed))
     ok, every = solver.get_ik(target, seed, num_samples=6, return_all_solutions=True)

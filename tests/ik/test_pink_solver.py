@@ -26,8 +26,9 @@ def test_cfg_defaults():
     c = PinkSolverCfg()
     assert (c.class_type, c.pos_eps, c.rot_eps, c.max_iterations, c.dt, c.damp, c.is_only_position_constraint) == \
         ("PinkSolver", 5e-4, 5e-4, 1000, 0.1, 1e-6, False)
-    assert (c.show_ik_warnings, c.fail_on_joint_limit_violation, c.solver_type, c.stagnation_tolerance, c.stagnation_iterations,
-            c.max_backtracks, c.damping_growth, c.damping_decay, c.max_damping) == (True, True, "daqp", 1e-10, 8, 4, 10.0, 0.5, 1e6)
+    assert (c.show_ik_warnings, c.fail_on_joint_limit_violation, c.solver_type, c.stagnation_tolerance,
+            c.stagnation_iterations, c.max_backtracks, c.damping_growth, c.damping_decay, c.max_damping) == \
+        (True, True, "daqp", 1e-10, 8, 4, 10.0, 0.5, 1e6)
     assert c.variable_input_tasks is None and c.fixed_input_tasks is None and c.mesh_path is None
     assert type(SolverCfg.from_dict({"class_type": "PinkSolver"})) is PinkSolverCfg
     for bad, field in [({"damping_growth": 1.0}, "damping_growth"), ({"damping_decay": 0.0}, "damping_decay"),
@@ -97,7 +98,8 @@ def test_null_space_posture_targets(problems):
     _, q, target = problems
     posture = NullSpacePostureTask(cost=1.0, controlled_frames=["gripperframe"], position_only=True)
     cfg = PinkSolverCfg(is_only_position_constraint=True, fixed_input_tasks=[posture], show_ik_warnings=False)
-    with_posture, plain = PinkSolver(cfg), PinkSolver(PinkSolverCfg(is_only_position_constraint=True, show_ik_warnings=False))
+    with_posture, plain = (PinkSolver(cfg),
+                           PinkSolver(PinkSolverCfg(is_only_position_constraint=True, show_ik_warnings=False)))
     goal_posture = q[0].copy()
     with_posture.update_null_space_joint_targets(goal_posture)
     np.testing.assert_allclose(posture.target_q, goal_posture[with_posture._to_pin])

@@ -29,7 +29,8 @@ def test_cfg_defaults():
     """seed 002, PinocchioSolverCfg / set_iteration_params defaults; from_dict by class_type."""
     cfg = PinocchioSolverCfg()
     assert (cfg.class_type, cfg.mesh_path, cfg.pos_eps, cfg.rot_eps, cfg.max_iterations, cfg.dt, cfg.damp,
-            cfg.is_only_position_constraint, cfg.num_samples) == ("PinocchioSolver", None, 5e-4, 5e-4, 1000, 0.1, 1e-6, False, 30)
+            cfg.is_only_position_constraint, cfg.num_samples) == ("PinocchioSolver", None, 5e-4, 5e-4, 1000, 0.1,
+                                                                  1e-6, False, 30)
     assert type(SolverCfg.from_dict({"class_type": "PinocchioSolver"})) is PinocchioSolverCfg
     with pytest.raises(InputError, match="dt"):
         PinocchioSolverCfg(dt=0)
@@ -43,7 +44,8 @@ def test_pinocchio_fk_equals_the_chain_fk(solver, problems):
 
 
 def test_pose_ik_and_shapes(solver, problems):
-    """seed 002, PinocchioSolver.get_ik: one (4, 4) target gives success (1,) and qpos (1, dof); N targets (N,), (N, dof)."""
+    """seed 002, PinocchioSolver.get_ik: one (4, 4) target gives success (1,) and qpos (1, dof); N targets (N,), (N,
+    dof)."""
     q, target = problems
     ok, sol = solver.get_ik(target[0], qpos_seed=q[0] + 0.1)
     assert ok.shape == (1,) and sol.shape == (1, 5) and bool(ok[0])
@@ -51,7 +53,8 @@ def test_pose_ik_and_shapes(solver, problems):
     assert ok.shape == (6,) and sol.shape == (6, 5) and bool(ok.all())
     err = np.asarray(solver.get_fk(sol)) - target
     assert np.abs(err[:, :3, 3]).max() < 5e-4 and np.abs(err[:, :3, :3]).max() < 2e-3
-    ok_b, sol_b = solver.get_ik_batch(target[:2].reshape(1, 2, 4, 4), (q[:2] + 0.1).reshape(1, 2, 5))  # seed 002, get_ik_batch
+    # seed 002, get_ik_batch
+    ok_b, sol_b = solver.get_ik_batch(target[:2].reshape(1, 2, 4, 4), (q[:2] + 0.1).reshape(1, 2, 5))
     assert ok_b.shape == (1, 2) and sol_b.shape == (1, 2, 5) and np.allclose(sol_b[0], sol[:2], atol=1e-9)
     assert solver.get_ik_batch(target[0], q[0] + 0.1)[0].shape == ()
 

@@ -35,8 +35,8 @@ def _solver_client(cfg_dict: dict) -> dict:
         success, solved = solver.get_ik(poses[:, :3, 3], qpos_seed=seeds, num_samples=8)
         return {
             "dof": len(lower), "tcp": tcp, "poses": poses, "success": np.asarray(success),
-            "reached": np.asarray(solver.get_fk(solved))[:, :3, 3], "jacobian": np.asarray(solver.get_jacobian(qpos[0])),
-            "params": solver.get_iteration_params(),
+            "reached": np.asarray(solver.get_fk(solved))[:, :3, 3],
+            "jacobian": np.asarray(solver.get_jacobian(qpos[0])), "params": solver.get_iteration_params(),
         }
 
 

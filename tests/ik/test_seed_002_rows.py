@@ -45,7 +45,8 @@ TWO_LINK = """<?xml version="1.0"?>
   <link name="lower"><inertial><origin xyz="0.1 0 0"/><mass value="0.3"/>
     <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial></link>
   <link name="tool"/>
-  <joint name="mount_fixed" type="fixed"><parent link="mount"/><child link="pedestal"/><origin xyz="0.3 0.1 0.2" rpy="0 0 0.5"/></joint>
+  <joint name="mount_fixed" type="fixed"><parent link="mount"/><child link="pedestal"/>
+    <origin xyz="0.3 0.1 0.2" rpy="0 0 0.5"/></joint>
   <joint name="j1" type="revolute"><parent link="pedestal"/><child link="upper"/><origin xyz="0 0 0.1"/>
     <axis xyz="0 0 1"/><limit lower="-2" upper="2" effort="5" velocity="5"/></joint>
   <joint name="j2" type="revolute"><parent link="upper"/><child link="lower"/><origin xyz="0.2 0 0"/>
@@ -90,8 +91,8 @@ def test_compute_batch_ik_on_every_solver(goals, neural_cfg):
     success and (B, N, DOF) joints from (B, N, 4, 4) targets and a (B, DOF) seed, for each solver."""
     q, poses = goals
     targets, seed = poses[:4].reshape(2, 2, 4, 4), q[[0, 2]]
-    solvers = [PinocchioSolverCfg(num_samples=2).init_solver(), PinkSolverCfg().init_solver(), neural_cfg[0].init_solver(),
-               PytorchSolver()]
+    solvers = [PinocchioSolverCfg(num_samples=2).init_solver(), PinkSolverCfg().init_solver(),
+               neural_cfg[0].init_solver(), PytorchSolver()]
     for solver in solvers:
         ok, sol = compute_batch_ik(solver, targets, seed, continuous=False)
         assert np.shape(ok) == (2, 2) and np.shape(sol) == (2, 2, 5), type(solver).__name__
@@ -128,12 +129,14 @@ def test_urdf_without_fusestatic_and_another_arm(tmp_path):
     """SolverCfg.urdf_path / root_link_name ("Must match a link name in the URDF file") with the
     SO-101 URDF lacking MuJoCo's compiler line, and another arm's URDF with any root link."""
     plain = tmp_path / "so101_plain.urdf"
-    plain.write_text("".join(line for line in (scenes_dir() / "so101.urdf").read_text().splitlines(True) if "fusestatic" not in line))
+    plain.write_text("".join(line for line in (scenes_dir() / "so101.urdf").read_text().splitlines(True)
+                             if "fusestatic" not in line))
     so101 = PytorchSolverCfg(urdf_path=str(plain), root_link_name="base").init_solver()
     ref = PytorchSolver()
     q = np.array([0.2, -0.4, 0.6, 0.3, -0.5])
     np.testing.assert_allclose(np.asarray(so101.get_fk(q)), np.asarray(ref.get_fk(q)), atol=1e-6)
-    assert JaxBackend(str(plain)).get_joint_names() == MujocoBackend(plain).get_joint_names() == [*ARM_JOINTS, "gripper"]
+    assert (JaxBackend(str(plain)).get_joint_names() == MujocoBackend(plain).get_joint_names()
+            == [*ARM_JOINTS, "gripper"])
     other = tmp_path / "two_link.urdf"
     other.write_text(TWO_LINK)
     world = PytorchSolverCfg(urdf_path=str(other), root_link_name="mount", end_link_name="tool").init_solver()
@@ -143,14 +146,18 @@ def test_urdf_without_fusestatic_and_another_arm(tmp_path):
     mount_to_pedestal = np.eye(4)
     mount_to_pedestal[:3, :3] = [[np.cos(0.5), -np.sin(0.5), 0], [np.sin(0.5), np.cos(0.5), 0], [0, 0, 1]]
     mount_to_pedestal[:3, 3] = [0.3, 0.1, 0.2]
-    np.testing.assert_allclose(mount_to_pedestal @ np.asarray(local.get_fk(qs)), np.asarray(world.get_fk(qs)), atol=1e-6)
-    np.testing.assert_allclose(np.asarray(local.get_fk(qs[0]))[:3, 3], [0.4, 0.0, 0.1], atol=1e-6)  # in the pedestal's frame
+    np.testing.assert_allclose(mount_to_pedestal @ np.asarray(local.get_fk(qs)),
+                               np.asarray(world.get_fk(qs)), atol=1e-6)
+    # in the pedestal's frame
+    np.testing.assert_allclose(np.asarray(local.get_fk(qs[0]))[:3, 3], [0.4, 0.0, 0.1], atol=1e-6)
     ok, sol = local.get_ik(np.asarray(local.get_fk(qs[1]))[:3, 3], qpos_seed=np.zeros(2))
-    assert bool(ok) and np.allclose(np.asarray(local.get_fk(sol))[:3, 3], np.asarray(local.get_fk(qs[1]))[:3, 3], atol=1e-3)
+    assert (bool(ok)
+            and np.allclose(np.asarray(local.get_fk(sol))[:3, 3], np.asarray(local.get_fk(qs[1]))[:3, 3], atol=1e-3))
     jb, mb = JaxBackend(str(other)), MujocoBackend(other)
     assert jb.get_joint_names() == mb.get_joint_names() == ["j1", "j2"]
     v, a = np.array([0.1, 0.2]), np.array([0.5, -0.3])
-    np.testing.assert_allclose(np.asarray(jb.compute_inverse_dynamics(qs[1], v, a)), mb.compute_inverse_dynamics(qs[1], v, a), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(jb.compute_inverse_dynamics(qs[1], v, a)),
+                               mb.compute_inverse_dynamics(qs[1], v, a), atol=1e-5)
     with pytest.raises(InputError, match="root_link_name 'nope' is not a link"):
         PytorchSolverCfg(urdf_path=str(other), root_link_name="nope", end_link_name="tool").init_solver()
     with pytest.raises(InputError, match="joints: 'shoulder_pan' is not a hinge joint"):
@@ -170,7 +177,8 @@ def test_learned_solver_honours_selection(model):
     pos = np.asarray(SO101AnalyticSolver().get_fk(np.random.default_rng(4).uniform(lo, hi, (32, 5))))[:, :3, 3]
     valid, cand = (np.asarray(a) for a in manip.get_ik(pos, return_all_solutions=True))
     ok, best = (np.asarray(a) for a in manip.get_ik(pos))
-    score = np.where(valid, np.asarray(manipulability(manip.kin, jnp.asarray(cand), manip._cfg.site, jnp.zeros(3))), -np.inf)
+    score = np.where(valid,
+                     np.asarray(manipulability(manip.kin, jnp.asarray(cand), manip._cfg.site, jnp.zeros(3))), -np.inf)
     both = ok & (valid.sum(-1) > 1)
     assert both.any()
     np.testing.assert_allclose(best[both], cand[both, np.argmax(score[both], -1)], atol=1e-6)
@@ -209,10 +217,12 @@ def test_robot_cfg_holds_one_solver_per_control_part():
     })
     assert isinstance(robot.solver_cfg["arm"], PytorchSolverCfg) and robot.solver_cfg["arm"].num_samples == 4
     solvers = robot.init_solver()
-    assert set(solvers) == {"arm", "wrist"} and solvers["arm"].dof == 5 and solvers["wrist"].kin.joints == ("wrist_flex", "wrist_roll")
+    assert (set(solvers) == {"arm", "wrist"} and solvers["arm"].dof == 5
+            and solvers["wrist"].kin.joints == ("wrist_flex", "wrist_roll"))
     assert set(RobotCfg(solver_cfg=PytorchSolverCfg()).solver_cfg) == {"arm"}
     with pytest.raises(InputError, match="solver_cfg parts \\['hand'\\] are not control parts"):
-        RobotCfg(solver_cfg={"hand": SolverCfg.from_dict({"class_type": "PytorchSolver"})}, control_parts={"arm": ["shoulder_pan"]})
+        RobotCfg(solver_cfg={"hand": SolverCfg.from_dict({"class_type": "PytorchSolver"})},
+                 control_parts={"arm": ["shoulder_pan"]})
     with pytest.raises(InputError, match="solver_cfg\\['arm'\\] must be a SolverCfg"):
         RobotCfg(solver_cfg={"arm": 3})
 

@@ -10,7 +10,8 @@ from so101_mjx.ik.solvers.solver import SO101Solver
 
 
 def test_a_database_past_the_machines_memory_is_refused_at_construction():
-    with pytest.raises(InputError, match=r"seed_db_size = 1000000000000 needs about .* GiB \(its FK database\); this machine has"):
+    with pytest.raises(InputError,
+                       match=r"seed_db_size = 1000000000000 needs about .* GiB \(its FK database\); this machine has"):
         SO101Solver(seed_db_size=10**12)
 
 

@@ -38,7 +38,8 @@ def test_shape_order_caller_seed_and_lazy_database(arm):
     np.testing.assert_array_equal(out[:, 0], seeds)
     assert np.all((out >= lo) & (out <= hi))
     # The retrieved entries are near each target in task space: nearer than uniform draws on average.
-    d_ret = np.linalg.norm(np.asarray(solver.get_fk(out[:, 1:]))[..., :3, 3] - np.asarray(solver.get_fk(q_goal))[:, None, :3, 3], axis=-1)
+    d_ret = np.linalg.norm(np.asarray(solver.get_fk(out[:, 1:]))[..., :3, 3]
+                           - np.asarray(solver.get_fk(q_goal))[:, None, :3, 3], axis=-1)
     d_uni = np.linalg.norm(np.asarray(solver.get_fk(plain.reshape(3, 5, 5)[:, 1:]))[..., :3, 3]
                            - np.asarray(solver.get_fk(q_goal))[:, None, :3, 3], axis=-1)
     assert d_ret.mean() < 0.5 * d_uni.mean()
@@ -82,7 +83,8 @@ def test_rerank_by_predicted_correction(arm):
 
 
 def test_uniform_sampler_and_bad_input(arm):
-    """QposSeedSampler: slot 0 the caller seed, the rest uniform and reproducible by sobol_seed; bad inputs name the field."""
+    """QposSeedSampler: slot 0 the caller seed, the rest uniform and reproducible by sobol_seed; bad inputs name the
+    field."""
     _, lo, hi = arm
     a, b = (np.asarray(QposSeedSampler(4, 5, "cpu", sobol_seed=7).sample(np.zeros(5), lo, hi, 2)) for _ in range(2))
     np.testing.assert_array_equal(a, b)

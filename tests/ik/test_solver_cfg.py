@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from so101_mjx.errors import InputError
-from so101_mjx.ik import AnalyticSolverCfg, PytorchSolver, PytorchSolverCfg, SO101AnalyticSolver, SO101SolverCfg, SolverCfg
+from so101_mjx.ik import (
+    AnalyticSolverCfg,
+    PytorchSolver,
+    PytorchSolverCfg,
+    SO101AnalyticSolver,
+    SO101SolverCfg,
+    SolverCfg,
+)
 from so101_mjx.ik.solvers.config import resolve_device
 from so101_mjx.robot.scenes import ARM_JOINTS
 
@@ -17,7 +24,8 @@ def test_base_fields_and_defaults():
     """Seed 002, SolverCfg attributes: class_type, urdf_path, joint_names (None = all), root/end link, tcp,
     ik_nearest_weight, user_qpos_limits."""
     cfg = SolverCfg()
-    assert (cfg.class_type, cfg.urdf_path, cfg.joint_names, cfg.root_link_name, cfg.end_link_name) == ("", None, None, "base", "gripperframe")
+    assert ((cfg.class_type, cfg.urdf_path, cfg.joint_names, cfg.root_link_name, cfg.end_link_name)
+            == ("", None, None, "base", "gripperframe"))
     np.testing.assert_array_equal(cfg.tcp, np.eye(4))
     assert cfg.ik_nearest_weight is None and cfg.user_qpos_limits is None
     assert SO101SolverCfg is PytorchSolverCfg and PytorchSolverCfg().class_type == "PytorchSolver"
@@ -70,7 +78,8 @@ def test_init_solver_and_constructor_with_device():
     """Seed 002, PytorchSolverCfg.init_solver (CPU by default) and PytorchSolver(cfg, device): the device is
     a JAX device (or platform string), used for the solver's arrays; config values reach the solver."""
     cpu = jax.devices("cpu")[0]
-    cfg = PytorchSolverCfg(max_iterations=7, damp=0.0, ik_nearest_weight=[1, 2, 3, 4, 5], ik_solution_selection="manipulability")
+    cfg = PytorchSolverCfg(max_iterations=7, damp=0.0, ik_nearest_weight=[1, 2, 3, 4, 5],
+                           ik_solution_selection="manipulability")
     solver = cfg.init_solver()
     assert isinstance(solver, PytorchSolver) and solver.device == cpu and solver.cfg is cfg
     assert solver.get_iteration_params()["max_iterations"] == 7 and solver.selection == "manipulability"
@@ -96,7 +105,8 @@ def test_joint_names_limits_and_links():
     assert limits["lower_qpos_limits"] == lo and limits["upper_qpos_limits"][0] == pytest.approx(1.9198621771937634)
     sub = PytorchSolverCfg(joint_names=list(ARM_JOINTS[:4])).init_solver()
     assert sub.dof == 4
-    with pytest.raises(InputError, match="root_link_name 'shoulder' must be a link no joint moves"):  # any link, not one a joint moves
+    # any link, not one a joint moves
+    with pytest.raises(InputError, match="root_link_name 'shoulder' must be a link no joint moves"):
         PytorchSolverCfg(root_link_name="shoulder").init_solver()
     with pytest.raises(InputError, match="end_link_name 'nowhere'"):
         PytorchSolverCfg(end_link_name="nowhere").init_solver()

@@ -27,7 +27,8 @@ def goals(solver):
 
 
 def test_batch_fk_ik_keep_leading_axes(solver, goals):
-    """Seed 002, get_fk_batch / get_ik_batch: (..., dof) -> (..., 4, 4); (..., 4, 4) -> success (...), joints (..., dof)."""
+    """Seed 002, get_fk_batch / get_ik_batch: (..., dof) -> (..., 4, 4); (..., 4, 4) -> success (...), joints (...,
+    dof)."""
     q, poses = goals
     np.testing.assert_array_equal(np.asarray(solver.get_fk_batch(q)), poses)
     ok, sol = solver.get_ik_batch(poses, qpos_seed=q + 0.05)
@@ -42,7 +43,8 @@ def test_get_all_fk_chain(solver, goals):
     q, poses = goals
     links = solver.get_all_fk(q)
     assert len(links) == 7 and all(x.shape == (2, 3, 4, 4) for x in links)
-    np.testing.assert_allclose(np.asarray(links[0]), np.broadcast_to(np.eye(4), (2, 3, 4, 4)), atol=0)  # base at the origin
+    # base at the origin
+    np.testing.assert_allclose(np.asarray(links[0]), np.broadcast_to(np.eye(4), (2, 3, 4, 4)), atol=0)
     np.testing.assert_allclose(np.asarray(links[-1]), poses, rtol=0, atol=1e-15)  # identity TCP
 
 
@@ -68,7 +70,8 @@ def test_iteration_params_validated_returning_bool():
     assert solver.get_iteration_params() == {"pos_eps": 5e-4, "rot_eps": 5e-4, "max_iterations": 1000, "dt": 0.1,
                                              "damp": 1e-6, "num_samples": 30, "is_only_position_constraint": False}
     assert solver.set_iteration_params(damp=0.0, max_iterations=40, dt=1.0, is_only_position_constraint=True)
-    assert solver.get_iteration_params()["damp"] == 0.0 and solver._cfg.damping == DAMP_FLOOR  # damp = 0 keeps the floor
+    # damp = 0 keeps the floor
+    assert solver.get_iteration_params()["damp"] == 0.0 and solver._cfg.damping == DAMP_FLOOR
 
 
 def test_damp_zero_and_dt(goals):
@@ -104,7 +107,8 @@ def test_position_only_and_approach_modes(goals):
     cos = np.sum(fk[..., :3, 0] * poses[..., :3, 0], -1)
     assert np.all(np.arccos(np.clip(cos[ok], -1, 1)) < 0.05)
     assert not np.all(np.asarray(full.get_ik(flipped)[0]))  # the rotation now matters
-    assert pos_only.set_iteration_params(pos_eps=1e-3, rot_eps=0.05, max_iterations=30, dt=1.0, damp=1e-3, num_samples=16)
+    assert pos_only.set_iteration_params(pos_eps=1e-3, rot_eps=0.05, max_iterations=30, dt=1.0, damp=1e-3,
+                                         num_samples=16)
     assert not pos_only.is_only_position_constraint  # the runtime switch
 
 

@@ -73,7 +73,8 @@ def test_unreachable_and_non_finite_targets(model, solver, reachable):
                         [np.inf, 0.0, 0.0], [-np.inf, np.nan, np.inf], t_reach[1], [0.2, 0.0, 0.7]])
     seeds = np.tile(solver.get_default_qpos_seed(), (8, 1))
     seeds[6] = np.nan  # a non-finite seed falls back to the default seed
-    success, q = (np.asarray(a).reshape(8, *a.shape[2:]) for a in solver.get_ik(targets.reshape(2, 4, 3), seeds.reshape(2, 4, 5)))
+    success, q = (np.asarray(a).reshape(8, *a.shape[2:])
+                  for a in solver.get_ik(targets.reshape(2, 4, 3), seeds.reshape(2, 4, 5)))
     np.testing.assert_array_equal(success, [True, False, False, False, False, False, True, False])
     assert np.all(np.isfinite(q))
     err = np.linalg.norm(mujoco_site(model, q)[0] - targets, axis=-1)
@@ -132,7 +133,8 @@ def test_fk_and_jacobian_with_tcp_match_mujoco(model):
     loc = np.array([0.0, 0.05, 0.0])
     jac, jac_loc = np.asarray(solver.get_jacobian(q)), np.asarray(solver.get_jacobian(q, locations=loc))
     assert jac.shape == (3, 6, 5) and solver.get_jacobian(q[0], jac_type="rot").shape == (3, 5)
-    data, dofs, body = mujoco.MjData(model), [model.joint(j).dofadr[0] for j in ARM_JOINTS], model.site("gripperframe").bodyid[0]
+    data, dofs, body = (mujoco.MjData(model), [model.joint(j).dofadr[0] for j in ARM_JOINTS],
+                        model.site("gripperframe").bodyid[0])
     for k in range(3):
         data.qpos[joint_qpos_ids(model)] = q[k]
         mujoco.mj_kinematics(model, data)

@@ -29,7 +29,8 @@ def test_urdf_round_trip_fk_limits_inertias():
     links_urdf, links_mjcf = (np.stack([np.asarray(x) for x in s.get_all_fk(q)]) for s in (from_urdf, mjcf))
     assert links_urdf.shape == links_mjcf.shape == (7, 256, 4, 4)
     np.testing.assert_allclose(links_urdf, links_mjcf, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(np.asarray(from_urdf.get_jacobian(q)), np.asarray(mjcf.get_jacobian(q)), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(from_urdf.get_jacobian(q)), np.asarray(mjcf.get_jacobian(q)),
+                               rtol=0, atol=1e-12)
     assert from_urdf.get_qpos_limits() == mjcf.get_qpos_limits()
     a, b = load_model("so101"), urdf.load_robot(urdf.so101_urdf_path())[0]
     for name in ("shoulder", "upper_arm", "lower_arm", "wrist", "gripper", "moving_jaw_so101_v1"):
@@ -46,7 +47,8 @@ def test_rpy_at_gimbal_lock_and_bad_files(tmp_path):
     """The converter's roll-pitch-yaw rebuilds rotations to round-off at pitch ±π/2; bad files name the file."""
     for pitch in (np.pi / 2, -np.pi / 2, 0.3):
         c, s = np.cos(pitch), np.sin(pitch)
-        rot = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]) @ np.array([[1, 0, 0], [0, np.cos(0.4), -np.sin(0.4)], [0, np.sin(0.4), np.cos(0.4)]])
+        rot = np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]]) @ np.array([[1, 0, 0], [0, np.cos(0.4), -np.sin(0.4)],
+                                                                       [0, np.sin(0.4), np.cos(0.4)]])
         np.testing.assert_allclose(R.rpy_to_mat(*R.mat_to_rpy(rot)), rot, rtol=0, atol=1e-15)
     with pytest.raises(InputError, match="not a rotation"):
         R.mat_to_rpy(2 * np.eye(3))

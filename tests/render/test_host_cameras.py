@@ -52,7 +52,8 @@ def test_the_gym_envs_pixels_lag_by_the_cameras_latency():
 @pytest.mark.parametrize("kwargs, message", [
     ({"camera_spec": "missing.json"}, "camera_spec: camera file not found: missing.json"),
     ({"camera_spec": {"fovy": 25.0, "body": "no_such_body"}}, "camera_spec: .*no_such_body"),
-    ({"camera_spec": NARROW, "render_spec": GymRenderingSpec(camera_id=-1)}, "render_spec.camera_id must name one, not -1"),
+    ({"camera_spec": NARROW, "render_spec": GymRenderingSpec(camera_id=-1)},
+     "render_spec.camera_id must name one, not -1"),
 ])
 def test_a_bad_camera_spec_is_refused_at_construction(kwargs, message):
     with pytest.raises(InputError, match=message):
@@ -82,7 +83,8 @@ def test_the_followers_camera_specs_set_the_lens_and_the_latency():
 
 
 def test_the_followers_camera_specs_name_its_cameras():
-    with pytest.raises(InputError, match=r"camera_specs names \['wrist'\], which are not among camera_names \['front'\]"):
+    with pytest.raises(InputError,
+                       match=r"camera_specs names \['wrist'\], which are not among camera_names \['front'\]"):
         SimFollowerConfig(camera_names=("front",), camera_specs={"wrist": NARROW})
     with pytest.raises(InputError, match=r"camera_specs\['front'\]: camera file not found"):
         SimFollowerConfig(camera_names=("front",), camera_specs={"front": "missing.yaml"})

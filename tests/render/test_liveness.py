@@ -33,7 +33,8 @@ def test_a_stopped_worker_times_out_then_fresh_workers_render(fast_model):
         stopped = renderer._workers[1].process
         os.kill(stopped.pid, signal.SIGSTOP)
         start = time.monotonic()
-        with pytest.raises(RuntimeError, match=rf"render worker \(pid {stopped.pid}\) sent nothing for 2 s: stopped or hung"):
+        with pytest.raises(RuntimeError,
+                           match=rf"render worker \(pid {stopped.pid}\) sent nothing for 2 s: stopped or hung"):
             renderer.render(q)
         assert time.monotonic() - start < 20
         assert not renderer._workers and stopped.poll() is not None  # killed with the others
@@ -65,7 +66,8 @@ def test_interpreter_exit_after_a_gym_render_prints_nothing():
             "assert env.render().shape == (128, 128, 3)")
     env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl"),
            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Exception ignored" not in result.stderr and "Error" not in result.stderr, result.stderr
 

@@ -32,7 +32,8 @@ def test_cluster_mesh_keeps_the_shape_with_fewer_triangles():
     np.testing.assert_array_less(np.abs(vertices.min(0) - points.min(0)), pixels.CLUSTER_CELL)
     np.testing.assert_array_less(np.abs(vertices.max(0) - points.max(0)), pixels.CLUSTER_CELL)
     assert faces.min() >= 0 and faces.max() < len(vertices)
-    assert (faces[:, 0] != faces[:, 1]).all() and (faces[:, 1] != faces[:, 2]).all() and (faces[:, 0] != faces[:, 2]).all()
+    assert ((faces[:, 0] != faces[:, 1]).all() and (faces[:, 1] != faces[:, 2]).all()
+            and (faces[:, 0] != faces[:, 2]).all())
 
 
 def test_read_stl_rejects_a_file_that_is_not_binary_stl(tmp_path):
@@ -44,7 +45,8 @@ def test_read_stl_rejects_a_file_that_is_not_binary_stl(tmp_path):
 
 def test_fast_render_model_is_the_physics_model_with_light_meshes(fast_model):
     full = pixels.render_model("pick_place", "full")
-    assert (fast_model.nq, fast_model.ngeom, fast_model.nbody, fast_model.nsite) == (full.nq, full.ngeom, full.nbody, full.nsite)
+    assert ((fast_model.nq, fast_model.ngeom, fast_model.nbody, fast_model.nsite)
+            == (full.nq, full.ngeom, full.nbody, full.nsite))
     assert fast_model.nmeshface < full.nmeshface / 8
     assert fast_model.vis.quality.offsamples == 0 and full.vis.quality.offsamples > 0
     with pytest.raises(ValueError, match="quality must be one of"):
@@ -52,7 +54,8 @@ def test_fast_render_model_is_the_physics_model_with_light_meshes(fast_model):
 
 
 def test_shadowed_model_renders_nearly_the_full_scene(fast_model):
-    """The light meshes with shadows look like the scene as shipped (at the 64x64 training size); without shadows they do not."""
+    """The light meshes with shadows look like the scene as shipped (at the 64x64 training size); without shadows they
+    do not."""
     q = np.tile(fast_model.qpos0, (2, 1))
     q[1, 0] = 0.4
     frames = {}
@@ -179,7 +182,8 @@ def test_wrist_camera_rides_on_the_gripper():
     (a pan of the base changes it), the front one shows the arm from outside."""
     env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=SIZE, image_cameras=("front", "wrist"))
     state = jax.jit(env.reset)(jax.random.PRNGKey(0))
-    assert env.observation_size == {"agent_pos": (14,), "pixels/front": (SIZE, SIZE, 3), "pixels/wrist": (SIZE, SIZE, 3), "state": (17,)}
+    assert (env.observation_size
+            == {"agent_pos": (14,), "pixels/front": (SIZE, SIZE, 3), "pixels/wrist": (SIZE, SIZE, 3), "state": (17,)})
     front, wrist = (np.asarray(state.obs[f"pixels/{c}"], int) for c in ("front", "wrist"))
     assert np.abs(front - wrist).mean() > 10 and wrist.std() > 5
     moved = jax.jit(env.step)(state, jnp.asarray([0.0, 1.0, 0.0, 1.0], state.obs["state"].dtype))
@@ -196,8 +200,10 @@ def test_image_obs_on_mjx_without_mujoco_warp_names_what_to_install(monkeypatch)
         make("SO101PickCube-v0", backend="mjx", image_obs=True)
 
 
-@pytest.mark.parametrize(("field", "value", "match"), [("image_size", 0, "image_size"), ("image_quality", "hd", "image_quality"),
-                                                       ("image_cameras", (), "image_cameras"), ("image_cameras", ("front", "front"), "distinct")])
+@pytest.mark.parametrize(("field", "value", "match"),
+                         [("image_size", 0, "image_size"), ("image_quality", "hd", "image_quality"),
+                                                       ("image_cameras", (), "image_cameras"),
+                                                       ("image_cameras", ("front", "front"), "distinct")])
 def test_bad_image_config_is_a_value_error(field, value, match):
     with pytest.raises(ValueError, match=match):
         make("SO101PickCube-v0", backend="c", image_obs=True, **{field: value})
@@ -206,5 +212,7 @@ def test_bad_image_config_is_a_value_error(field, value, match):
 def test_render_model_matches_the_physics_model_qpos_layout(fast_model):
     physics = make("SO101PickPlace-v0", backend="c").mj_model
     names = lambda m, kind, n: [mujoco.mj_id2name(m, kind, i) for i in range(n)]  # noqa: E731
-    assert names(fast_model, mujoco.mjtObj.mjOBJ_JOINT, fast_model.njnt) == names(physics, mujoco.mjtObj.mjOBJ_JOINT, physics.njnt)
-    assert names(fast_model, mujoco.mjtObj.mjOBJ_GEOM, fast_model.ngeom) == names(physics, mujoco.mjtObj.mjOBJ_GEOM, physics.ngeom)
+    assert (names(fast_model, mujoco.mjtObj.mjOBJ_JOINT, fast_model.njnt)
+            == names(physics, mujoco.mjtObj.mjOBJ_JOINT, physics.njnt))
+    assert (names(fast_model, mujoco.mjtObj.mjOBJ_GEOM, fast_model.ngeom)
+            == names(physics, mujoco.mjtObj.mjOBJ_GEOM, physics.ngeom))

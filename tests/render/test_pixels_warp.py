@@ -64,7 +64,8 @@ def test_a_per_world_focal_length_zooms_warp_frames_as_the_c_renderers(warp_rend
     model = warp_renderer.model
     camera = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_CAMERA, "front")
     fovy = np.tile(model.cam_fovy, (2, 1)).astype(np.float32)
-    fovy[:, camera] = np.rad2deg(2 * np.arctan(np.tan(np.deg2rad(model.cam_fovy[camera]) / 2) / np.asarray([1.15, 0.9])))
+    fovy[:, camera] = np.rad2deg(2 * np.arctan(np.tan(np.deg2rad(model.cam_fovy[camera]) / 2)
+                                               / np.asarray([1.15, 0.9])))
     c = pixels.BatchRenderer(pixels.render_model("pick_place", "shadowed"), SIZE, SIZE, markers=("goal",), workers=1)
     try:
         expected, plain_c = c.render(qpos, goal, {"cam_fovy": fovy}), c.render(qpos, goal)
@@ -72,7 +73,8 @@ def test_a_per_world_focal_length_zooms_warp_frames_as_the_c_renderers(warp_rend
         c.close()
     frames, plain = warp_renderer.render(qpos, goal, {"cam_fovy": fovy}), warp_renderer.render(qpos, goal)
     assert np.abs(frames.astype(int) - plain).mean() > 3  # zoomed
-    zoomed, nominal = (np.abs(a[:, 16:].astype(int) - b[:, 16:]).mean() for a, b in ((frames, expected), (plain, plain_c)))
+    zoomed, nominal = (np.abs(a[:, 16:].astype(int) - b[:, 16:]).mean()
+                       for a, b in ((frames, expected), (plain, plain_c)))
     print(f"mean |Δ| below the sky: zoomed {zoomed:.2f}, nominal {nominal:.2f}")
     assert zoomed < nominal + 3, (zoomed, nominal)
 
@@ -136,7 +138,8 @@ def test_visual_randomization_reaches_the_warp_frames():
     renderer = env.cameras["front"]
     qpos = state.physics.qpos[:1]
     plain = renderer.jax_render(qpos).astype(int)
-    fields = set(visual_randomization.model_arrays(state.info.render_params)) - {"cam_intrinsic"}  # a calibrated camera's
+    # a calibrated camera's
+    fields = set(visual_randomization.model_arrays(state.info.render_params)) - {"cam_intrinsic"}
     assert fields == set(visual_randomization.FIELDS) - {"cam_intrinsic"}
     for field in sorted(fields):
         drawn = renderer.jax_render(qpos, None, {field: state.info.render_params[field][:1]}).astype(int)

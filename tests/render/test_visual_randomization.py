@@ -63,12 +63,15 @@ def test_sample_defaults_are_the_model_and_ranges_hold():
     np.testing.assert_array_equal(draws["mat_rgba"][..., 3], np.broadcast_to(model.mat_rgba[:, 3], (64, model.nmat)))
     by_material = (model.geom_matid >= 0) & np.all(model.geom_rgba == vr.DEFAULT_GEOM_RGBA, axis=-1)
     assert by_material.any() and (~by_material).any()
-    np.testing.assert_array_equal(draws["geom_rgba"][:, by_material], np.broadcast_to(model.geom_rgba[by_material], (64, by_material.sum(), 4)))
-    assert float(jnp.abs(draws["geom_rgba"][:, ~by_material, :3] - model.geom_rgba[~by_material, :3]).max()) > 0.5 * config.colour_shift
+    np.testing.assert_array_equal(draws["geom_rgba"][:, by_material],
+                                  np.broadcast_to(model.geom_rgba[by_material], (64, by_material.sum(), 4)))
+    assert (float(jnp.abs(draws["geom_rgba"][:, ~by_material, :3] - model.geom_rgba[~by_material, :3]).max())
+            > 0.5 * config.colour_shift)
 
 
 def _frames(**config):
-    env = make(NAME, "c", image_obs=True, image_size=32, **config)  # fixed block position: the same physics in every world
+    # fixed block position: the same physics in every world
+    env = make(NAME, "c", image_obs=True, image_size=32, **config)
     states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(2), 4))
     return env, states, np.asarray(states.obs["pixels/front"])
 
@@ -83,7 +86,8 @@ def test_randomized_worlds_look_different_and_match_the_renderer():
     assert min(diffs) > 1.0, diffs
     assert np.abs(frames.astype(int) - plain).mean() > 1.0
     renderer = env.cameras["front"]
-    again = renderer.render(np.asarray(states.physics.qpos), None, jax.tree.map(np.asarray, vr.model_arrays(states.info.render_params)))
+    again = renderer.render(np.asarray(states.physics.qpos), None,
+                            jax.tree.map(np.asarray, vr.model_arrays(states.info.render_params)))
     np.testing.assert_array_equal(again, frames)
     stepped = jax.jit(jax.vmap(env.step))(states, jnp.zeros((4, 4)))  # the episode keeps its draw
     jax.tree.map(np.testing.assert_array_equal, stepped.info.render_params, states.info.render_params)
@@ -95,22 +99,26 @@ def test_wide_draws_the_lens_and_image_effects_within_their_ranges():
     draws = jax.vmap(lambda k: vr.sample(model, config, k, jnp.float32))(jax.random.split(jax.random.PRNGKey(3), 64))
     assert set(draws) == set(vr.FIELDS) | set(vr.IMAGE)
     focal = np.tan(np.deg2rad(model.cam_fovy) / 2) / np.tan(np.deg2rad(np.asarray(draws["cam_fovy"])) / 2)
-    assert 1 - config.camera_zoom - 1e-5 <= focal.min() and focal.max() <= 1 + config.camera_zoom + 1e-5 and focal.std() > 0.01
-    np.testing.assert_allclose(np.asarray(draws["cam_intrinsic"])[..., :2] / np.maximum(model.cam_intrinsic[:, :2], 1e-12), focal[..., None]
-                               * np.ones(2), rtol=1e-5)
+    assert (1 - config.camera_zoom - 1e-5 <= focal.min() and focal.max() <= 1 + config.camera_zoom + 1e-5
+            and focal.std() > 0.01)
+    np.testing.assert_allclose(
+        np.asarray(draws["cam_intrinsic"])[..., :2] / np.maximum(model.cam_intrinsic[:, :2], 1e-12),
+        focal[..., None] * np.ones(2), rtol=1e-5)
     gain = np.asarray(draws["image_gain"])
     lo, hi = config.exposure[0] * (1 - config.white_balance), config.exposure[1] * (1 + config.white_balance)
     assert lo - 1e-6 <= gain.min() and gain.max() <= hi + 1e-6 and gain.std() > 0.05
     assert 0 <= float(draws["image_blur"].min()) and float(draws["image_blur"].max()) <= config.blur
     # the draws that STANDARD has are the same under any lens and image fields (their keys are apart)
     standard = vr.sample(model, vr.STANDARD, jax.random.PRNGKey(4), jnp.float32)
-    more = vr.sample(model, dataclasses.replace(vr.STANDARD, camera_zoom=0.1, noise=0.1), jax.random.PRNGKey(4), jnp.float32)
+    more = vr.sample(model, dataclasses.replace(vr.STANDARD, camera_zoom=0.1, noise=0.1),
+                     jax.random.PRNGKey(4), jnp.float32)
     jax.tree.map(np.testing.assert_array_equal, standard, {k: more[k] for k in standard})
 
 
 def test_image_effects_gain_blur_and_noise():
     frames = jnp.asarray(np.random.default_rng(0).integers(0, 256, (16, 20, 3), dtype=np.uint8))
-    draw = {"image_gain": jnp.ones(3), "image_blur": jnp.zeros(()), "image_noise": jnp.zeros(()), "image_key": jax.random.PRNGKey(0)}
+    draw = {"image_gain": jnp.ones(3), "image_blur": jnp.zeros(()), "image_noise": jnp.zeros(()),
+            "image_key": jax.random.PRNGKey(0)}
     np.testing.assert_array_equal(vr.apply_image(frames, draw), frames)  # neutral draws: the frame as it was
     assert vr.apply_image(frames, None) is frames
     darker = np.asarray(vr.apply_image(frames, {**draw, "image_gain": jnp.asarray([0.5, 1.0, 1.0])}))
@@ -120,7 +128,8 @@ def test_image_effects_gain_blur_and_noise():
     assert abs(blurred.mean() - float(frames.mean())) < 3.0  # a blur keeps the brightness
     noisy = {**draw, "image_noise": jnp.asarray(0.05)}
     a, b = (np.asarray(vr.apply_image(frames, noisy, salt)).astype(float) for salt in (1, 2))
-    assert 5 < np.abs(a - np.asarray(frames)).mean() < 15 and not np.array_equal(a, b)  # 0.05 of 255: ~10 per pixel, new each frame
+    # 0.05 of 255: ~10 per pixel, new each frame
+    assert 5 < np.abs(a - np.asarray(frames)).mean() < 15 and not np.array_equal(a, b)
 
 
 def test_wide_frames_in_the_env_are_the_renderers_under_the_image_effects():

@@ -19,8 +19,8 @@ def _ids(m, names, obj):
 def test_scenes_compile(scene):
     m = load_model(scene)
     assert m.nu == 6
-    assert all(m.geom(g).name or m.geom_contype[g] == 0 for g in range(m.ngeom) if m.geom_type[g]
-               == mujoco.mjtGeom.mjGEOM_MESH)
+    assert all(m.geom(g).name or m.geom_contype[g] == 0 for g in range(m.ngeom)
+               if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH)
 
 
 def test_robot_parameters_equal_reference(model, ref_model):

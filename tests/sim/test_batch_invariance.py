@@ -53,7 +53,8 @@ def _deviation_in_subprocess(xla_flags: str | None) -> dict[str, float]:
     if xla_flags:
         env["XLA_FLAGS"] = xla_flags
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=root, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, cwd=root, capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

@@ -26,9 +26,10 @@ def test_replicate_stacks_one_copy_per_device():
 
 
 def test_the_library_does_not_patch_jax():
-    code = ("import jax; had = hasattr(jax, 'device_put_replicated'); before = getattr(jax, 'device_put_replicated', None); "
-            "import so101_mjx.training.ppo, so101_mjx.envs; "
-            "assert hasattr(jax, 'device_put_replicated') == had and getattr(jax, 'device_put_replicated', None) is before")
+    code = ("import jax; had = hasattr(jax, 'device_put_replicated'); before = getattr(jax, "
+            "'device_put_replicated', None); import so101_mjx.training.ppo, so101_mjx.envs; "
+            "assert hasattr(jax, 'device_put_replicated') == had and getattr(jax, 'device_put_replicated', "
+            "None) is before")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
@@ -55,7 +56,8 @@ def test_quat_integrate_matches_mujoco_c(speed):
     vel = speed * np.array([0.3, -0.8, 0.52])
     ours = np.asarray(mjx_math.quat_integrate(jnp.asarray(quat), jnp.asarray(vel), 0.002))  # float64 (conftest)
     np.testing.assert_allclose(ours, _c_quat_integrate(quat, vel, 0.002), rtol=0, atol=5e-16)  # a few ulps
-    assert np.all(np.isfinite(jax.grad(lambda v: compat.quat_integrate(jnp.asarray(quat), v, 0.002).sum())(jnp.asarray(vel))))
+    assert np.all(np.isfinite(
+        jax.grad(lambda v: compat.quat_integrate(jnp.asarray(quat), v, 0.002).sum())(jnp.asarray(vel))))
 
 
 def test_import_leaves_mjx_alone():

@@ -23,7 +23,8 @@ def test_invalid_range():
 
 
 def test_worlds_differ_and_episodes_redraw():
-    env = make("SO101PickCube-v0", backend="c", randomization=Randomization(block_mass=(0.5, 2.0), actuator_gain=(0.8, 1.2)))
+    env = make("SO101PickCube-v0", backend="c",
+               randomization=Randomization(block_mass=(0.5, 2.0), actuator_gain=(0.8, 1.2)))
     s = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), 64))
     b = env.mj_model.body("block").id
     mass = np.asarray(s.info["model_params"]["body_mass"][:, b])

@@ -25,7 +25,8 @@ def ticks(model: ServoModel, commands, measured=None) -> np.ndarray:
     state = servo.initial(model, jnp.zeros(6), jax.random.PRNGKey(0))
     out = []
     for i, command in enumerate(np.asarray(commands, float)):
-        target, state = servo.apply(model, state, jnp.asarray(command), jnp.zeros(6) if measured is None else measured[i], DT)
+        target, state = servo.apply(model, state, jnp.asarray(command),
+                                    jnp.zeros(6) if measured is None else measured[i], DT)
         out.append(np.asarray(target))
     return np.array(out)
 
@@ -73,25 +74,30 @@ def test_quantized_readings_are_whole_counts():
 def test_voltage_sag_follows_the_load_and_shrinks_the_velocity_ceiling():
     """Σ|τ| = 12 N·m at 0.05 /(N·m) settles the supply at 0.4 of its voltage, approached with a 0.1 s time
     constant; the target's slew per tick is the velocity limit times the supply left."""
-    model = ServoModel(backlash=0.0, max_velocity=2.0, quantize=False, voltage_sag=VoltageSag(per_torque=0.05, time_constant=0.1))
+    model = ServoModel(backlash=0.0, max_velocity=2.0, quantize=False,
+                       voltage_sag=VoltageSag(per_torque=0.05, time_constant=0.1))
     state = servo.initial(model, jnp.zeros(6), jax.random.PRNGKey(0))
     assert float(state["supply"]) == 1.0
     targets, supplies = [], []
     for _ in range(5):
-        target, state = servo.apply(model, state, jnp.full(6, 1.0), jnp.zeros(6), DT, jnp.array([2.0, -2.0, 2.0, -2.0, 2.0, -2.0]))
+        target, state = servo.apply(model, state, jnp.full(6, 1.0), jnp.zeros(6), DT,
+                                    jnp.array([2.0, -2.0, 2.0, -2.0, 2.0, -2.0]))
         targets.append(float(target[0]))
         supplies.append(float(state["supply"]))
     expected = 0.4 + 0.6 * math.exp(-DT / 0.1) ** np.arange(1, 6)
     np.testing.assert_allclose(supplies, expected, rtol=0, atol=1e-12)
     np.testing.assert_allclose(np.diff(np.r_[0.0, targets]), 2.0 * DT * expected, rtol=0, atol=1e-12)
-    idle = servo.apply(model, servo.initial(model, jnp.zeros(6), jax.random.PRNGKey(0)), jnp.full(6, 1.0), jnp.zeros(6), DT, jnp.zeros(6))
-    assert float(idle[1]["supply"]) == 1.0 and float(idle[0][0]) == pytest.approx(2.0 * DT, abs=1e-15)  # no load, no sag
+    idle = servo.apply(model, servo.initial(model, jnp.zeros(6), jax.random.PRNGKey(0)), jnp.full(6, 1.0), jnp.zeros(6),
+                       DT, jnp.zeros(6))
+    # no load, no sag
+    assert float(idle[1]["supply"]) == 1.0 and float(idle[0][0]) == pytest.approx(2.0 * DT, abs=1e-15)
 
 
 def test_voltage_sag_scales_the_motors_torque_limits():
     model = ServoModel(voltage_sag=VoltageSag(per_torque=0.1))
     forcerange = np.array([[-3.0, 3.0], [-1.0, 1.0], [-2.0, 2.0]])
-    params = servo.sagged(model, {"supply": jnp.asarray(0.5)}, {"dof_damping": jnp.ones(2)}, forcerange, np.array([0, 2]))
+    params = servo.sagged(model, {"supply": jnp.asarray(0.5)}, {"dof_damping": jnp.ones(2)}, forcerange,
+                          np.array([0, 2]))
     np.testing.assert_array_equal(params["actuator_forcerange"], [[-1.5, 1.5], [-1.0, 1.0], [-1.0, 1.0]])
     np.testing.assert_array_equal(params["dof_damping"], 1.0)  # the world's other arrays kept
     assert servo.sagged(ServoModel(), {}, None, forcerange, np.array([0])) is None  # no sag: the model's limits
@@ -104,10 +110,13 @@ def test_voltage_sag_in_the_env():
     neutral = dataclasses.replace(plain, voltage_sag=VoltageSag(per_torque=0.0))
     np.testing.assert_array_equal(joint_run("c", neutral, 20), joint_run("c", plain, 20))
     runs = {}
-    for name, model in (("plain", plain), ("sag", dataclasses.replace(plain, voltage_sag=VoltageSag(per_torque=0.15, time_constant=0.05)))):
+    for name, model in (("plain", plain),
+                        ("sag",
+                         dataclasses.replace(plain, voltage_sag=VoltageSag(per_torque=0.15, time_constant=0.05)))):
         env = make("SO101PickCube-v0", "c", control_mode="joint", servo_model=model)
         state = jax.jit(env.reset)(jax.random.PRNGKey(0))
-        step, goal = jax.jit(env.step), np.asarray(env.arm.motor_positions(state.physics)) + np.array([0, 0, 40.0, 0, 0, 0])
+        step, goal = (jax.jit(env.step),
+                      np.asarray(env.arm.motor_positions(state.physics)) + np.array([0, 0, 40.0, 0, 0, 0]))
         elbow, supply = [], []
         for _ in range(8):
             state = step(state, goal)
@@ -127,7 +136,8 @@ def joint_run(backend: str, model: ServoModel | None, steps: int) -> list[np.nda
     out = []
     for t in range(steps):
         state = step(state, start + 15 * np.sin(0.2 * t + np.arange(6)))
-        out.append(np.concatenate([np.asarray(state.physics.qpos), np.asarray(state.physics.ctrl), np.asarray(state.obs)]))
+        out.append(np.concatenate([np.asarray(state.physics.qpos), np.asarray(state.physics.ctrl),
+                                   np.asarray(state.obs)]))
     return out
 
 
@@ -155,7 +165,8 @@ def test_effects_in_the_env():
     q = np.asarray(state.physics.qpos[env.arm.qpos_ids])
     np.testing.assert_allclose(np.asarray(env.arm.motor_positions(state.physics))[:5],
                                np.asarray(env.arm.motor_positions(state.physics.replace(
-                                   qpos=state.physics.qpos.at[env.arm.qpos_ids].set(servo.quantized(q)))))[:5], rtol=0, atol=0)
+                                   qpos=state.physics.qpos.at[env.arm.qpos_ids].set(servo.quantized(q)))))[:5],
+                                   rtol=0, atol=0)
     assert not np.allclose(q, np.asarray(servo.quantized(q)))  # the readings differ from the true angles
 
 
@@ -171,7 +182,8 @@ def test_c_and_mjx_are_equal_with_every_effect_on():
 @pytest.mark.slow  # a second MJX compile on a CPU
 def test_c_and_mjx_draw_the_same_per_motor_values():
     """Per-motor draws from ranges: the same from the same reset key on both backends."""
-    model = ServoModel(ranges=ServoRanges(delay_ticks=(0, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0), deadband=(0.0, 0.003)))
+    model = ServoModel(ranges=ServoRanges(delay_ticks=(0, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0),
+                                          deadband=(0.0, 0.003)))
     c, mjx = joint_run("c", model, 100), joint_run("mjx", model, 100)
     np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
 
@@ -184,7 +196,8 @@ def test_per_motor_delays_are_each_motors_own():
 
 def test_per_motor_values_and_the_position_loop():
     """Per-motor backlash and velocity limits act per motor; kp, damping and the torque limit replace the scene's."""
-    model = ServoModel(backlash=(0.0, 0.02, 0.0, 0.0, 0.0, 0.0), max_velocity=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), quantize=False)
+    model = ServoModel(backlash=(0.0, 0.02, 0.0, 0.0, 0.0, 0.0), max_velocity=(1.0, 2.0, 3.0, 4.0, 5.0, 6.0),
+                       quantize=False)
     out = ticks(model, np.full((1, 6), 0.5))[0]
     np.testing.assert_allclose(out, [1 * DT, 2 * DT, 3 * DT, 4 * DT, 5 * DT, 6 * DT], rtol=0, atol=1e-15)
     kp = (20.0, 21.0, 22.0, 23.0, 24.0, 25.0)
@@ -210,16 +223,20 @@ def test_per_motor_values_and_the_position_loop():
     ({"max_velocity": 0.0}, "servo_model.max_velocity must be a finite number > 0"),
     ({"deadband": 2.0}, "servo_model.deadband must be a finite number >= 0 and <= 0.5 rad, got 2.0"),
     # past a physically plausible range (a unit error): the field and the range named
-    ({"voltage_sag": {"per_torque": 1e300}}, "servo_model.voltage_sag.per_torque must be a finite number >= 0 and <= 1.0 1/(N·m)"),
-    ({"voltage_sag": {"per_torque": 0.1, "time_constant": 50.0}}, "servo_model.voltage_sag.time_constant must be a finite number >= 0 and <= 1.0 s"),
-    ({"kp": [20.0, 20.0, 20.0, 20.0, 20.0, 1e6]}, "servo_model.kp[5] must be a finite number > 0 and <= 1000.0 N·m/rad"),
+    ({"voltage_sag": {"per_torque": 1e300}},
+     "servo_model.voltage_sag.per_torque must be a finite number >= 0 and <= 1.0 1/(N·m)"),
+    ({"voltage_sag": {"per_torque": 0.1, "time_constant": 50.0}},
+     "servo_model.voltage_sag.time_constant must be a finite number >= 0 and <= 1.0 s"),
+    ({"kp": [20.0, 20.0, 20.0, 20.0, 20.0, 1e6]},
+     "servo_model.kp[5] must be a finite number > 0 and <= 1000.0 N·m/rad"),
     ({"damping": 1e4}, "servo_model.damping must be a finite number >= 0 and <= 100.0 N·m·s/rad"),
     ({"torque_limit": 3350.0}, "servo_model.torque_limit must be a finite number > 0 and <= 30.0 N·m"),
     ({"max_velocity": 4720.0}, "servo_model.max_velocity must be a finite number > 0 and <= 100.0 rad/s"),
     ({"backlash": 1.3}, "servo_model.backlash must be a finite number >= 0 and <= 0.5 rad, got 1.3"),
     ({"latency": 2}, "latency"),
     ({"voltage_sag": {"per_torque": -0.1}}, "servo_model.voltage_sag.per_torque must be a finite number >= 0"),
-    ({"voltage_sag": {"per_torque": 0.1, "time_constant": float("nan")}}, "servo_model.voltage_sag.time_constant must be a finite"),
+    ({"voltage_sag": {"per_torque": 0.1, "time_constant": float("nan")}},
+     "servo_model.voltage_sag.time_constant must be a finite"),
     ({"voltage_sag": {"per_torque": 0.1, "tau": 1.0}}, "tau"),
     ("fast", "servo_model must be None, a ServoModel or its dict form"),
 ])
@@ -231,10 +248,12 @@ def test_bad_values_name_the_field(value, message):
 
 def test_defaults_and_json_round_trip():
     model = ServoModel()
-    assert model.backlash == pytest.approx(math.radians(1.30), abs=1e-4) and model.max_velocity == pytest.approx(4.717, abs=1e-3)
+    assert (model.backlash == pytest.approx(math.radians(1.30), abs=1e-4)
+            and model.max_velocity == pytest.approx(4.717, abs=1e-3))
     env = make("SO101PickCube-v0", "c", servo_model={"delay_ticks": 1})
     assert env.config.servo_model == ServoModel(delay_ticks=1)
-    per_motor = ServoModel(delay_ticks=(0, 1, 2, 0, 1, 2), kp=(20.0,) * 6, voltage_sag=VoltageSag(per_torque=0.05, time_constant=0.1))
+    per_motor = ServoModel(delay_ticks=(0, 1, 2, 0, 1, 2), kp=(20.0,) * 6,
+                           voltage_sag=VoltageSag(per_torque=0.05, time_constant=0.1))
     assert ServoModel(**json.loads(json.dumps(dataclasses.asdict(per_motor)))) == per_motor  # lists come back as tuples
 
 

@@ -24,7 +24,8 @@ def _states(model, dtype):
     ctrl[0, :5] = [0.3, -0.4, 0.5, 0.2, -0.3]
     ctrl[1, :5] = [-0.2, 0.3, -0.3, -0.4, 0.6]
     ctrl[:, 5] = [0.2, 1.0]
-    return (jnp.asarray(qpos, dtype), jnp.zeros((2, model.nv), dtype), jnp.zeros((2, model.nu), dtype), jnp.asarray(ctrl, dtype))
+    return (jnp.asarray(qpos, dtype), jnp.zeros((2, model.nv), dtype), jnp.zeros((2, model.nu), dtype),
+            jnp.asarray(ctrl, dtype))
 
 
 def _run(physics, qpos, qvel, ctrl0, ctrl):

@@ -5,7 +5,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.station.interface import MotorizedArm_ActionChunk, MotorizedArm_ArmType, MotorizedArm_GripperType, MotorizedArm_JointPose, MotorizedArmSpec
+from so101_mjx.station.interface import (
+    MotorizedArm_ActionChunk,
+    MotorizedArm_ArmType,
+    MotorizedArm_GripperType,
+    MotorizedArm_JointPose,
+    MotorizedArmSpec,
+)
 from so101_mjx.station.sim_station import SimStation, chunk_ticks, run_chunks
 from tests.station.shared import make_station, random_chunk
 
@@ -15,7 +21,8 @@ def station():
     return make_station()
 
 
-SPEC = MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF, MotorizedArm_GripperType.SO101_jaw_1DoF, refresh_rate=25, control_rate=50)
+SPEC = MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF, MotorizedArm_GripperType.SO101_jaw_1DoF, refresh_rate=25,
+                        control_rate=50)
 
 
 def test_observation_channels(station):
@@ -58,7 +65,8 @@ def test_cpu_and_batched_chunk_replay_same_targets(station, rng):
     for b in range(3):
         np.testing.assert_allclose(np.asarray(targets[:, b]), cpu_targets[b], atol=1e-6)
         # rows land exactly on ticks 0, 5, 10, ...: the chunk itself, and linear in between
-        np.testing.assert_allclose(cpu_targets[b][::5], np.c_[chunks[b].joint_angle_q, chunks[b].gripper_pos], atol=1e-6)
+        np.testing.assert_allclose(cpu_targets[b][::5],
+                                   np.c_[chunks[b].joint_angle_q, chunks[b].gripper_pos], atol=1e-6)
 
 
 def test_chunk_validation(station):
@@ -67,4 +75,5 @@ def test_chunk_validation(station):
     with pytest.raises(ValueError, match="joint_angle_q"):
         station.execute(bad, 10.0)
     with pytest.raises(ValueError, match="refresh_rate"):
-        SimStation(spec=MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF, MotorizedArm_GripperType.SO101_jaw_1DoF, 30, 50))
+        SimStation(spec=MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF,
+                                         MotorizedArm_GripperType.SO101_jaw_1DoF, 30, 50))

@@ -115,8 +115,8 @@ def test_deploy_excitation_then_sysid_writes_what_the_env_takes(tmp_path):
     env = make(TASK, "c", control_mode="joint", servo_model=fields)
     assert env.config.servo_model.kp == tuple(fields["kp"])
     report = json.loads(out.with_suffix(".report.json").read_text())
-    assert (report["motors"] == ["shoulder_pan"] and report["frames"] == 60 and set(report["interval"])
-            == set(fit.PARAMETERS))
+    assert (report["motors"] == ["shoulder_pan"] and report["frames"] == 60
+            and set(report["interval"]) == set(fit.PARAMETERS))
 
 
 @pytest.mark.parametrize("args, message", [

@@ -71,7 +71,8 @@ def test_start_prob_zero_is_the_plain_env(env, bank):
 
 
 def test_start_prob_is_the_fraction_of_seeded_resets(env, bank):
-    state = jax.jit(TrainingEnv(env, EPISODE, starts=bank, start_prob=0.25).reset)(jax.random.split(jax.random.PRNGKey(3), 400))
+    state = jax.jit(TrainingEnv(env, EPISODE, starts=bank,
+                                start_prob=0.25).reset)(jax.random.split(jax.random.PRNGKey(3), 400))
     seeded = nearest(state.obs, bank) == 0.0
     assert 0.17 < seeded.mean() < 0.33  # binomial(400, 0.25): ±4.5 sigma
 

@@ -42,7 +42,8 @@ def test_dagger_fits_the_teacher_and_reports_each_iteration():
     collect = distill.collector(env, teacher, student, config.steps)
     fresh = student.init(jax.random.PRNGKey(7), jnp.zeros((1, 36, 36, 3), jnp.uint8), jnp.zeros((1, 14)))
     data = jax.device_get(collect(params, jax.random.split(jax.random.PRNGKey(9), 4), True))
-    error = lambda p: float(np.mean(np.sum((np.asarray(student.apply(p, data["pixels/front"], data["agent_pos"])) - data["label"]) ** 2, -1)))  # noqa: E731
+    error = lambda p: float(np.mean(np.sum(  # noqa: E731
+        (np.asarray(student.apply(p, data["pixels/front"], data["agent_pos"])) - data["label"]) ** 2, -1)))
     assert error(params) < 0.05 * error(fresh)
 
 
@@ -51,7 +52,8 @@ def test_save_and_load_round_trip(tmp_path):
     params = student.init(jax.random.PRNGKey(0), jnp.zeros((1, 36, 36, 3), jnp.uint8), jnp.zeros((1, 14)))
     path = distill.save(tmp_path, params, {"env": "x"})
     spec = pixel_policy.Spec(36)
-    jax.tree.map(np.testing.assert_array_equal, pixel_policy.student(pixel_policy.read_params(path, spec), spec)[1], params)
+    jax.tree.map(np.testing.assert_array_equal,
+                 pixel_policy.student(pixel_policy.read_params(path, spec), spec)[1], params)
 
 
 def test_distill_needs_an_image_env():
@@ -59,7 +61,8 @@ def test_distill_needs_an_image_env():
         distill.distill(make("SO101PickCube-v0", backend="c"), teacher, distill.DistillConfig(iterations=1))
 
 
-@pytest.mark.parametrize(("argv", "argument"), [(["--iterations", "0"], "--iterations"), (["--learning-rate", "-1"], "--learning-rate")])
+@pytest.mark.parametrize(("argv", "argument"),
+                         [(["--iterations", "0"], "--iterations"), (["--learning-rate", "-1"], "--learning-rate")])
 def test_bad_cli_sizes_are_one_line(argv, argument, capsys, tmp_path):
     assert cli.main(["distill", "teacher.onnx", "--out", str(tmp_path / "s"), *argv]) == 2
     assert f"argument {argument}" in capsys.readouterr().err
@@ -77,14 +80,17 @@ def test_shifted_frames_are_crops_of_the_edge_padded_frame():
 
 @pytest.mark.slow  # a DAgger run on two cameras
 def test_dagger_in_joint_mode_sees_front_and_wrist_and_acts_within_the_bounds():
-    env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=36, episode_length=4, image_cameras=("front", "wrist"),
+    env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=36, episode_length=4,
+               image_cameras=("front", "wrist"),
                control_mode="joint", relative_joint_targets=True, max_relative_target=6.0)
     spec = distill.spec_of(env)
     assert (spec.cameras, spec.agent_pos, spec.bounds) == (("front", "wrist"), 6, ((-6.0,) * 6, (6.0,) * 6))
     config = distill.DistillConfig(iterations=2, episodes=3, steps=4, updates=20, batch_size=8, shift=2)
     student, params, rows = distill.distill(env, lambda obs: 6.0 * jnp.tanh(obs[:6] / 30.0), config)
-    assert [r["driver"] for r in rows] == ["teacher", "student", "final student"] and rows[1]["dataset"] > rows[0]["dataset"]
-    data = jax.device_get(distill.collector(env, lambda obs: jnp.zeros(6), student, 4)(params, jax.random.split(jax.random.PRNGKey(1), 2), False))
+    assert ([r["driver"] for r in rows] == ["teacher", "student", "final student"]
+            and rows[1]["dataset"] > rows[0]["dataset"])
+    data = jax.device_get(distill.collector(env, lambda obs: jnp.zeros(6), student,
+                                            4)(params, jax.random.split(jax.random.PRNGKey(1), 2), False))
     assert data["pixels/wrist"].shape == (2, 4, 36, 36, 3) and data["agent_pos"].shape == (2, 4, 6)
     actions = np.asarray(student.apply(params, (data["pixels/front"], data["pixels/wrist"]), data["agent_pos"]))
     assert actions.shape == (2, 4, 6) and np.all(np.abs(actions) <= 6.0)

@@ -65,8 +65,10 @@ RUN_EDITS = {
     "string_layers": (network(value_hidden_layer_sizes="8"), "'network.value_hidden_layer_sizes' must be a list"),
     "extra_network_field": (network(dropout=0.1), "unknown metadata field(s) ['network.dropout']"),
     "list": (lambda run: [run], "the top level must be a dict (a JSON object), got list"),
-    "obs_size_string": (lambda run: {**run, "obs_size": "17"}, "metadata field 'obs_size' must be an int >= 1, got str"),
-    "normalize_string": (lambda run: {**run, "normalize_observations": "yes"}, "'normalize_observations' must be true or false"),
+    "obs_size_string": (lambda run: {**run, "obs_size": "17"},
+                        "metadata field 'obs_size' must be an int >= 1, got str"),
+    "normalize_string": (lambda run: {**run, "normalize_observations": "yes"},
+                         "'normalize_observations' must be true or false"),
 }
 
 
@@ -74,7 +76,8 @@ RUN_EDITS = {
 def test_an_edited_run_json_is_one_line_for_export_eval_and_resume(run, tmp_path, case, float32, capsys):
     edit, message = RUN_EDITS[case]
     edit_json(run / STEP / "run.json", edit)
-    for argv in (["export", str(run), "--out", str(tmp_path / "p.onnx")], ["eval", str(run), "--episodes", "1"], [*RESUME, str(run)]):
+    for argv in (["export", str(run), "--out", str(tmp_path / "p.onnx")], ["eval", str(run), "--episodes", "1"],
+                 [*RESUME, str(run)]):
         assert cli.main(argv) == 2, argv
         one_error_line(capsys, f"{run / STEP / 'run.json'}: ", message)
     assert not (tmp_path / "p.onnx").exists()
@@ -83,7 +86,8 @@ def test_an_edited_run_json_is_one_line_for_export_eval_and_resume(run, tmp_path
 def test_a_run_json_that_is_not_json_is_one_line(run, capsys):
     (run / STEP / "run.json").write_text('{"env": "SO101PickCube-v0",')
     assert cli.main(["eval", str(run), "--episodes", "1"]) == 2
-    one_error_line(capsys, "run.json: not valid JSON (Expecting property name enclosed in double quotes at line 1, column 28)")
+    one_error_line(capsys,
+                   "run.json: not valid JSON (Expecting property name enclosed in double quotes at line 1, column 28)")
 
 
 # -- metrics.csv --------------------------------------------------------------------------------
@@ -93,7 +97,8 @@ CSV_EDITS = {
     "extra_value": (HEADER + "\n0,1.0,2.0,0.5,0.0,8,9\n", "line 2 holds 7 values, expected 6"),
     "missing_column": ("step,wall_s\n0,1.0\n", "the header must be the columns"),
     "text_value": (HEADER + "\n0,1.0,fast,0.5,0.0,8\n", "line 2, column 'steps_per_s' holds 'fast'; expected a number"),
-    "fractional_step": (HEADER + "\n0.5,1.0,2.0,0.5,0.0,8\n", "line 2, column 'step' holds '0.5'; expected a whole number"),
+    "fractional_step": (HEADER + "\n0.5,1.0,2.0,0.5,0.0,8\n",
+                        "line 2, column 'step' holds '0.5'; expected a whole number"),
 }
 
 
@@ -129,8 +134,10 @@ def student(tmp_path_factory) -> Path:
 
 
 DISTILL_EDITS = {
-    "no_image_size": (lambda m: {**m, "env_config": {"image_obs": True}}, "field 'env_config.image_size' must be an int >= 1, got nothing"),
-    "image_size_text": (lambda m: {**m, "env_config": {"image_size": "36"}}, "field 'env_config.image_size' must be an int >= 1, got str"),
+    "no_image_size": (lambda m: {**m, "env_config": {"image_obs": True}},
+                      "field 'env_config.image_size' must be an int >= 1, got nothing"),
+    "image_size_text": (lambda m: {**m, "env_config": {"image_size": "36"}},
+                        "field 'env_config.image_size' must be an int >= 1, got str"),
     "other_image_size": (lambda m: {**m, "env_config": {"image_size": 64}}, "image_size 64 gives 4x4x5 conv features"),
     "too_small": (lambda m: {**m, "env_config": {"image_size": 20}}, "image_size 20 gives 0x0x5 conv features"),
     "no_env": (without("env"), "field 'env' must be a string, got nothing"),
@@ -151,5 +158,6 @@ def test_an_edited_distill_json_is_one_line(student, tmp_path, case, capsys):
 
 def test_checkpoint_read_run_names_the_file(run):
     edit_json(run / STEP / "run.json", without("env"))
-    with pytest.raises(InputError, match=r"run.json: metadata field 'env' must be a string, got nothing \(the field is missing\)"):
+    with pytest.raises(InputError,
+                       match=r"run.json: metadata field 'env' must be a string, got nothing \(the field is missing\)"):
         checkpoint.read_run(run / STEP)

@@ -17,7 +17,8 @@ from so101_mjx.training import checkpoint, presets
 from so101_mjx.training.evaluate import evaluate
 from so101_mjx.training.progress import read_csv
 
-pytestmark = pytest.mark.soak  # ~3.5 min of MJX compiles on a 2-core CPU; run with -m soak (and in so101-mjx bench device)
+# ~3.5 min of MJX compiles on a 2-core CPU; run with -m soak (and in so101-mjx bench device)
+pytestmark = pytest.mark.soak
 
 ENV = "SO101Reach-v0"
 pytest.importorskip("onnx")

@@ -23,7 +23,8 @@ import jax, numpy as np
 from so101_mjx.training import checkpoint, presets, ppo
 
 backend, out = sys.argv[1], Path(sys.argv[2])
-last, metrics = ppo.train("SO101Reach-v0", "tiny", presets.preset("SO101Reach-v0", "tiny"), out, backend=backend, seed=3)
+last, metrics = ppo.train("SO101Reach-v0", "tiny", presets.preset("SO101Reach-v0", "tiny"), out, backend=backend,
+                          seed=3)
 with np.load(last / checkpoint.STATE_FILE) as state:
     env_obs_shape = list(state[".env.obs"].shape)
 report = {"devices": jax.local_device_count(), "steps": [int(p.name) for p in checkpoint.steps(out)],

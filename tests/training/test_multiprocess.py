@@ -23,8 +23,10 @@ TRAIN = ["train", "--env", "SO101Reach-v0", "--preset", "tiny", "--seed", "3"]
 
 
 def so101_mjx(env: dict[str, str], *args: str) -> str:
-    env = env | {"XLA_FLAGS": f"{env.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()}  # half the compile time
-    result = subprocess.run([sys.executable, "-m", "so101_mjx", *TRAIN, *args], env=env, capture_output=True, text=True, timeout=900)
+    # half the compile time
+    env = env | {"XLA_FLAGS": f"{env.get('XLA_FLAGS', '')} --xla_backend_optimization_level=0".strip()}
+    result = subprocess.run([sys.executable, "-m", "so101_mjx", *TRAIN, *args], env=env, capture_output=True,
+                            text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result.stdout
 
@@ -61,7 +63,8 @@ def test_two_processes_equal_two_devices_and_resume(tmp_path):
     out = so101_mjx(one_device(), "--num-processes", "2", "--out", str(procs))
     assert "final JAX eval" in out  # process 0 reports
     assert sorted(p.name for p in procs.iterdir()) == sorted(p.name for p in two.iterdir())
-    assert arrays(checkpoint.steps(procs)[-1])[f"{checkpoint.STATE_FILE} .env.obs"].shape == (2, 4, 20)  # both processes' env states
+    # both processes' env states
+    assert arrays(checkpoint.steps(procs)[-1])[f"{checkpoint.STATE_FILE} .env.obs"].shape == (2, 4, 20)
     assert_same_run(two, procs)
 
     shutil.rmtree(checkpoint.steps(procs)[-1])  # as if killed after the first checkpoint

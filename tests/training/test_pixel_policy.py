@@ -43,7 +43,8 @@ def test_onnx_student_equals_the_flax_student(student_dir):
         policy = policies.load(loaded)
         np.testing.assert_allclose(policy.numpy_fn(pixels, agent_pos), want, atol=2e-5)
         meta = policy.metadata
-        assert meta["kind"] == "pixel" and meta["env"] == "SO101PickCube-v0" and meta["env_config"]["image_size"] == SIZE
+        assert (meta["kind"] == "pixel" and meta["env"] == "SO101PickCube-v0"
+                and meta["env_config"]["image_size"] == SIZE)
 
 
 def test_load_tells_students_from_state_exports(student_dir, tmp_path):
@@ -89,7 +90,8 @@ def test_the_students_camera_file_reaches_replay_and_the_simulated_follower(tmp_
     student = pixel_policy.PixelStudent(channels=(4, 6, 5), hidden=16)
     params = student.init(jax.random.PRNGKey(0), jnp.zeros((1, SIZE, SIZE, 3), jnp.uint8), jnp.zeros((1, 14)))
     lens = {"fovy": 25.0, "latency": 1}
-    env_config = {"image_obs": True, "image_size": SIZE, "image_quality": "fast", "episode_length": 3, "camera_specs": {"front": lens}}
+    env_config = {"image_obs": True, "image_size": SIZE, "image_quality": "fast", "episode_length": 3,
+                  "camera_specs": {"front": lens}}
     distill.save(tmp_path, params, {"teacher": "t.onnx", "env": "SO101PickCube-v0", "env_config": env_config})
     path = pixel_policy.export(tmp_path)
     env = replay.make_gym_env("SO101PickCube-v0", policies.load(path).env_config, SIZE)
@@ -104,14 +106,16 @@ def test_the_students_camera_file_reaches_replay_and_the_simulated_follower(tmp_
 
 
 # -- a student in the follower's language: front and wrist frames, motor positions, joint-mode targets ------------
-JOINT_CONFIG = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 6.0, "episode_length": 3,
+JOINT_CONFIG = {"control_mode": "joint", "relative_joint_targets": True, "max_relative_target": 6.0,
+                "episode_length": 3,
                 "image_obs": True, "image_size": SIZE, "image_quality": "fast", "image_cameras": ["front", "wrist"]}
 BOUNDS = ((-6.0,) * 6, (6.0,) * 6)
 
 
 @pytest.fixture(scope="module")
 def joint_student(tmp_path_factory):
-    """A small random front + wrist joint-mode student of PickCube, saved as ``so101-mjx distill`` saves one, and exported."""
+    """A small random front + wrist joint-mode student of PickCube, saved as ``so101-mjx distill`` saves one, and
+    exported."""
     out = tmp_path_factory.mktemp("joint_student")
     student = pixel_policy.PixelStudent(channels=(4, 6, 5), hidden=16, bounds=BOUNDS)
     blank = (jnp.zeros((1, SIZE, SIZE, 3), jnp.uint8),) * 2
@@ -158,7 +162,8 @@ def test_the_exported_students_inputs_are_exactly_what_a_follower_returns(joint_
         assert inputs == {**{pixel_policy.input_name(c): ["batch", *features[c]] for c in cameras},
                           "agent_pos": ["batch", len(FEATURE_KEYS)]}
         obs = p.observation(follower.get_observation(), None)
-        assert set(obs) == {"agent_pos", "motors", "policy_motors", "pixels"} and list(obs["pixels"]) == cameras == ["front", "wrist"]
+        assert (set(obs) == {"agent_pos", "motors", "policy_motors", "pixels"}
+                and list(obs["pixels"]) == cameras == ["front", "wrist"])
         target = p.targets(obs)
         assert target.shape == (6,) and np.all(np.abs(target - obs["motors"]) <= 6.0 + 1e-9)
 
@@ -170,7 +175,8 @@ def test_a_larger_camera_frame_is_resized_to_the_students(joint_student):
     path, _, _ = joint_student
     p = plan(path)
     frame = np.random.default_rng(2).integers(0, 256, (480, 640, 3), dtype=np.uint8)
-    np.testing.assert_array_equal(p.frame("wrist", frame), cv2.resize(frame, (SIZE, SIZE), interpolation=cv2.INTER_AREA))
+    np.testing.assert_array_equal(p.frame("wrist", frame),
+                                  cv2.resize(frame, (SIZE, SIZE), interpolation=cv2.INTER_AREA))
     with pytest.raises(InputError, match=r"the robot.s .front. frames \(.*\) are \(20, 20, 3\)"):
         p.frame("front", frame[:20, :20])
 

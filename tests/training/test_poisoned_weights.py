@@ -122,12 +122,15 @@ def test_a_pixel_student_onnx_without_metadata_is_one_line(student, tmp_path, ca
     del model.metadata_props[:]
     onnx.save(model, tmp_path / "student.onnx")
     assert cli.main(["replay", str(tmp_path / "student.onnx"), "--episodes", "1"]) == 2
-    one_error_line(capsys, "student.onnx is not an exported so101_mjx ONNX file", "metadata property 'so101_mjx' is missing")
+    one_error_line(capsys, "student.onnx is not an exported so101_mjx ONNX file",
+                   "metadata property 'so101_mjx' is missing")
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda p: p.__setitem__("params/Dense_0/kernel", p["params/Dense_0/kernel"] * np.nan), "params/Dense_0/kernel holds"),
-    (lambda p: p.__setitem__("params/Conv_1/bias", p["params/Conv_1/bias"] + 1j), "params/Conv_1/bias must be a float array, got complex"),
+    (lambda p: p.__setitem__("params/Dense_0/kernel", p["params/Dense_0/kernel"] * np.nan),
+     "params/Dense_0/kernel holds"),
+    (lambda p: p.__setitem__("params/Conv_1/bias", p["params/Conv_1/bias"] + 1j),
+     "params/Conv_1/bias must be a float array, got complex"),
     (lambda p: p.pop("params/Conv_2/bias"), "must be 3 Conv layers for each of 1 camera"),
     (lambda p: p.__setitem__("params/Conv_0/kernel", p["params/Conv_0/kernel"][:4]), "Conv kernel (4, 8, 3, 4)"),
 ])
@@ -161,7 +164,8 @@ POLICY_KERNEL = ".training.params.policy['params']['hidden_0']['kernel']"
     (lambda a: a * np.nan, f"{POLICY_KERNEL} holds 136 non-finite values"),
     (lambda a: a.astype(np.complex64), f"{POLICY_KERNEL} must be a real (not complex) numeric array, got complex64"),
 ])
-def test_a_poisoned_training_state_is_refused_by_resume_before_anything_is_written(tmp_path, change, message, float32, capsys):
+def test_a_poisoned_training_state_is_refused_by_resume_before_anything_is_written(
+        tmp_path, change, message, float32, capsys):
     """In float32 the fixture's state fits this run: without the check the resume trains on from NaN."""
     run = shutil.copytree(FIXTURE, tmp_path / "run")
     state = run / "checkpoints/000000000256/training_state.npz"
@@ -170,7 +174,8 @@ def test_a_poisoned_training_state_is_refused_by_resume_before_anything_is_writt
     arrays[POLICY_KERNEL] = change(arrays[POLICY_KERNEL])
     np.savez(state, **arrays)
     before = digest(run)
-    argv = ["train", "--env", "SO101PickCube-v0", "--preset", "tiny", "--num-timesteps", "512", "--resume", "--out", str(run)]
+    argv = ["train", "--env", "SO101PickCube-v0", "--preset", "tiny", "--num-timesteps", "512", "--resume",
+            "--out", str(run)]
     assert cli.main(argv) == 2
     one_error_line(capsys, str(state), message)
     assert digest(run) == before

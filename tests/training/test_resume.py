@@ -26,8 +26,8 @@ TIMEOUT_S = 600
 
 
 def command(out: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "so101_mjx", "train", "--env", ENV, "--preset", "tiny", "--seed", "3", "--num-evals", "4",
-            "--backend", "c", "--out", str(out), *extra]
+    return [sys.executable, "-m", "so101_mjx", "train", "--env", ENV, "--preset", "tiny", "--seed", "3",
+            "--num-evals", "4", "--backend", "c", "--out", str(out), *extra]
 
 
 def environment(kill: str | None = None) -> dict[str, str]:

@@ -17,7 +17,8 @@ def test_preset_refuses_an_epoch_longer_than_a_jitted_loop():
     per_update = tiny.batch_size * tiny.num_minibatches * tiny.unroll_length
     longest = dataclasses.replace(tiny, num_timesteps=(2**31 - 1) * per_update * (tiny.num_evals - 1))
     assert longest.steps_per_epoch == (2**31 - 1) * per_update
-    with pytest.raises(InputError, match=r"^num_timesteps 100000000000000000000 over 2 epochs makes .* training steps per epoch"):
+    with pytest.raises(InputError,
+                       match=r"^num_timesteps 100000000000000000000 over 2 epochs makes .* training steps per epoch"):
         dataclasses.replace(tiny, num_timesteps=10**20)
 
 

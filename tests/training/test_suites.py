@@ -68,7 +68,8 @@ def test_the_command_writes_the_table_and_refuses_a_bad_suite_in_one_line(tmp_pa
     suite.write_text(json.dumps({"episodes": 4, "conditions": ["nominal", {"name": "heavy", "env_config": {
         "randomization": {"block_mass": [3.0, 3.0]}}}]}))
     out = tmp_path / "res"
-    assert cli.main(["evaluate", str(POLICY), "--suite", str(suite), "--out", str(out), "--compare", str(RUN / "policy.onnx")]) == 0
+    assert cli.main(["evaluate", str(POLICY), "--suite", str(suite), "--out", str(out), "--compare",
+                     str(RUN / "policy.onnx")]) == 0
     table = (tmp_path / "res.md").read_text()
     assert "| nominal |" in table and "| heavy |" in table and "McNemar" in table
     saved = json.loads((tmp_path / "res.json").read_text())

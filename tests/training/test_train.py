@@ -55,7 +55,8 @@ def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
 
 
 def test_fresh_run_equals_brax_ppo_train(tiny_run, float32, monkeypatch):
-    """so101_mjx.training.ppo_loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals, bitwise."""
+    """so101_mjx.training.ppo_loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals,
+    bitwise."""
     import functools
 
     from brax.training.agents.ppo import train as ppo_train
@@ -183,7 +184,8 @@ def test_replay_in_the_reference_env(tmp_path, capsys):
         kernels=(0.1 * rng.normal(size=(17, 8)).astype(np.float32), 0.1 * rng.normal(size=(8, 8)).astype(np.float32)),
         biases=(np.zeros(8, np.float32), np.zeros(8, np.float32)),
     )
-    env_config = {"top_down_ik": True, "jaw_pads": True, "reward_type": "dense", "grasp_reward": 0.25, "episode_length": 5}
+    env_config = {"top_down_ik": True, "jaw_pads": True, "reward_type": "dense", "grasp_reward": 0.25,
+                  "episode_length": 5}
     meta = {"env": "SO101PickCube-v0", "env_config": env_config, "obs_size": 17,
             "action_map": {"scale": [1.0, 1.0, 1.0, 0.5], "offset": [0.0, 0.0, 0.0, 0.5]}}
     NumpyPolicy(weights, meta, meta["action_map"]["scale"], meta["action_map"]["offset"]).save(tmp_path / "policy.npz")

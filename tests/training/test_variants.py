@@ -18,7 +18,8 @@ from so101_mjx.training import presets
 # Every preset as it resolved when presets named env variants too (each field, env config included).
 NAMED = json.loads((pathlib.Path(__file__).parent / "data" / "named_presets.json").read_text())
 FORMER = [(env, old) for env, table in presets.RENAMED.items() for old in table]
-VARIANT_KEYS = {"control_mode", "control_dt", "physics_dt", "relative_joint_targets", "max_relative_target", "servo_model"}
+VARIANT_KEYS = {"control_mode", "control_dt", "physics_dt", "relative_joint_targets",
+                "max_relative_target", "servo_model"}
 
 
 def _fields(preset) -> dict:

@@ -1,4 +1,5 @@
-"""The finger collision-primitive study (so101_mjx.validation.collision_study): fitted variants and the MJX vs C contact comparison."""
+"""The finger collision-primitive study (so101_mjx.validation.collision_study): fitted variants and the MJX vs C contact
+comparison."""
 
 import mujoco
 import numpy as np
@@ -44,7 +45,8 @@ def test_sphere_pads_line_the_pad_axis_and_collide():
     for name in JAW_PADS:
         size, centre, rot = _box_frame(boxes, d_box, name)
         ids = [spheres.geom(n).id for n in (name, f"{name}_1", f"{name}_2")]
-        assert (spheres.geom_type[ids] == mujoco.mjtGeom.mjGEOM_SPHERE).all() and (spheres.geom_conaffinity[ids] == 5).all()
+        assert ((spheres.geom_type[ids] == mujoco.mjtGeom.mjGEOM_SPHERE).all()
+                and (spheres.geom_conaffinity[ids] == 5).all())
         local = (d_sph.geom_xpos[ids] - centre) @ rot  # in the box frame
         np.testing.assert_allclose(local[0], 0, atol=1e-12)
         long = np.argmax(size)

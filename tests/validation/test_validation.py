@@ -59,7 +59,8 @@ BAD_CONFIGS = [
     ("randomization", "yes", "randomization must be None, a Randomization or its dict form"),
     ("randomization", {"block_mass": (1.0, INF)}, "randomization.block_mass must be a finite number"),
     ("randomization", {"block_mass": (NAN, 1.0)}, "randomization.block_mass must be a finite number"),
-    ("randomization", {"actuator_gain": (0.5, 1e30)}, r"randomization.actuator_gain must be a range 0 < low <= high <= 10"),
+    ("randomization", {"actuator_gain": (0.5, 1e30)},
+     r"randomization.actuator_gain must be a range 0 < low <= high <= 10"),
     ("randomization", {"joint_damping": "ab"}, r"randomization.joint_damping must be a range \(low, high\)"),
     ("randomization", {"block_size": (1.0,)}, r"randomization.block_size must be a range \(low, high\)"),
     ("randomization", {"block_size": (True, 1.0)}, "randomization.block_size must be a finite number"),
@@ -219,7 +220,8 @@ def test_solver_rejects_more_samples_than_the_database(small_solvers):
         (ik.levenberg_marquardt, dict(damping=NAN), "damping must be a finite number > 0"),
         (ik.levenberg_marquardt, dict(iterations=0), "iterations must be an int >= 1"),
         (ik.levenberg_marquardt, dict(tolerance=-1e-4), "tolerance must be a finite number > 0"),
-        (ik.levenberg_marquardt, dict(approach_axis=0, approach_dir=(0.0, 0.0, 0.0)), "approach_dir must be a finite nonzero"),
+        (ik.levenberg_marquardt, dict(approach_axis=0, approach_dir=(0.0, 0.0, 0.0)),
+         "approach_dir must be a finite nonzero"),
         (ik.levenberg_marquardt, dict(approach_axis=3), "approach_axis must be None, 0, 1 or 2"),
         (ik.ik_step, dict(damping=0.0), "damping must be a finite number > 0"),
         (ik.ik_step, dict(approach_axis=0, approach_dir=(INF, 0.0, 0.0)), "approach_dir must be a finite nonzero"),
@@ -242,7 +244,8 @@ def test_ik_traced_zero_approach_direction_gives_finite_joints(kin):
 
 # --- 3. interface containers and the station --------------------------------------------------
 
-SPEC = MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF, MotorizedArm_GripperType.SO101_jaw_1DoF, refresh_rate=25, control_rate=50)
+SPEC = MotorizedArmSpec(MotorizedArm_ArmType.SO101_5DoF, MotorizedArm_GripperType.SO101_jaw_1DoF, refresh_rate=25,
+                        control_rate=50)
 
 
 @pytest.fixture(scope="module")
@@ -270,7 +273,8 @@ def test_station_execute_revalidates_a_chunk_edited_after_construction(station, 
     qpos = np.asarray(station.physics.qpos).copy()
     with pytest.raises(ValueError, match=words):
         station.execute(chunk, 10.0)
-    assert station.targets == [] and np.array_equal(np.asarray(station.physics.qpos), qpos)  # nothing reached the physics
+    # nothing reached the physics
+    assert station.targets == [] and np.array_equal(np.asarray(station.physics.qpos), qpos)
 
 
 def test_station_walk_to_revalidates_an_edited_pose(station):
@@ -287,7 +291,8 @@ def test_station_walk_to_revalidates_an_edited_pose(station):
 
 
 def test_observation_validate_catches_in_place_edits():
-    obs = MotorizedArm_Observation(0.0, *(np.zeros(5, np.float32) for _ in range(4)), *(np.zeros(1, np.float32) for _ in range(4)))
+    obs = MotorizedArm_Observation(0.0, *(np.zeros(5, np.float32) for _ in range(4)),
+                                   *(np.zeros(1, np.float32) for _ in range(4)))
     obs.validate(SPEC)
     obs.joint_angle_vel_dq[0] = np.inf
     with pytest.raises(ValueError, match="joint_angle_vel_dq must be finite"):
@@ -320,13 +325,17 @@ def test_station_rejects_bad_walk_duration(station, duration):
 @pytest.mark.parametrize(
     "spec, config, words",
     [
-        (MotorizedArmSpec("so101_5dof", "so101_jaw_1dof", 300, 300), {}, r"control_rate \(300 Hz\) must divide the physics rate"),
+        (MotorizedArmSpec("so101_5dof", "so101_jaw_1dof", 300, 300), {},
+         r"control_rate \(300 Hz\) must divide the physics rate"),
         (MotorizedArmSpec("so101_5dof", "so101_jaw_1dof", 10, 30), {}, r"control_rate \(30 Hz\) must divide"),
-        (MotorizedArmSpec("so101_5dof", "so101_jaw_1dof", 50, 50), {"physics_dt": 0.003}, "must divide the physics rate"),
-        (MotorizedArmSpec("yam_6dof", "i2rt_linear_gripper_1dof", 10, 10), {}, "spec must describe the simulated SO-101"),
+        (MotorizedArmSpec("so101_5dof", "so101_jaw_1dof", 50, 50), {"physics_dt": 0.003},
+         "must divide the physics rate"),
+        (MotorizedArmSpec("yam_6dof", "i2rt_linear_gripper_1dof", 10, 10), {},
+         "spec must describe the simulated SO-101"),
         (SPEC, {"control_dt": 0.02}, "control_dt is set by spec.control_rate"),
         ("so101", {}, "spec must be a MotorizedArmSpec"),
-        (SPEC, {"physics_dt": 3e-7}, r"physics_dt = 3.33333e\+06 Hz, so that each tick runs a whole number of physics steps$"),
+        (SPEC, {"physics_dt": 3e-7},
+         r"physics_dt = 3.33333e\+06 Hz, so that each tick runs a whole number of physics steps$"),
     ],
 )
 def test_station_rejects_bad_spec(spec, config, words):
@@ -360,7 +369,8 @@ def test_run_chunks_never_sends_non_finite_targets(station):
     final, targets, q = play(env, physics, jnp.asarray(arm), jnp.asarray(grip), 10.0, 11)
     assert np.all(np.isfinite(np.asarray(final.qpos))) and np.all(np.isfinite(np.asarray(final.ctrl)))
     assert np.all(np.isfinite(np.asarray(q))) and not np.all(np.isfinite(np.asarray(targets)))
-    _, _, q_nan_rate = play(env, physics, jnp.asarray(np.zeros((2, 3, 5))), jnp.asarray(np.zeros((2, 3, 1))), jnp.asarray(NAN), 11)
+    _, _, q_nan_rate = play(env, physics, jnp.asarray(np.zeros((2, 3, 5))), jnp.asarray(np.zeros((2, 3, 1))),
+                            jnp.asarray(NAN), 11)
     assert np.all(np.isfinite(np.asarray(q_nan_rate)))  # a traced NaN rate: targets held, physics finite
     with pytest.raises(ValueError, match="chunk_rate_hz"):
         run_chunks(env, physics, jnp.asarray(arm), jnp.asarray(grip), 0.0, 11)
