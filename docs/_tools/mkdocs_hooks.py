@@ -48,7 +48,8 @@ def _unit_page(unit: str) -> str:
 
 def _index_page() -> str:
     tree = ast.parse((PACKAGE / "__init__.py").read_text())
-    lazy = next(node.value for node in tree.body if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "_LAZY")
+    lazy = next(node.value for node in tree.body if isinstance(node, ast.Assign)
+                and getattr(node.targets[0], "id", "") == "_LAZY")
     names = ast.literal_eval(lazy)
     rows = [f'| <autoref identifier="{module}.{name}" optional><code>so101_mjx.{name}</code></autoref> | `{module}` |'
             for name, module in sorted(names.items())]
@@ -72,7 +73,8 @@ def _cli_page() -> str:
 
     os.environ["COLUMNS"] = "100"  # argparse wraps at the terminal's width: the same page everywhere
     lines = ["# Command line", "",
-             "`so101-mjx COMMAND --help` prints each section below. Generated from the parser the console script runs.", ""]
+             "`so101-mjx COMMAND --help` prints each section below. Generated from the parser the console "
+             "script runs.", ""]
 
     def add(parser: argparse.ArgumentParser, title: str) -> None:
         lines.extend([f"## `{title}`", "", "```text", parser.format_help().rstrip(), "```", ""])

@@ -23,7 +23,8 @@ OUT = Path(__file__).resolve().parents[1] / "img"
 # task -> (control step to show, env config)
 FRAMES = {
     "SO101Reach-v0": (12, {}),
-    "SO101PickCube-v0": (14, {"random_block_position": True, "top_down_ik": True, "jaw_pads": True, "action_scale": 0.04}),
+    "SO101PickCube-v0": (14,
+                         {"random_block_position": True, "top_down_ik": True, "jaw_pads": True, "action_scale": 0.04}),
     "SO101PickPlace-v0": (24, {"random_block_position": True, "action_scale": 0.025}),
     "SO101PushCube-v0": (30, {"random_block_position": True}),
     "SO101StackCube-v0": (40, {"random_block_position": True, "action_scale": 0.025}),

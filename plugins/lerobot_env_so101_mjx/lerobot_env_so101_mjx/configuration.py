@@ -46,7 +46,8 @@ class SO101MjxEnv(EnvConfig):
         self.observation_height, self.observation_width = spec.frame_size
         for key, value in spec.task_options.items():
             setattr(self, key, value)
-        self.features = {key: PolicyFeature(type=FeatureType[kind], shape=shape) for key, (kind, shape) in spec.features.items()}
+        self.features = {key: PolicyFeature(type=FeatureType[kind], shape=shape)
+                         for key, (kind, shape) in spec.features.items()}
         self.features_map = dict(spec.features_map)
 
     def _spec(self) -> TaskSpec:

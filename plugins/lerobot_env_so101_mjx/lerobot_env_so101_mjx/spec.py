@@ -75,15 +75,18 @@ def task_spec(
     try:
         name = registry.canonical(task)
     except ValueError as e:
-        raise ValueError(f"task must be one of {registry.names()} (optionally prefixed {registry.NAMESPACE!r}), got {task!r}") from e
+        raise ValueError(f"task must be one of {registry.names()} (optionally prefixed {registry.NAMESPACE!r}), "
+                         f"got {task!r}") from e
     unknown = sorted(set(task_options) - set(TASK_OPTIONS))
     if unknown:
         raise ValueError(f"unknown task option(s) {unknown}; expected some of {list(TASK_OPTIONS)}")
     image_obs = checks.flag("image_obs", image_obs)
     frame = so101_gym.GymRenderingSpec()  # the gym env's default frame size
     limit = so101_gym.MAX_FRAME_SIZE
-    height = checks.integer("observation_height", frame.height if observation_height is None else observation_height, ge=1, le=limit)
-    width = checks.integer("observation_width", frame.width if observation_width is None else observation_width, ge=1, le=limit)
+    height = checks.integer("observation_height", frame.height if observation_height is None else observation_height,
+                            ge=1, le=limit)
+    width = checks.integer("observation_width", frame.width if observation_width is None else observation_width,
+                           ge=1, le=limit)
 
     default = registry.default_config(name)
     fields = {f.name for f in dataclasses.fields(default)}
@@ -100,7 +103,8 @@ def task_spec(
         raise ValueError(f"fps must be None or {name}'s control rate {rate} Hz (1 / control_dt), got {fps!r}")
 
     options = {k: getattr(config, k) for k in TASK_OPTIONS if k in fields}
-    features: dict[str, tuple[str, tuple[int, ...]]] = {"action": ("ACTION", (ACTION_SIZE,)), "agent_pos": ("STATE", (AGENT_POS_SIZE,))}
+    features: dict[str, tuple[str, tuple[int, ...]]] = {"action": ("ACTION", (ACTION_SIZE,)),
+                                                        "agent_pos": ("STATE", (AGENT_POS_SIZE,))}
     if image_obs:
         features[PIXELS_KEY] = ("VISUAL", (height, width, 3))
     else:
