@@ -78,9 +78,8 @@ def cost_rows(env, batches: list[int]) -> list[list[object]]:
         per_world = c["total_bytes"] / batch
         fits = [f"{int(gb * 1e9 // per_world):,}" for gb in CARDS_GB]
         rows.append([batch, c["lower_s"], c["compile_s"], c["compile_cpu_s"], c["flops"] / batch,
-                     c["bytes_accessed"] / batch,
-                     c["argument_bytes"] / 2**20, c["temp_bytes"] / 2**20, c["total_bytes"] / 2**20,
-                     per_world / 1024, *fits])
+                     c["bytes_accessed"] / batch, c["argument_bytes"] / 2**20, c["temp_bytes"] / 2**20,
+                     c["total_bytes"] / 2**20, per_world / 1024, *fits])
     return rows
 
 

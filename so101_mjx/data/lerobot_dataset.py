@@ -232,8 +232,7 @@ class DatasetWriter:
             for i in group:
                 e = self.pending[i]
                 rows[i] = {"episode_index": e["episode"], "tasks": [e["task"]], "length": e["length"],
-                           "data/chunk_index": index[0],
-                           "data/file_index": index[1], "dataset_from_index": e["start"],
+                           "data/chunk_index": index[0], "data/file_index": index[1], "dataset_from_index": e["start"],
                            "dataset_to_index": e["start"] + e["length"]}
         return rows
 

@@ -330,8 +330,7 @@ def record(
         writer = dataset.DatasetWriter(out, features(jax_env, image_size, cameras, fps, dataset), fps,
                                        ROBOT_TYPE, resume)
         run_record = {"env": name, "env_config": dataclasses.asdict(jax_env.config), "backend": jax_env.backend,
-                      "policy": source,
-                      "seed": seed, "only_success": only_success,
+                      "policy": source, "seed": seed, "only_success": only_success,
                       "visual_randomization": visual and dataclasses.asdict(visual),
                       "first_episode": writer.total_episodes}
 
@@ -343,9 +342,8 @@ def record(
         try:
             with sigterm_interrupts():  # SIGTERM as Ctrl-C: the pending episodes are committed
                 while counts["kept"] < episodes and counts["tried"] < max_tries:
-                    _record_batch(jax_env, fns, renderer, writer, name, only_success, episodes,
-                                  max_tries, counts, start,
-                                  jnp.asarray(offset + counts["tried"] + np.arange(worlds), jnp.uint32), base)
+                    _record_batch(jax_env, fns, renderer, writer, name, only_success, episodes, max_tries, counts,
+                                  start, jnp.asarray(offset + counts["tried"] + np.arange(worlds), jnp.uint32), base)
                     writer.commit(provenance_file())
         finally:  # an interrupted recording keeps every complete episode: the pending ones are committed
             try:

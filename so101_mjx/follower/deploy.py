@@ -314,8 +314,7 @@ def run_episodes(robot, p: Plan, episodes: int, steps: int, dry_run: bool, deadl
 
 def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1, episode_time_s: float | None = None,
            time_limit_s: float | None = None, dry_run: bool = False, start_tolerance: float = 10.0,
-           dataset: str | None = None,
-           seed: int = 0, servo_model: dict | None = None, calibration: Any = None,
+           dataset: str | None = None, seed: int = 0, servo_model: dict | None = None, calibration: Any = None,
            **robot_options: Any) -> dict[str, Any]:
     """Run ``episodes`` episodes of the policy at ``path`` (or :data:`EXCITATION`) on the robot; print and
     return a summary (``success_rate`` counts the simulator's task success; a real follower reports none;

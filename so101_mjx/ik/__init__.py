@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 from so101_mjx._moved import moved
 
 ITERATIVE = ("APPROACH_AXIS", "DOWN", "GRASP_JAW_ANGLE", "JAW_AXIS", "ORIENTATION_WEIGHT", "ROLL_JOINT",
-             "TOP_DOWN_JAW_DIRECTION",
-             "grasp_point_offset", "ik_step", "joint_limits", "levenberg_marquardt", "pseudoinverse", "task_error",
-             "top_down_seed")
+             "TOP_DOWN_JAW_DIRECTION", "grasp_point_offset", "ik_step", "joint_limits", "levenberg_marquardt",
+             "pseudoinverse", "task_error", "top_down_seed")
 SOLVERS = ("AnalyticSolverCfg", "BaseSolver", "ChainCfg", "DifferentialSolver", "DifferentialSolverCfg", "JaxSolver",
            "JaxSolverCfg",
            "NeuralIKSolver", "NeuralIKSolverCfg", "PinkSolver", "PinkSolverCfg", "PinocchioSolver",

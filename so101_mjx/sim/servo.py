@@ -85,8 +85,7 @@ class ServoRanges:
         for name, (lowest, highest) in bounds.items():
             if getattr(self, name) is not None:
                 pair = checks.range_pair(f"servo_model.ranges.{name}", getattr(self, name), lowest=lowest,
-                                         highest=highest,
-                                         strict=name == "max_velocity",
+                                         highest=highest, strict=name == "max_velocity",
                                          what=" rad/s" if name == "max_velocity" else " rad")
                 set_(self, name, pair)
 

@@ -182,8 +182,7 @@ def report(fit: camera.CameraFit, frames: Frames, settings: dict[str, Any]) -> d
 
 def calibrate_recording(path: str, out: str, intrinsics_of: float | str, marker: Marker, *,
                         camera_key: str = "observation.images.front", refine_intrinsics: bool = False,
-                        units: str = "degrees",
-                        calibration=None, scene: str = "so101", frames: int = 40,
+                        units: str = "degrees", calibration=None, scene: str = "so101", frames: int = 40,
                         max_speed: float = 0.1) -> camera.CameraFit:
     """Calibrate the camera of ``camera_key`` from the recording at ``path`` (:func:`read_frames`' still frames, the
     ``marker`` on the gripper, :func:`intrinsics` from ``intrinsics_of``); write :func:`camera_file` to ``out`` and

@@ -74,9 +74,8 @@ def test_interface_defaults():
     with Minimal("robot.urdf", verbose=True) as b:
         assert (b.model_path, b.config) == ("robot.urdf", {"verbose": True})
         calls = {"dynamics derivatives": lambda: b.compute_dynamics_derivatives(0, 0),
-                 "get_joint_names": b.get_joint_names,
-                 "get_frame_names": b.get_frame_names, "get_inertias": b.get_inertias,
-                 "get_frame_id": lambda: b.get_frame_id("x"),
+                 "get_joint_names": b.get_joint_names, "get_frame_names": b.get_frame_names,
+                 "get_inertias": b.get_inertias, "get_frame_id": lambda: b.get_frame_id("x"),
                  "compute_difference": lambda: b.compute_difference(0, 0),
                  "compute_integrate": lambda: b.compute_integrate(0, 0),
                  "random_configuration": b.random_configuration, "get_model_object": b.get_model_object}  # fmt: skip

@@ -219,9 +219,8 @@ def test_task_constructors_take_the_references_positional_order(name):
     assert ["seed", *REFERENCE_POSITIONAL[task]] == theirs
     spec = sgym.GymRenderingSpec(height=24, width=32)
     values = {"control_dt": 0.05, "physics_dt": 0.001, "render_spec": spec, "render_mode": "rgb_array",
-              "image_obs": True,
-              "reward_type": "dense", "random_block_position": True, "action_scale": 0.03, "top_down_ik": True,
-              "jaw_pads": True}
+              "image_obs": True, "reward_type": "dense", "random_block_position": True, "action_scale": 0.03,
+              "top_down_ik": True, "jaw_pads": True}
     env = getattr(sgym, name)(3, *(values[p] for p in theirs[1:]))
     config = env.env.config
     assert ((config.control_dt, config.physics_dt, config.action_scale, config.random_block_position)
