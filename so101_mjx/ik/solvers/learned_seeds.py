@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import flax.linen as nn
 import jax
@@ -85,6 +85,10 @@ class SeedNet:
     (3,) metres and ``scale`` (3,) the input normalization, ``offset`` (3,) the TCP point in the
     ``site`` frame that the positions refer to.
     """
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it at runtime
+
+        def replace(self, **changes: Any) -> Self: ...
 
     params: Any
     lower: Array
