@@ -125,8 +125,8 @@ def deferred_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        for sig in caught:
-            signal.raise_signal(sig)
+        for signum in caught:
+            signal.raise_signal(signum)
 
 
 def _inside(path: Path, root: Path) -> bool:

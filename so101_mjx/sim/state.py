@@ -68,7 +68,7 @@ class State:
         def replace(self, **changes: Any) -> Self: ...
 
     physics: PhysicsState
-    obs: Array | dict[str, Array]  # (obs_size,) flat: agent_pos (14) then environment_state (the task's observation layout)
+    obs: Array | dict[str, Array]  # (obs_size,) flat: agent_pos (14) then environment_state; a dict with image_obs
     reward: Array  # () sum of the task's scaled reward terms
     done: Array  # () float 0/1: terminated
     metrics: dict[str, Array]  # success, reward/<term>, nonfinite_actions, task metrics
