@@ -80,7 +80,7 @@ def check_out(*paths: Path | str, parameter: str = "out") -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """A temporary path beside ``path`` (same suffix, for writers that pick a format by it) to write
     in the block; renamed over ``path`` when the block succeeds, removed when it fails. A rename
     replaces a symlink at ``path`` instead of writing through it; out of space (and the other
