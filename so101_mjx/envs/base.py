@@ -244,7 +244,7 @@ class SO101Env(abc.ABC):
         lags = {c: s.latency for c, s in self.config.camera_specs or () if s.latency}
         if not lags:
             return obs, info
-        obs, frames = dict(obs), {}
+        obs, frames = dict(cast(dict[str, Array], obs)), {}  # camera latency: image_obs, a dict
         for c, lag in lags.items():
             if reset:
                 queue = latency.fill(obs[f"pixels/{c}"], lag)
