@@ -80,7 +80,7 @@ def check_out(*paths: Path | str, parameter: str = "out") -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """A temporary path beside ``path`` (same suffix, for writers that pick a format by it) to write
     in the block; renamed over ``path`` when the block succeeds, removed when it fails. A rename
     replaces a symlink at ``path`` instead of writing through it; out of space (and the other
@@ -125,8 +125,8 @@ def deferred_signals() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
-        for sig in caught:
-            signal.raise_signal(sig)
+        for signum in caught:
+            signal.raise_signal(signum)
 
 
 def _inside(path: Path, root: Path) -> bool:

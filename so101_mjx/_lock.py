@@ -31,7 +31,7 @@ def exclusive(directory: str | Path, what: str) -> Iterator[Path]:
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
     except OSError as err:  # ELOOP: a symlink in its place; EACCES: not writable
-        raise InputError(f"cannot lock {path} ({os.strerror(err.errno)}): so101-mjx writes only "
+        raise InputError(f"cannot lock {path} ({os.strerror(err.errno or 0)}): so101-mjx writes only "
                          "where it can lock") from None
     try:
         try:

@@ -47,7 +47,8 @@ def _replay(env: SO101Env, reset_keys: jax.Array, actions: jax.Array) -> tuple[t
     jax.block_until_ready(fn(reset_keys, actions))  # compiles
     start = time.perf_counter()
     out = jax.block_until_ready(fn(reset_keys, actions))
-    return tuple(np.asarray(a) for a in out), actions.shape[0] * actions.shape[1] / (time.perf_counter() - start)
+    joints, objects = (np.asarray(a) for a in out)
+    return (joints, objects), actions.shape[0] * actions.shape[1] / (time.perf_counter() - start)
 
 
 def study(name: str, physics_dts: list[float], episodes: int, seed: int = 0) -> list[dict]:

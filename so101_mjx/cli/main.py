@@ -64,7 +64,7 @@ def spelled(err: InputError, options: dict[str, argparse.Action]) -> str:
         if action is None or (switch and (action.nargs != 0 or str(action.const) != value)):
             continue
         flag = max(action.option_strings, key=len)
-        text = re.sub(rf"(?<![\w./-]){re.escape(name)}(?![\w/-]|\.\w)", lambda _, flag=flag: flag, text)
+        text = re.sub(rf"(?<![\w./-]){re.escape(name)}(?![\w/-]|\.\w)", lambda _, flag=flag: flag, text)  # type: ignore[misc]  # (mypy: a lambda's default)
     return text
 
 

@@ -136,7 +136,7 @@ def _read_data(root: Path, problems: list[str]) -> dict[tuple[int, int], dict[st
 
 def _fps(info: dict[str, Any], data: dict[tuple[int, int], dict[str, np.ndarray]], problems: list[str]) -> int:
     """info.json's fps, or the one that most episodes' ``timestamp`` of frame 1 says when that differs."""
-    rates = collections.Counter()
+    rates: collections.Counter[int] = collections.Counter()
     for cols in data.values():
         t = cols["timestamp"][cols["frame_index"] == 1].astype(np.float64)
         rates.update(int(round(1 / x)) for x in t if math.isfinite(x) and 0 < x <= 1)
@@ -160,7 +160,7 @@ def _find_intact(found: Finding, data: dict[tuple[int, int], dict[str, np.ndarra
     runs: dict[int, list[tuple[tuple[int, int], int, int]]] = collections.defaultdict(list)
     for f, cols in data.items():
         ep = cols["episode_index"]
-        starts = np.flatnonzero(np.r_[True, ep[1:] != ep[:-1]]) if len(ep) else []
+        starts: np.ndarray | list[int] = np.flatnonzero(np.r_[True, ep[1:] != ep[:-1]]) if len(ep) else []
         for a, b in zip(starts, [*starts[1:], len(ep)]):
             runs[int(ep[a])].append((f, int(a), int(b - a)))
     seen = set()
@@ -228,7 +228,9 @@ def _check_layout(found: Finding, video_keys: list[str]) -> None:
     for prefix, places in [("data/", [(r, (r["data/chunk_index"], r["data/file_index"]), r["_data"]) for r in intact]),
                            *((f"videos/{k}/", [(r, r["_videos"][k][0], r["_videos"][k][:2]) for r in intact])
                              for k in video_keys)]:
-        used, listed_so_far, misplaced = collections.Counter(), collections.Counter(), False
+        used: collections.Counter[Any] = collections.Counter()
+        listed_so_far: collections.Counter[Any] = collections.Counter()
+        misplaced = False
         for row, listed, (f, start) in places:
             if not misplaced and (f, start) != (listed, listed_so_far[listed]):
                 misplaced = True

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import jax
 import jax.numpy as jnp
@@ -160,7 +160,7 @@ class DynamicsBackend(ABC):
     @abstractmethod
     def compute_forward_dynamics(self, q, v, tau): """a (..., nv), rad/s²."""
 
-    def _unimplemented(self, name: str):
+    def _unimplemented(self, name: str) -> NoReturn:
         raise NotImplementedError(f"{type(self).__name__} does not implement {name}")
 
     def compute_dynamics_derivatives(self, q, v) -> dict[str, Any]:
@@ -238,7 +238,7 @@ class ChainBackend(DynamicsBackend):
         joints = chain_joints(model, joints)
         super().__init__(None if in_memory else str(model_path), joints=joints, include_armature=bool(include_armature),
                          verbose=bool(verbose))  # fmt: skip
-        self._model = model
+        self._model: mujoco.MjModel = model  # (model_path when in memory)
         self.chain = Chain.from_model(self._model, joints)
         if verbose:
             print(f"MuJoCo model loaded: {self.nq} positions, {self.nv} velocities ({type(self).__name__})")

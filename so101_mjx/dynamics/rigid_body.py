@@ -98,7 +98,7 @@ class Chain:
                     support[i, kin.body_joint[b]] = 1.0
                 b = kin.body_parent[b]
         moving = np.flatnonzero(support.any(axis=1))
-        joint_body = np.array([list(moving).index(kin.body_joint.index(j)) for j in range(len(joints))])
+        joint_body = np.array([moving.tolist().index(kin.body_joint.index(j)) for j in range(len(joints))])
         ids = [model.joint(n).id for n in joints]
         return cls(
             kin=kin,

@@ -181,10 +181,16 @@ class SO101Arm:
             return jnp.zeros(len(motors.MOTORS), dtype)
         return self._motor_targets(physics)
 
+    @property
+    def _joint(self) -> JointMode:
+        """The joint mode, for the methods that run in joint mode only."""
+        assert self.joint_mode is not None, "joint mode only"
+        return self.joint_mode
+
     def _motor_targets(self, physics: PhysicsState) -> Array:
         """The position actuators' targets (6,) in motor units."""
         ctrl = jnp.concatenate([physics.ctrl[self.actuator_ids], physics.ctrl[self.gripper_actuator, None]])
-        return self.joint_mode.to_motor(ctrl, self.motor_ranges)
+        return self._joint.to_motor(ctrl, self.motor_ranges)
 
     def agent_pos(self, physics: PhysicsState) -> Array:
         """:data:`AGENT_POS_LAYOUT`: [qpos (5), qvel (5), gripper_pose, ee_pos (3)], shape (..., 14);
@@ -249,6 +255,7 @@ class SO101Arm:
 
     def _closed_form(self, physics: PhysicsState, seed: Array, target: Array, lower: Array, upper: Array) -> Array:
         """Top-down closed-form IK: the feasible branch (within the limits) nearest the current joints."""
+        assert self.geometry is not None  # ik_solver="analytic"
         pitches = jnp.asarray(ANALYTIC_PITCHES, target.dtype)
         exists, q = analytic_ik.solve(self.geometry, jnp.broadcast_to(target, (len(ANALYTIC_PITCHES), 3)),
                                       pitches, seed[ROLL])
@@ -308,7 +315,7 @@ class SO101Arm:
 
     def motor_positions(self, physics: PhysicsState) -> Array:
         """Measured positions of the six motors (..., 6) in the follower's units (joint mode's ``agent_pos``)."""
-        return self.joint_mode.to_motor(self.motor_q(physics), self.motor_ranges)
+        return self._joint.to_motor(self.motor_q(physics), self.motor_ranges)
 
     def _joint_control(self, physics: PhysicsState, info: Info, action: Array) -> tuple[PhysicsState, Info]:
         """Joint mode: motor targets (6,) (offsets from the measured positions when relative), a non-finite
@@ -317,10 +324,10 @@ class SO101Arm:
         servos stop at their calibrated ranges' ends); the Info's IK target follows the arm (``ik_point``)."""
         finite = jnp.isfinite(action)
         goal = self.joint_goal(physics, action)
-        if self.joint_mode.calibration is not None:
-            limits = jnp.asarray(self.joint_mode.limits(self.motor_ranges), goal.dtype)
+        if self._joint.calibration is not None:
+            limits = jnp.asarray(self._joint.limits(self.motor_ranges), goal.dtype)
             goal = jnp.clip(goal, limits[:, 0], limits[:, 1])
-        q = self.joint_mode.from_motor(goal, self.motor_ranges)
+        q = self._joint.from_motor(goal, self.motor_ranges)
         gripper = jnp.clip(q[5], self.gripper_range[0], self.gripper_range[1])
         physics, info = self._servo_actuate(physics, info, q[:5], gripper)
         return physics, info.replace(
@@ -331,7 +338,7 @@ class SO101Arm:
     def joint_goal(self, physics: PhysicsState, action: Array) -> Array:
         """The absolute motor targets (6,) a joint-mode ``action`` (6,) sets, in motor units, as
         :meth:`_joint_control` describes (what lerobot's ``send_action`` returns)."""
-        mode, present = self.joint_mode, self.motor_positions(physics)
+        mode, present = self._joint, self.motor_positions(physics)
         goal = jnp.where(jnp.isfinite(action), present + action if mode.relative else action,
                          self._motor_targets(physics))
         if mode.max_relative is not None:
@@ -344,8 +351,8 @@ class SO101Arm:
         arm_q, gripper, info = self.cartesian_targets(physics, info,
                                                       self._checked_cartesian(action, physics.qpos.dtype))
         arm_q = jnp.clip(arm_q, self.ctrl_range[:, 0], self.ctrl_range[:, 1])
-        goal = self.joint_mode.to_motor(jnp.concatenate([arm_q, gripper[None]]), self.motor_ranges)
-        return (goal - self.motor_positions(physics) if self.joint_mode.relative else goal), info
+        goal = self._joint.to_motor(jnp.concatenate([arm_q, gripper[None]]), self.motor_ranges)
+        return (goal - self.motor_positions(physics) if self._joint.relative else goal), info
 
     @staticmethod
     def _checked_cartesian(action: Array, dtype) -> Array:
@@ -373,6 +380,7 @@ class SO101Arm:
         control_dt = self.n_substeps * float(self.model.opt.timestep)
         # N·m, for the sag
         load = self.actuator_force(physics)[self.motor_ctrl_ids] if self.servo_model.voltage_sag else None
+        assert info.servo is not None  # the servo state init sets with a servo model
         target, state = servo.apply(self.servo_model, info.servo, command, self.motor_q(physics), control_dt, load)
         params = servo.sagged(self.servo_model, state, info.model_params, self.model.actuator_forcerange,
                               self.motor_ctrl_ids)

@@ -13,7 +13,7 @@ import abc
 import copy
 import dataclasses
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,7 @@ from so101_mjx.render import latency, visual_randomization
 from so101_mjx.robot import motors
 from so101_mjx.robot.scenes import actuator_ids, load_model
 from so101_mjx.sim import randomization, servo
-from so101_mjx.sim.physics import Physics, PhysicsState, make_physics
+from so101_mjx.sim.physics import CPhysics, Physics, PhysicsState, make_physics
 from so101_mjx.sim.state import Info, State
 
 
@@ -75,6 +75,7 @@ class SO101Env(abc.ABC):
             servo.set_position_loop(self.mj_model, config.servo_model, actuator_ids(self.mj_model, motors.MOTORS))
         self.physics: Physics = make_physics(backend, self.mj_model, **physics_kwargs)
         joint = config.control_mode == "joint"
+        assert config.control_dt is not None and config.physics_dt is not None  # set by config.validate()
         self.arm = SO101Arm(
             self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
             n_substeps=whole_substeps(config.control_dt, config.physics_dt) if joint
@@ -94,6 +95,7 @@ class SO101Env(abc.ABC):
         from so101_mjx.render.camera import camera_setup
 
         markers, size, specs = tuple(self.markers), self.config.image_size, dict(self.config.camera_specs or ())
+        make: Callable[[str], Any]  # a BatchRenderer or a WarpBatchRenderer of the camera
         if self.physics.name == "mjx":
             from so101_mjx.render.warp import WARP_INSTALL, WarpBatchRenderer, warp_available
 
@@ -105,7 +107,7 @@ class SO101Env(abc.ABC):
         else:
             model = render_model(self.scene, self.config.image_quality)
             make = lambda c: BatchRenderer(model, size, size, c, markers=markers,  # noqa: E731
-                                           workers=self.physics.nthread, spec=specs.get(c))
+                                           workers=cast(CPhysics, self.physics).nthread, spec=specs.get(c))
         names = camera_names(model)
         unknown = [c for c in self.config.image_cameras if c not in names]
         if unknown:
@@ -208,6 +210,7 @@ class SO101Env(abc.ABC):
         info = info.replace(task=task(physics),
                             nonfinite_actions=info.nonfinite_actions + jnp.asarray(nonfinite, jnp.int32))
         if self.config.visual_randomization is not None:
+            assert self.cameras is not None  # visual randomization needs image_obs (config.validate)
             render_model = next(iter(self.cameras.values())).model
             info = info.replace(render_params=visual_randomization.sample(
                 render_model, self.config.visual_randomization, key, qpos.dtype))
@@ -241,9 +244,13 @@ class SO101Env(abc.ABC):
         lags = {c: s.latency for c, s in self.config.camera_specs or () if s.latency}
         if not lags:
             return obs, info
-        obs, frames = dict(obs), {}
+        obs, frames = dict(cast(dict[str, Array], obs)), {}  # camera latency: image_obs, a dict
         for c, lag in lags.items():
-            queue = latency.fill(obs[f"pixels/{c}"], lag) if reset else info.frames[c]
+            if reset:
+                queue = latency.fill(obs[f"pixels/{c}"], lag)
+            else:
+                assert info.frames is not None  # the reset filled the queues
+                queue = info.frames[c]
             obs[f"pixels/{c}"], frames[c] = latency.push(queue, obs[f"pixels/{c}"])
         return obs, info.replace(frames=frames)
 
@@ -279,6 +286,7 @@ class SO101Env(abc.ABC):
     @property
     def dt(self) -> float:
         """Control period in seconds."""
+        assert self.config.control_dt is not None  # set by config.validate()
         return self.config.control_dt
 
     @property

@@ -52,6 +52,7 @@ class BlockTask(SO101Env):
 
     sampling_bounds: ClassVar[tuple[tuple[float, float], tuple[float, float]]]  # (lo, hi) of the block's reset xy, m
     fixed_block_xy: ClassVar[tuple[float, float]]  # the block's xy without random placements, m
+    config: BlockConfig
 
     def __init__(self, config: BlockConfig | None = None, backend: str | None = None, **physics_kwargs):
         super().__init__(config, backend, **physics_kwargs)

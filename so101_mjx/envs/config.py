@@ -86,6 +86,7 @@ class ArmConfig:
             default = JOINT_DEFAULTS[name] if joint else CARTESIAN_DEFAULTS[name]
             set_(self, name,
                  checks.real(name, default if getattr(self, name) is None else getattr(self, name), gt=0, unit=" s"))
+        assert self.control_dt is not None and self.physics_dt is not None  # set just above
         if not self.control_dt >= self.physics_dt:
             raise InputError(f"physics_dt ({self.physics_dt}) must not exceed control_dt ({self.control_dt})")
         substeps = self.control_dt // self.physics_dt

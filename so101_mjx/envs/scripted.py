@@ -175,7 +175,7 @@ def controller_for(env, demonstrator: bool = False) -> tuple[Callable, Callable]
     controller is :func:`paced` (e.g. joint mode's 30 Hz: it acts every 3 steps). In joint mode, ``act``
     returns the joint targets of the controller's Cartesian action
     (:meth:`~so101_mjx.envs.arm.SO101Arm.cartesian_as_joint`), the IK target kept in its state."""
-    fns = env.demonstrator() if demonstrator else env.scripted_controller()
+    fns: tuple[Callable, Callable] | None = env.demonstrator() if demonstrator else env.scripted_controller()
     if fns is None:
         raise InputError(f"{env.name} has no {'demonstrator' if demonstrator else 'scripted controller'}")
     ticks = max(1, round(REFERENCE_CONTROL_DT / env.config.control_dt))

@@ -35,12 +35,12 @@ class TrainingEnv:
                              f"{self.action_repeat}")
         if not 0.0 <= start_prob <= 1.0:
             raise InputError(f"start_prob must be in [0, 1], got {start_prob!r}")
-        if start_prob > 0 and (starts is None or starts.obs.shape[0] == 0):
+        if start_prob > 0 and (starts is None or starts.done.shape[0] == 0):
             raise InputError("start_prob > 0 needs a non-empty bank of starts (states with one leading axis)")
         self.starts, self.start_prob = (starts, float(start_prob)) if start_prob > 0 else (None, 0.0)
 
     @property
-    def observation_size(self) -> int:
+    def observation_size(self) -> int | dict[str, tuple[int, ...]]:
         return self.env.observation_size
 
     @property
@@ -68,6 +68,7 @@ class TrainingEnv:
         The returned state keeps the finishing step's reward, done and metrics; its physics, obs
         and task info are those of the new episode.
         """
+        assert state.info.steps is not None  # set by reset
         steps = jnp.where(state.done > 0, 0, state.info.steps)
         state = state.replace(done=jnp.zeros_like(state.done))
 
@@ -106,7 +107,7 @@ class TrainingEnv:
         keys = jax.vmap(lambda k: jax.random.split(jax.random.fold_in(k, 0x5EED)))(rng)
         use = jax.vmap(lambda k: jax.random.bernoulli(k, self.start_prob))(keys[:, 0])
         drawn = jax.tree.map(
-            lambda x: x[jax.vmap(lambda k: jax.random.randint(k, (), 0, bank.obs.shape[0]))(keys[:, 1])], bank)
+            lambda x: x[jax.vmap(lambda k: jax.random.randint(k, (), 0, bank.done.shape[0]))(keys[:, 1])], bank)
         own = {"rng": fresh.info.rng, "steps": fresh.info.steps, "truncation": fresh.info.truncation,
                "nonfinite_actions": fresh.info.nonfinite_actions}
         return select_worlds(use, drawn.replace(info=drawn.info.replace(**own)), fresh)

@@ -45,7 +45,7 @@ def solve_ik(
     seed_q: np.ndarray | None = None,
     point_offset: np.ndarray | None = None,
     approach_axis: int | None = None,
-    approach_dir: np.ndarray = ik.DOWN,
+    approach_dir: np.ndarray | tuple[float, float, float] = ik.DOWN,
     orientation_weight: float = ik.ORIENTATION_WEIGHT,
 ) -> np.ndarray:
     """Joint angles (len(dof_ids),) rad placing site ``site_id`` (or the point ``point_offset`` (3,)

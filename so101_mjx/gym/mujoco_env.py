@@ -88,7 +88,7 @@ def viewer_unavailable() -> str | None:
         return f"GLFW does not load: {err} (Debian: libglfw3)"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # glfw reports its errors as warnings; the reason is given below
-        if glfw._glfw is None or not glfw.init():
+        if glfw._glfw is None or not glfw.init():  # type: ignore[attr-defined]  # private: not in glfw's types
             return f"GLFW cannot initialize on display {display()!r}"
     return None
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import cast
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def bilinear(map_x: np.ndarray, map_y: np.ndarray, source: tuple[int, int]) -> R
     index = np.stack([y0 * w + x0, y0 * w + x1, y1 * w + x0, y1 * w + x1]).astype(np.int32)
     bx, by = SUBPIXEL - ax, SUBPIXEL - ay
     weight = np.stack([bx * by, ax * by, bx * ay, ax * ay]).astype(np.int32)
-    return Remap(tuple(source), tuple(map_x.shape), index, weight)
+    return Remap(cast(tuple[int, int], tuple(source)), (map_x.shape[0], map_x.shape[1]), index, weight)
 
 
 def build(fx: float, fy: float, cx: float, cy: float, dist: tuple[float, ...], width: int,

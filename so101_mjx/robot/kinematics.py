@@ -123,7 +123,8 @@ class Kinematics:
         dt = q.dtype
         batch = q.shape[:-1]
         c = lambda x: jnp.asarray(x, dtype=dt)  # noqa: E731
-        xpos, xrot = [], []
+        xpos: list[Array] = []
+        xrot: list[Array] = []
         for i, parent in enumerate(self.body_parent):
             ppos = c(self.root_pos) if parent < 0 else xpos[parent]
             prot = c(self.root_rot) if parent < 0 else xrot[parent]

@@ -26,7 +26,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +54,10 @@ MAX_THREADS = 1024  # worker threads of backend c
 @struct.dataclass
 class PhysicsState:
     """Physics state of one world (leading batch axes allowed)."""
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it at runtime
+
+        def replace(self, **changes: Any) -> Self: ...
 
     qpos: Array  # (..., nq)
     qvel: Array  # (..., nv)

@@ -10,7 +10,7 @@ code in this library uses the attributes.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from flax import struct
 from jax import Array
@@ -21,6 +21,10 @@ from so101_mjx.sim.physics import PhysicsState
 @struct.dataclass
 class Info:
     """Per-world bookkeeping every env carries (shapes of one world)."""
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it at runtime
+
+        def replace(self, **changes: Any) -> Self: ...
 
     rng: Array  # (2,) uint32: key of this world's next auto-reset
     succeed: Array  # () bool: the task's success at the last step
@@ -59,8 +63,12 @@ _FIELDS = frozenset(f.name for f in dataclasses.fields(Info)) - {"task"}
 class State:
     """One world's env state (leading batch axes when vmapped)."""
 
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it at runtime
+
+        def replace(self, **changes: Any) -> Self: ...
+
     physics: PhysicsState
-    obs: Array  # (obs_size,) flat: agent_pos (14) then environment_state (the task's observation layout)
+    obs: Array | dict[str, Array]  # (obs_size,) flat: agent_pos (14) then environment_state; a dict with image_obs
     reward: Array  # () sum of the task's scaled reward terms
     done: Array  # () float 0/1: terminated
     metrics: dict[str, Array]  # success, reward/<term>, nonfinite_actions, task metrics

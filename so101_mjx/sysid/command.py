@@ -103,7 +103,7 @@ def fit_servo_model(path: str, out: str, *, units: str = "degrees", calibration:
                 "calibration": None if calibration is None else dataclasses.asdict(calibration), "backend": backend,
                 "population": population, "elites": elites, "iterations": iterations, "sweeps": sweeps,
                 "polish": polish, "seed": seed}
-    previous = jax.config.jax_enable_x64
+    previous = jax.config.jax_enable_x64  # type: ignore[attr-defined, unused-ignore]  # typed from jax 0.12 on
     jax.config.update("jax_enable_x64", True)  # the fit compares positions to a fraction of an encoder count
     try:
         recording = dataset.read(path, units=units, task=task, calibration=calibration)

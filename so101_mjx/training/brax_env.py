@@ -10,6 +10,8 @@ policies output env actions.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -80,7 +82,7 @@ class BraxAdapter:
     def _annotate(self, state: State) -> State:
         final_success = state.metrics["success"] * (state.done > 0)
         metrics = {**state.metrics, "final_success": final_success}
-        info = {"env": state.info, "steps": state.info.steps, "truncation": state.info.truncation,
+        info: dict[str, Any] = {"env": state.info, "steps": state.info.steps, "truncation": state.info.truncation,
                 "episode_done": state.done, "episode_metrics": {}}
         reward = state.reward + self.success_bonus * final_success.astype(state.reward.dtype)
         return state.replace(reward=reward, metrics=metrics, info=info)

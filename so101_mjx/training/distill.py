@@ -216,7 +216,7 @@ def save(out: Path, params, meta: dict[str, Any]) -> Path:
     """``out/student.npz`` (params flattened by '/'-joined path) and ``out/distill.json``."""
     flat = {"/".join(k): np.asarray(v) for k, v in traverse_util.flatten_dict(params).items()}
     with atomic_path(out / "student.npz") as tmp, open(tmp, "wb") as file:
-        np.savez(file, **flat)
+        np.savez(file, **flat)  # type: ignore[arg-type]  # numpy's stub: **arrays could name allow_pickle
     atomic_write(out / "distill.json", json.dumps(meta, indent=1, default=str))
     return out / "student.npz"
 

@@ -78,7 +78,7 @@ def evaluate(
 def precision(x64: bool) -> Iterator[None]:
     """JAX's global float64 flag set to ``x64`` inside the block (evaluations run in float32 unless asked),
     restored after."""
-    previous = jax.config.jax_enable_x64
+    previous = jax.config.jax_enable_x64  # type: ignore[attr-defined, unused-ignore]  # typed from jax 0.12 on
     jax.config.update("jax_enable_x64", x64)
     try:
         yield

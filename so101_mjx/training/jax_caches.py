@@ -35,6 +35,6 @@ def released_pmap_traces() -> Iterator[None]:
     try:
         yield
     finally:
-        if entries is not None:
+        if entries is not None and before is not None:
             for key in [k for k in list(entries.keys()) if k not in before]:
                 entries.pop(key, None)

@@ -208,7 +208,7 @@ class NumpyPolicy:
         layers = {f"kernel_{i}": k for i, k in enumerate(w.kernels)} | {f"bias_{i}": b for i, b in enumerate(w.biases)}
         with atomic_path(path) as tmp, open(tmp, "wb") as file:
             np.savez(file, mean=w.mean, std=w.std, activation=w.activation,
-                     metadata=json.dumps(self.metadata), **layers)
+                     metadata=json.dumps(self.metadata), **layers)  # type: ignore[arg-type]  # numpy's stub: **arrays could name allow_pickle
 
     @property
     def obs_size(self) -> int:

@@ -33,7 +33,7 @@ import dataclasses
 import functools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import flax
 import jax
@@ -119,6 +119,10 @@ class LoopState:
     ``key``: the loop's key (the next epoch's keys are split from it), uint32 (2,).
     ``eval_key``: the evaluator's key before the eval at this step, uint32 (2,).
     """
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it at runtime
+
+        def replace(self, **changes: Any) -> Self: ...
 
     training: TrainingState
     env: Any

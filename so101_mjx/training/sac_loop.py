@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import flax
 import jax
@@ -51,6 +51,10 @@ class LoopState:
     ``buffer``: the replay buffer's ``ReplayBufferState``. ``key``: the loop's key, uint32 (2,).
     ``eval_key``: the evaluator's key before the eval at this step, uint32 (2,).
     """
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it at runtime
+
+        def replace(self, **changes: Any) -> Self: ...
 
     training: TrainingState
     env: Any

@@ -128,7 +128,7 @@ def suite(spec: str | dict[str, Any], source: str = "suite") -> tuple[int, list[
                                  "or {\"name\": ..., \"env_config\": {...}}")
             cells.append((entry, CONDITIONS[entry]))
         elif isinstance(entry, dict) and set(entry) == {"name", "env_config"} and isinstance(entry["env_config"], dict):
-            cells.append((str(entry["name"]), lambda config, fields=entry["env_config"]: dict(fields)))
+            cells.append((str(entry["name"]), lambda config, fields=entry["env_config"]: dict(fields)))  # type: ignore[misc]
         else:
             raise InputError(f"{source}: a condition is a name or {{\"name\": ..., \"env_config\": {{...}}}}, "
                              f"got {entry!r}")

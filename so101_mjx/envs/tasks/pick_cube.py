@@ -54,6 +54,7 @@ class PickCube(BlockTask):
     name = "SO101PickCube-v0"
     instruction = "Pick up the block."
     config_class = PickCubeConfig
+    config: PickCubeConfig
     scene = "pick_cube"
     observation_layout = (("block_pos", 3),)
     reference_env = "SO101PickCubeGymEnv"

@@ -102,6 +102,7 @@ class PickPlace(BlockTask):
     name = "SO101PickPlace-v0"
     instruction = "Pick up the block and place it on the goal."
     config_class = PickPlaceConfig
+    config: PickPlaceConfig
     scene = "pick_place"
     observation_layout = (("block_pos", 3), ("goal", 3))
     markers = {"goal": "goal"}

@@ -99,6 +99,7 @@ class PushCube(BlockTask):
     action_layout = "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp ignored (the jaw is held closed)"
     instruction = "Push the block into the goal region."
     config_class = PushCubeConfig
+    config: PushCubeConfig
     scene = "push_cube"
     observation_layout = (("block_pos", 3), ("goal", 3))
     markers = {"goal": "goal"}

@@ -78,6 +78,7 @@ class StackCube(BlockTask):
     name = "SO101StackCube-v0"
     instruction = "Stack the red block on the blue block."
     config_class = StackCubeConfig
+    config: StackCubeConfig
     scene = "stack_cube"
     observation_layout = (("block_pos", 3), ("bottom_block_pos", 3))
     markers = {}

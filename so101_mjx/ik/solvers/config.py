@@ -189,6 +189,7 @@ class SolverCfg:
 
 def _subclasses(cls: type) -> list[type]:
     out = [cls]
+    sub: type
     for sub in cls.__subclasses__():
         out.extend(_subclasses(sub))
     return out

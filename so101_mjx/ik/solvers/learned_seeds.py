@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 import flax.linen as nn
 import jax
@@ -85,6 +85,10 @@ class SeedNet:
     (3,) metres and ``scale`` (3,) the input normalization, ``offset`` (3,) the TCP point in the
     ``site`` frame that the positions refer to.
     """
+
+    if TYPE_CHECKING:  # flax.struct.dataclass adds it at runtime
+
+        def replace(self, **changes: Any) -> Self: ...
 
     params: Any
     lower: Array
@@ -179,8 +183,9 @@ def save(net: SeedNet, path: str | os.PathLike) -> None:
     """Write ``net`` to ``path`` (``.npz``: the flattened params and the net's description)."""
     flat = {f"params/{k}": np.asarray(v) for k, v in traverse_util.flatten_dict(net.params, sep="/").items()}
     with atomic_path(path) as tmp, open(tmp, "wb") as file:
-        np.savez(file, **flat, lower=net.lower, upper=net.upper, center=net.center, scale=net.scale, offset=net.offset,
-             hidden=np.asarray(net.hidden, np.int64), heads=np.int64(net.heads), site=np.str_(net.site))
+        np.savez(file, **flat,  # type: ignore[arg-type]  # numpy's stub: **flat could name allow_pickle
+                 lower=net.lower, upper=net.upper, center=net.center, scale=net.scale, offset=net.offset,
+                 hidden=np.asarray(net.hidden, np.int64), heads=np.int64(net.heads), site=np.str_(net.site))
 
 
 def load(path: str | os.PathLike) -> SeedNet:

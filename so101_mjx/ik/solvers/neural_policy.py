@@ -95,7 +95,7 @@ def save_checkpoint(path: str | os.PathLike, layers, obs_mean, obs_var) -> None:
         arrays[f"agent/actor_mean.{2 * k}.weight"] = np.asarray(w, np.float32)
         arrays[f"agent/actor_mean.{2 * k}.bias"] = np.asarray(b, np.float32)
     with atomic_path(path) as tmp, open(tmp, "wb") as file:
-        np.savez(file, **arrays)
+        np.savez(file, **arrays)  # type: ignore[arg-type]  # numpy's stub: **arrays could name allow_pickle
 
 
 def read_torch_checkpoint(path: str) -> dict[str, np.ndarray]:
@@ -134,7 +134,7 @@ def load_checkpoint(path: str, obs_dim: int, hidden_dims: list[int], num_arm_joi
         raise
     except Exception as err:  # zip, pickle, ...: not a saved checkpoint
         raise InputError(f"checkpoint_path {path!r}: unreadable checkpoint ({type(err).__name__})") from None
-    found = {}
+    found: dict[int, dict[str, np.ndarray]] = {}
     for key in files:
         m = _LAYER.fullmatch(key)
         if m:
