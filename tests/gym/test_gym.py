@@ -184,8 +184,11 @@ def _random_steps(n_steps: int, warmup: int) -> tuple[int, int]:
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux) to read RSS")
 # 5,000 steps by default; 20,000 in the slow set (a 1 kB-per-step leak grows RSS past 5 %); 100,000 as a soak
-@pytest.mark.parametrize("n_steps, warmup", [(5_000, 1_000), pytest.param(20_000, 5_000, marks=pytest.mark.slow),
-                                             pytest.param(100_000, 5_000, marks=pytest.mark.soak)])
+@pytest.mark.parametrize("n_steps, warmup", [
+    (5_000, 1_000),
+    pytest.param(20_000, 5_000, marks=[pytest.mark.slow, pytest.mark.optimized]),
+    pytest.param(100_000, 5_000, marks=pytest.mark.soak),
+])
 def test_random_steps_finite_and_memory_steady(n_steps, warmup):
     start, end = _random_steps(n_steps, warmup)
     print(f"{n_steps} steps: RSS {start / 2**20:.1f} MiB after warm-up -> {end / 2**20:.1f} MiB "

@@ -212,6 +212,7 @@ def test_gradient_wrt_target_matches_finite_differences(kin, limits):
 
 
 @pytest.mark.slow
+@pytest.mark.optimized
 def test_reverse_mode_gradient_matches_forward(kin, limits):
     seed, target, jac, _ = _converged_interior_jacobian(kin, limits)
     f = lambda t: ik.levenberg_marquardt(kin, seed, t, lower=limits[0], upper=limits[1])  # noqa: E731

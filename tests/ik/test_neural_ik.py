@@ -154,6 +154,7 @@ def test_invalid_arguments(model, arm, tiny):
 
 
 @pytest.mark.slow
+@pytest.mark.optimized
 def test_default_net_trains_to_the_stated_error(model, arm, problems):
     """The default net and training (as ``bench ik`` trains in-run, ~30 s here): median best-head
     seed error < 6 mm (measured 4.46 mm), and after 2 LM steps success (< 1 mm, pitch < 0.05 rad)

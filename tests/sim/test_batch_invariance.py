@@ -60,6 +60,7 @@ def _deviation_in_subprocess(xla_flags: str | None) -> dict[str, float]:
 
 
 @pytest.mark.slow  # float32 compiles in a subprocess; the float64 twin runs by default
+@pytest.mark.optimized
 def test_float32_batch_dependence_is_rounding():
     # Measured: 3.1e-6 (jax 0.10, batch 1 vs 16 after 6 steps), 1.4e-6 (jax 0.12); 0 for batch 5.
     deviation = _deviation_in_subprocess(None)

@@ -24,6 +24,7 @@ def teacher(obs):
 
 
 @pytest.mark.slow  # a DAgger run
+@pytest.mark.optimized
 def test_dagger_fits_the_teacher_and_reports_each_iteration():
     env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=36, episode_length=6)
     config = distill.DistillConfig(iterations=3, episodes=4, steps=6, updates=60, batch_size=24, learning_rate=1e-3)

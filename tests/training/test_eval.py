@@ -46,6 +46,7 @@ def test_checkpoint_onnx_and_npz_agree_on_c(tiny_run):
 
 
 @pytest.mark.slow  # MJX compiles of the eval
+@pytest.mark.optimized
 def test_onnx_on_mjx_agrees_with_checkpoint_on_c(tiny_run, tmp_path, capsys):
     out = tmp_path / "eval.json"
     argv = ["eval", str(tiny_run / "policy.onnx"), "--backend", "mjx,c", "--episodes", "3", "--x64", "--json", str(out)]

@@ -60,6 +60,7 @@ def saved_arrays(step_dir: Path) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.slow  # five training runs (~85 s)
+@pytest.mark.optimized
 def test_killed_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
     reference_dir = tmp_path / "reference"
     reference = subprocess.Popen(command(reference_dir), env=environment(), stdout=subprocess.PIPE,
