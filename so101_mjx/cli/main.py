@@ -63,8 +63,8 @@ def spelled(err: InputError, options: dict[str, argparse.Action]) -> str:
         action = options.get(dest)
         if action is None or (switch and (action.nargs != 0 or str(action.const) != value)):
             continue
-        flag = max(action.option_strings, key=len)
-        text = re.sub(rf"(?<![\w./-]){re.escape(name)}(?![\w/-]|\.\w)", lambda _, flag=flag: flag, text)  # type: ignore[misc]  # (mypy: a lambda's default)
+        flag = max(action.option_strings, key=len)  # an option string: no backslash, so a plain replacement
+        text = re.sub(rf"(?<![\w./-]){re.escape(name)}(?![\w/-]|\.\w)", flag, text)
     return text
 
 
