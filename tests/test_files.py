@@ -100,6 +100,7 @@ FILL = 'dd if=/dev/zero of="$FULL/filler" bs=1k count=100000 2>/dev/null; '
     f'{sys.executable} -m so101_mjx export {FIXTURE} --out "$FULL/policy.onnx"',
     f'{sys.executable} -m so101_mjx eval {FIXTURE / "policy.npz"} --episodes 2 --json "$FULL/eval.json"',
 ])
+@pytest.mark.slow
 def test_a_full_disk_changes_nothing(tmpfs_allowed, command):
     """The destination already holds a good file; the disk is then filled; the writer fails in one line."""
     old = ('cp tests/fixtures/v0.1.0/pick_cube_run/policy.npz "$FULL/policy.npz"; echo \'{"old": 1}\' > '

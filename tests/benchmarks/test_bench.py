@@ -94,6 +94,7 @@ def test_device_smoke_writes_every_section(tmp_path, capsys):
     assert "holds an earlier run" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_device_section_failure_is_recorded_and_the_rest_runs(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("no such device")
@@ -150,6 +151,7 @@ def test_ik_bench_learned_arguments(tmp_path, capsys):
     assert "argument --save-learned" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_env_bench_times_both_c_loops_against_both_raw_baselines(capsys):
     """One row per backend c host loop; rates positive, ratios as the table defines them."""
     assert cli.main(["bench", "env", "--env", "SO101Reach-v0", "--batch", "4", "--steps", "1", "--repeats", "3",
@@ -196,6 +198,7 @@ def test_render_bench_reports_frames_and_env_rates(capsys):
             and float(ratio) == pytest.approx(float(pix) / float(plain), rel=3e-3))
 
 
+@pytest.mark.slow
 def test_timestep_study_compares_each_step_with_the_baseline(capsys, monkeypatch):
     """The baseline row deviates from itself by nothing; a 5 ms step deviates, with 20 substeps per
     control period, and the command prints one row per step."""

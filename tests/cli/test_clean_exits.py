@@ -59,6 +59,7 @@ def test_a_mujoco_gl_that_mujoco_rejects_is_one_line(tmp_path, value, text):
     _assert_one_line(_run(["info"], tmp_path, {**HEADLESS, "MUJOCO_GL": value}), 1, text)
 
 
+@pytest.mark.slow
 def test_rendering_without_a_display_or_gl_is_one_line(tmp_path):
     """MUJOCO_GL=glfw renders through a window system: with no display, a video is one line saying so."""
     out = _run(["rollout", "--num-envs", "1", "--steps", "1", "--video", "v.mp4"], tmp_path,

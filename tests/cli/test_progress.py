@@ -11,6 +11,8 @@ import sys
 import termios
 from pathlib import Path
 
+import pytest
+
 from so101_mjx import cli
 
 POLICY = Path(__file__).parents[1] / "fixtures" / "v0.1.0" / "pick_cube_run" / "policy.onnx"
@@ -41,6 +43,7 @@ def in_a_terminal(argv: list[str], timeout: float = 300) -> str:
     return out.decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_eval_and_rollout_show_progress_in_a_terminal(tmp_path):
     out = in_a_terminal(["eval", str(POLICY), "--episodes", "2"])
     assert out.index("eval c: compiling 2 episodes") < out.index("episodes ended") < out.index("success rate")

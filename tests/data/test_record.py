@@ -161,6 +161,7 @@ def first_states(root: Path) -> np.ndarray:
     return d["observation.environment_state"][d["frame_index"] == 0]
 
 
+@pytest.mark.slow
 def test_only_success_keeps_the_successful_attempts(tmp_path):
     kept = record(REACH, "scripted", 2, tmp_path / "kept", image_size=None, only_success=True, config=SHORT)
     assert kept["kept"] == 2 and kept["tried"] > 2  # some of the short episodes fail
@@ -175,6 +176,7 @@ def test_only_success_keeps_the_successful_attempts(tmp_path):
     assert (runs[0]["tried"], runs[0]["kept"], runs[0]["only_success"]) == (kept["tried"], 2, True)
 
 
+@pytest.mark.slow
 def test_resume_appends_and_continues_the_attempts(tmp_path):
     root = tmp_path / "ds"
     record(REACH, "scripted", 2, root, image_size=None, config=SHORT)
@@ -250,6 +252,7 @@ def test_existing_output_and_missing_pyarrow(tmp_path, capsys, monkeypatch):
     assert "pip install pyarrow" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_frames_are_the_gym_render():
     """A frame recorded with --image-quality full is what the gym env's render() shows for the same
     state (camera, markers)."""
@@ -312,6 +315,7 @@ def test_pick_cube_demonstrations_lift_the_block(tmp_path):
     assert json.loads((tmp_path / "ds/meta/so101_mjx.json").read_text())["runs"][0]["policy"] == "demonstrator"
 
 
+@pytest.mark.slow
 def test_visual_randomization_draws_per_episode():
     """With visual randomization the same state looks different in two episodes' draws, the physics
     data are untouched, and a key gives the same frames again."""
@@ -337,6 +341,7 @@ def test_visual_randomization_draws_per_episode():
     np.testing.assert_array_equal(a, again)
 
 
+@pytest.mark.slow
 def test_a_camera_file_sets_the_recorded_cameras_latency():
     """--camera-spec front=FILE with the scene's own front camera and a latency of 2 ticks: the same frames,
     each two steps late (the first one held)."""

@@ -77,6 +77,7 @@ def test_armature_convention(arm, jax_backend, samples):
     assert max(errors.values()) <= 1e-10, errors
 
 
+@pytest.mark.slow
 def test_regressor_times_parameters_is_inverse_dynamics(jax_backend, mujoco_backend, samples):
     q, v, a = samples
     w = np.asarray(jax_backend.compute_regressor(q, v, a))
@@ -127,6 +128,7 @@ def test_regressor_matches_pinocchio(arm, jax_backend, samples):
                      jax_backend.compute_inverse_dynamics(q, v, a)) <= 1e-10)
 
 
+@pytest.mark.slow
 def test_coriolis_christoffel(jax_backend, mujoco_backend, samples):
     q, v, _ = (jnp.asarray(x[:200]) for x in samples)
     c = np.asarray(jax_backend.compute_coriolis_matrix(q, v))
@@ -139,6 +141,7 @@ def test_coriolis_christoffel(jax_backend, mujoco_backend, samples):
     assert _max_err(n, -np.swapaxes(n, -1, -2)) <= 1e-10
 
 
+@pytest.mark.slow
 def test_derivatives_match_finite_differences(jax_backend, mujoco_backend, samples):
     q, v, _ = (x[:5] for x in samples)
     ours = jax_backend.compute_dynamics_derivatives(q, v)
@@ -166,6 +169,7 @@ def test_kinematics_matches_mujoco(jax_backend, mujoco_backend, samples):
         assert _max_err(jac, _loop(lambda x, frame=frame: mujoco_backend.compute_jacobian(x, frame), q)) <= 1e-12, frame
 
 
+@pytest.mark.slow
 def test_batching_dtypes_and_transforms(jax_backend, samples):
     q, v, a = (x[:12] for x in samples)
     m = jax_backend.compute_mass_matrix(q)

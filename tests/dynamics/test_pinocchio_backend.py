@@ -67,6 +67,7 @@ def samples(backends):
     return q, rng.normal(0.0, 3.0, (N, 6)), rng.normal(0.0, 10.0, (N, 6))
 
 
+@pytest.mark.slow
 def test_dynamics_match_jax_and_mujoco(backends, samples):
     """Seed 004, PinocchioBackend: CRBA, computeCoriolisMatrix, generalized gravity, RNEA, ABA and
     computeJointTorqueRegressor agree with the other backends on the same configurations."""

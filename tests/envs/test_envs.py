@@ -136,6 +136,7 @@ def test_same_rng_bitwise_identical_trajectories():
     assert np.abs(a - c).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_batched_equals_single(rng):
     """vmapped worlds equal single worlds to round-off (XLA may vectorize reductions differently)."""
     env = make("SO101PickPlace-v0", backend="c", random_block_position=True, action_scale=0.025)
@@ -156,6 +157,7 @@ def test_random_resets_respect_distributions():
     np.testing.assert_allclose(block[:, 2], 0.02, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_grasp_proxy_and_reward_follow_the_scripted_grasp():
     """``grasped`` holds while the closed jaws hold the block (and not before); grasp_reward adds to dense."""
     from so101_mjx.envs import scripted
@@ -178,6 +180,7 @@ def test_grasp_proxy_and_reward_follow_the_scripted_grasp():
     assert float(env.block_pos(s.physics)[2] - s.info["z_init"]) > 0.05  # lifted while held
 
 
+@pytest.mark.slow
 def test_analytic_ik_option_reaches_its_targets_and_places():
     from so101_mjx.envs.rollout import run_episodes
     from so101_mjx.robot.scenes import EE_SITE

@@ -137,6 +137,7 @@ def test_the_training_action_map_spans_the_motor_limits(env):
 
 
 @pytest.mark.parametrize("control_dt, steps", [(0.1, 100), (1 / 30, 300)])
+@pytest.mark.slow
 def test_pick_cube_demonstrator_lifts_in_joint_mode(control_dt, steps):
     """The demonstrator (PickCube's pick and lift, the training presets' demonstration starts) in joint
     mode, its IK target kept from step to step: it lifts as in the Cartesian mode, at 10 Hz and at 30 Hz."""
@@ -147,6 +148,7 @@ def test_pick_cube_demonstrator_lifts_in_joint_mode(control_dt, steps):
     assert float(np.mean(out["success"])) >= 0.5, out["length"]
 
 
+@pytest.mark.slow
 def test_scripted_controllers_drive_joint_mode_through_the_ik():
     """The Cartesian controller's actions become joint targets (SO101Arm.cartesian_as_joint): PickPlace's
     scripted controller still places the block at 30 Hz."""
@@ -204,6 +206,7 @@ def test_the_gym_env_takes_joint_mode():
     env.close()
 
 
+@pytest.mark.slow
 def test_a_joint_mode_recording_has_the_followers_features(tmp_path):
     """record --control-mode joint: observation.state and action named as so101_follower's ('<motor>.pos')."""
     import json

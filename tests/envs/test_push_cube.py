@@ -147,6 +147,7 @@ def scripted_success(num_envs: int) -> float:
     return float(np.mean(np.asarray(out["success"])))
 
 
+@pytest.mark.slow
 def test_scripted_push_succeeds_on_32_random_placements():
     assert scripted_success(32) >= 0.95
 

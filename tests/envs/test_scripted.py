@@ -9,6 +9,7 @@ from so101_mjx.envs import make, scripted
 from so101_mjx.envs.rollout import run_episodes
 
 
+@pytest.mark.slow
 def test_pick_place_matches_reference_controller():
     """Every step of a closed-loop episode: same phase and action as PickPlaceController."""
     ref_scripted = pytest.importorskip("lerobot_env_so101.scripted.pick_place")
@@ -56,6 +57,7 @@ def test_reach_close_success_is_judged_per_world():
 
 
 @pytest.mark.parametrize("name, expected", [("SO101PickPlace-v0", 1.0), ("SO101Reach-v0", 0.9)])
+@pytest.mark.slow
 def test_batched_scripted_success(name, expected):
     """A small batched closed-loop check (the 256-seed figures are in docs/tasks.md)."""
     config = {"action_scale": 0.025, "random_block_position": True} if "Pick" in name else {}
@@ -63,6 +65,7 @@ def test_batched_scripted_success(name, expected):
     assert float(np.mean(out["success"])) >= expected
 
 
+@pytest.mark.slow
 def test_stop_when_done_gives_the_same_outcomes():
     """Chunked episodes that stop once all have ended report exactly what the full scan reports."""
     env = make("SO101PickPlace-v0", "c", action_scale=0.025, random_block_position=True)
@@ -73,6 +76,7 @@ def test_stop_when_done_gives_the_same_outcomes():
         np.testing.assert_array_equal(np.asarray(early[k]), np.asarray(full[k]), err_msg=k)
 
 
+@pytest.mark.slow
 def test_pick_cube_demonstrator_lifts_where_the_reference_controller_only_closes():
     """PickCube's reference controller closes on the block; its demonstrator (pick and lift) succeeds."""
     env = make("SO101PickCube-v0", "c", top_down_ik=True, jaw_pads=True, random_block_position=True, action_scale=0.04)
@@ -107,6 +111,7 @@ def test_paced_controller_acts_every_ticks_steps_and_spreads_its_motion():
     assert int(cs.inner) == 3  # the controller's state advanced three times in seven steps
 
 
+@pytest.mark.slow
 def test_scripted_controllers_keep_their_timing_at_30_hz():
     """At a 30 Hz control rate the reference's 10 Hz PickPlace controller (paced) still places the block."""
     env = make("SO101PickPlace-v0", "c", control_dt=1 / 30, physics_dt=1 / 480, top_down_ik=True, jaw_pads=True,

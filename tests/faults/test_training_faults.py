@@ -123,6 +123,7 @@ def test_a_params_npz_bomb_is_refused_by_its_header(run, tmp_path, capsys):
                   "float32[131072, 1024]")
 
 
+@pytest.mark.slow
 def test_a_training_state_npz_bomb_is_refused_by_its_header(run, float32, capsys):
     state = run / STEP / checkpoint.STATE_FILE
     bomb(state, POLICY_KERNEL)
@@ -132,6 +133,7 @@ def test_a_training_state_npz_bomb_is_refused_by_its_header(run, float32, capsys
 
 
 # -- a PPO run gone non-finite ------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_ppo_run_gone_non_finite_stops_before_writing_that_step(run, float32, capsys):
     """Weights of 3e38 (finite: the state loads) overflow in the first update: exit 1, one line, no checkpoint, no eval
     row."""

@@ -4,6 +4,7 @@ training env is in, the adapter's observation and motor targets are the env's ow
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 import so101_mjx
 from so101_mjx.follower.cartesian import CartesianAdapter
@@ -12,6 +13,7 @@ from so101_mjx.robot import motors
 CONFIG = {"top_down_ik": True, "jaw_pads": True, "random_block_position": True, "action_scale": 0.04}
 
 
+@pytest.mark.slow
 def test_observation_and_targets_are_the_envs_own():
     adapter = CartesianAdapter("SO101PickCube-v0", CONFIG, "degrees")
     env = so101_mjx.make("SO101PickCube-v0", "c", **CONFIG)

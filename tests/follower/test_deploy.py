@@ -35,6 +35,7 @@ def joint_policy(joint_run) -> Path:
     return joint_run[0] / "policy.onnx"
 
 
+@pytest.mark.slow
 def test_the_run_records_its_variant(joint_run):
     """``train --env-config joint`` (the run deploy takes here): run.json and train's header name the variant."""
     run = json.loads((joint_run[0] / "run.json").read_text())
@@ -99,6 +100,7 @@ def test_refusals_name_the_problem_and_send_nothing(joint_policy, capsys):
     assert "state policy" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_cartesian_policy_runs_through_the_host_ik(cartesian_policy, tmp_path):
     """The 0.1.0 PickCube policy ([dx, dy, dz, grasp] at 10 Hz): deploy runs it at its rate through
     CartesianAdapter and logs the follower's measured motors and the targets sent."""
@@ -161,6 +163,7 @@ def test_record_logs_the_absolute_targets_a_follower_is_sent(joint_policy, tmp_p
     np.testing.assert_allclose(action, expected, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_a_calibrated_policy_runs_on_the_simulator_in_its_calibrations_units(tmp_path):
     """A joint-mode policy trained under a follower's calibration: its plan keeps the calibration, the
     simulated follower speaks that arm's units (the start pose is the reset's angles in them), and

@@ -76,6 +76,7 @@ def test_clamp_relative_follows_lerobots_rule():
     np.testing.assert_array_equal(clamp_relative(goal, present, None), goal)
 
 
+@pytest.mark.slow
 def test_bad_actions_name_the_key_and_change_nothing(follower):
     follower.reset(4)
     good = {k: follower.get_observation()[k] for k in FOLLOWER_MOTORS}

@@ -54,6 +54,7 @@ def stopped_deploy(tmp_path: Path, sig: int) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("sig, name", [(signal.SIGTERM, "SIGTERM"), (signal.SIGINT, "Ctrl-C")])
+@pytest.mark.slow
 def test_a_signal_mid_episode_disconnects_and_logs_the_episode_cut_short(tmp_path, sig, name):
     status, out, err = stopped_deploy(tmp_path, sig)
     assert status == _interrupts.INTERRUPTED, err
@@ -129,6 +130,7 @@ def test_a_time_limit_cuts_the_episode_short():
     assert (result["stopped"], result["episodes"], result["cut_short"]) == ("time limit", 1, 1)
 
 
+@pytest.mark.slow
 def test_record_stopped_by_sigterm_says_what_it_kept_in_one_line(tmp_path):
     """SIGTERM after record kept its first episodes: exit 130, no traceback, one line naming the episodes kept."""
     out = tmp_path / "ds"

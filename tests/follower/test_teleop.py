@@ -48,6 +48,7 @@ def test_scripted_cartesian_presses_move_the_ik_target():
     assert result["grasp"] == 0.0 and result["steps"] == 5
 
 
+@pytest.mark.slow
 def test_cli_reads_keys_from_a_pipe_and_refuses_a_bad_mode():
     out = subprocess.run([sys.executable, "-m", "so101_mjx", "teleop", "--max-steps", "3", "--step", "5"],
                          input="t\nt\nt\n", capture_output=True, text=True, timeout=300)

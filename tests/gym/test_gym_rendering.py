@@ -79,6 +79,7 @@ print("viewer opened, stepped and closed")
 """
 
 
+@pytest.mark.slow
 def test_human_mode_opens_steps_and_closes_the_viewer():
     """Seed 000, render_mode="human": MuJoCo's passive viewer opens, follows the steps, render() returns
     the frame, and the viewer closes, under Xvfb with GLFW."""

@@ -78,6 +78,7 @@ def test_no_false_success_over_random_targets(solver):
     np.testing.assert_allclose(q1, q[:, 0], rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_agrees_with_multistart_lm_where_both_converge(solver):
     lo, hi = limits(solver)
     rng = np.random.default_rng(2)
@@ -95,6 +96,7 @@ def test_agrees_with_multistart_lm_where_both_converge(solver):
     assert np.percentile(gap[ok_lm], 99) < 1e-2
 
 
+@pytest.mark.slow
 def test_per_target_pitch_agrees_with_lm_where_both_converge(model):
     """(position, pitch) targets at arbitrary pitches: exact at the sampled roll, and an LM solution
     of the position and approach direction is a closed-form branch of its own pitch and roll."""
@@ -123,6 +125,7 @@ def test_per_target_pitch_agrees_with_lm_where_both_converge(model):
     assert np.all(np.isfinite(np.asarray(sol)))
 
 
+@pytest.mark.slow
 def test_pose_targets(solver):
     lo, hi = limits(solver)
     q = np.random.default_rng(3).uniform(lo, hi, (2000, 5))

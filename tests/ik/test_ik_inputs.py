@@ -57,6 +57,7 @@ def reachable() -> np.ndarray:
     return targets[np.asarray(ok)][:8]
 
 
+@pytest.mark.slow
 def test_the_analytic_ik_falls_back_to_the_default_seed_for_a_nan_seed(reachable):
     from so101_mjx.ik.solvers.analytic_solver import SO101AnalyticSolver
 

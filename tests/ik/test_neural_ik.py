@@ -62,6 +62,7 @@ def test_tiny_training_lowers_the_error_and_lm_from_it_beats_the_untrained_seed(
     assert rates[1] > rates[0] + 0.3
 
 
+@pytest.mark.slow
 def test_training_is_pure(arm, tiny):
     kin, untrained = arm[0], tiny[0]
     first, losses = neural_ik.train(kin, untrained, steps=50, batch=64)
@@ -72,6 +73,7 @@ def test_training_is_pure(arm, tiny):
     assert not np.array_equal(neural_ik.train(kin, untrained, steps=50, batch=64, seed=1)[1], losses)
 
 
+@pytest.mark.slow
 def test_save_load_round_trip(tmp_path, model, problems, tiny):
     trained = tiny[1]
     path = tmp_path / "seed.npz"
@@ -95,6 +97,7 @@ def test_save_load_round_trip(tmp_path, model, problems, tiny):
         neural_ik.load(tmp_path / "mismatch.npz")
 
 
+@pytest.mark.slow
 def test_solver_surface(model, arm, problems, tiny):
     kin, lo, hi = arm
     trained = tiny[1]
@@ -126,6 +129,7 @@ def test_solver_surface(model, arm, problems, tiny):
     assert ok.mean() > 0.3 and err[ok].max() < 1e-3 and tilt[ok].max() < 0.05
 
 
+@pytest.mark.slow
 def test_invalid_arguments(model, arm, tiny):
     kin, lo, hi = arm
     trained = tiny[1]
@@ -182,6 +186,7 @@ def test_default_net_trains_to_the_stated_error(model, arm, problems):
     assert both.mean() > 0.8 and np.median(gap[both]) < 1e-3 and np.percentile(gap[both], 90) < 2e-2
 
 
+@pytest.mark.slow
 def test_seeds_follow_the_input_dtype(arm, tiny):
     trained = tiny[1]
     q32 = trained.seeds(np.zeros((3, 3), np.float32), np.zeros(3, np.float32))

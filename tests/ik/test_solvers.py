@@ -36,6 +36,7 @@ def mujoco_site(model, q, site="gripperframe"):
     return pos.reshape(*np.shape(q)[:-1], 3), rot.reshape(*np.shape(q)[:-1], 3, 3)
 
 
+@pytest.mark.slow
 def test_multi_start_solves_reachable_targets(model, solver, reachable):
     _, targets = reachable
     success, q = (np.asarray(a) for a in solver.get_ik(targets))
@@ -52,6 +53,7 @@ def test_multi_start_solves_reachable_targets(model, solver, reachable):
     np.testing.assert_array_equal(np.asarray(solver.get_ik(poses)[1]), q)
 
 
+@pytest.mark.slow
 def test_seed_re_ranking_is_opt_in_and_solves(model, solver, reachable):
     """seed_k_max re-ranks the k nearest database entries by predicted correction (docs/ik.md#seeds);
     seed_k_max = num_samples - 1 keeps the plain nearest ones, the default."""

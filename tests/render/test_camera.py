@@ -238,6 +238,7 @@ def test_the_menagerie_wrist_camera_is_a_named_default_that_leaves_the_scene_alo
     assert model.camera("wrist").pos.tolist() == [0, -0.04, -0.03]  # the scene's own wrist camera is unchanged
 
 
+@pytest.mark.slow
 def test_camera_latency_delays_the_pixels_by_control_ticks():
     """A front camera with latency 2 shows at step t the frame of step t - 2 (the reset's before that);
     without camera_specs the state carries no frame queue."""

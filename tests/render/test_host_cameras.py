@@ -31,6 +31,7 @@ def test_the_gym_envs_camera_spec_changes_render_and_pixels_alike():
         plain.close(), narrow.close()
 
 
+@pytest.mark.slow
 def test_the_gym_envs_pixels_lag_by_the_cameras_latency():
     env = _env(camera_spec={**NARROW, "latency": 2})
     try:

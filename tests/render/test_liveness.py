@@ -59,6 +59,7 @@ def test_the_timeout_comes_from_the_argument_or_the_environment(fast_model, monk
         pixels.BatchRenderer(fast_model, SIZE, SIZE, workers=1, timeout=-1)
 
 
+@pytest.mark.slow
 def test_interpreter_exit_after_a_gym_render_prints_nothing():
     """An env rendered and never closed: its GL context is freed before module teardown, so MuJoCo's
     ``GLContext.__del__`` prints no TypeError at exit."""

@@ -53,6 +53,7 @@ def test_fast_render_model_is_the_physics_model_with_light_meshes(fast_model):
         pixels.render_model("pick_place", "ugly")
 
 
+@pytest.mark.slow
 def test_shadowed_model_renders_nearly_the_full_scene(fast_model):
     """The light meshes with shadows look like the scene as shipped (at the 64x64 training size); without shadows they
     do not."""
@@ -111,6 +112,7 @@ def test_workers_never_import_modules_from_the_working_directory(fast_model, tmp
     assert images.shape == (2, SIZE, SIZE, 3) and not marker.exists()
 
 
+@pytest.mark.slow
 def test_renderer_workers_stop_when_dropped_and_restart_after_a_crash(fast_model):
     """Envs made again and again (notebooks) drop renderers without close(): their render processes
     stop. A worker that dies fails that call with a RuntimeError; the next call starts new workers."""
@@ -172,6 +174,7 @@ def test_image_obs_state_is_the_flat_observation_and_pixels_follow_the_scene(ima
     assert np.abs(np.asarray(stepped.obs["pixels/front"], int) - np.asarray(state.obs["pixels/front"])).sum() > 0
 
 
+@pytest.mark.slow
 def test_image_obs_rollout_reports_final_observations(image_env):
     out = run_episodes(image_env, "scripted", jax.random.PRNGKey(1), 2, steps=3)
     assert out["final_obs"]["pixels/front"].shape == (2, SIZE, SIZE, 3)

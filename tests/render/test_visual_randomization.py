@@ -39,6 +39,7 @@ def test_env_config_needs_image_obs():
         make(NAME, "c", visual_randomization="standard")
 
 
+@pytest.mark.slow
 def test_sample_defaults_are_the_model_and_ranges_hold():
     model = render_model("pick_cube", "fast")
     nominal = vr.sample(model, vr.VisualRandomization(), jax.random.PRNGKey(0), jnp.float32)
@@ -76,6 +77,7 @@ def _frames(**config):
     return env, states, np.asarray(states.obs["pixels/front"])
 
 
+@pytest.mark.slow
 def test_randomized_worlds_look_different_and_match_the_renderer():
     _, plain_states, plain = _frames()
     assert plain_states.info.render_params is None
@@ -93,6 +95,7 @@ def test_randomized_worlds_look_different_and_match_the_renderer():
     jax.tree.map(np.testing.assert_array_equal, stepped.info.render_params, states.info.render_params)
 
 
+@pytest.mark.slow
 def test_wide_draws_the_lens_and_image_effects_within_their_ranges():
     model = render_model("pick_cube", "fast")
     config = vr.WIDE
@@ -132,6 +135,7 @@ def test_image_effects_gain_blur_and_noise():
     assert 5 < np.abs(a - np.asarray(frames)).mean() < 15 and not np.array_equal(a, b)
 
 
+@pytest.mark.slow
 def test_wide_frames_in_the_env_are_the_renderers_under_the_image_effects():
     env, states, frames = _frames(visual_randomization="wide")
     draw = jax.tree.map(np.asarray, states.info.render_params)

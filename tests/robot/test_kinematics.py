@@ -61,6 +61,7 @@ def test_jacobians_equal_mj_jac(kin, model, rng):
     np.testing.assert_allclose(jro, point[:, 1][..., dofs], rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_jacobian_matches_finite_differences_and_autodiff(kin, model, rng):
     q = _random_q(model, rng, 20)
     offset = jnp.array([0.0, 0.01, 0.02])

@@ -67,6 +67,7 @@ def test_float32_batch_dependence_is_rounding():
     assert set(deviation) == {"1", "5"} and max(deviation.values()) <= 1e-4
 
 
+@pytest.mark.slow
 def test_float64_batch_dependence_is_round_off():
     t = trajectories((1, 16), 10, jnp.float64)
     assert np.all(np.isfinite(t[1]))

@@ -28,6 +28,7 @@ def _trajectory(loop: str, nthread: int, options: dict) -> list[np.ndarray]:
     {}, {"randomization": Randomization(block_mass=(0.5, 2.0), block_size=(0.8, 1.2), actuator_gain=(0.8, 1.2))},
     {"servo_model": ServoModel(voltage_sag=VoltageSag(per_torque=0.05))},
 ], ids=["nominal", "randomized", "voltage-sag"])
+@pytest.mark.slow
 def test_batch_loop_equals_pool_loop_bitwise(options):
     pool = _trajectory("pool", 2, options)
     for batch in (_trajectory("batch", 2, options), _trajectory("batch", 1, options)):

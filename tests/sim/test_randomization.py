@@ -22,6 +22,7 @@ def test_invalid_range():
         Randomization(joint_damping=(2.0, 1.0))
 
 
+@pytest.mark.slow
 def test_worlds_differ_and_episodes_redraw():
     env = make("SO101PickCube-v0", backend="c",
                randomization=Randomization(block_mass=(0.5, 2.0), actuator_gain=(0.8, 1.2)))
@@ -42,6 +43,7 @@ def _settle(backend, r):
     return s
 
 
+@pytest.mark.slow
 def test_c_backend_applies_block_size_and_gain():
     """A 1.5x block rests 1.5x higher; halving kp makes the arm sag more under gravity."""
     nominal_s = _settle("c", None)

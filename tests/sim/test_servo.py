@@ -141,6 +141,7 @@ def joint_run(backend: str, model: ServoModel | None, steps: int) -> list[np.nda
     return out
 
 
+@pytest.mark.slow
 def test_neutral_settings_leave_the_trajectory_bitwise_unchanged():
     np.testing.assert_array_equal(joint_run("c", IDEAL, 30), joint_run("c", None, 30))
     cartesian = [make("SO101PickCube-v0", "c", servo_model=m) for m in (IDEAL, None)]
@@ -170,6 +171,7 @@ def test_effects_in_the_env():
     assert not np.allclose(q, np.asarray(servo.quantized(q)))  # the readings differ from the true angles
 
 
+@pytest.mark.slow
 def test_c_and_mjx_are_equal_with_every_effect_on():
     """Fixed per-motor values with the position loop's gain, damping and torque limit."""
     model = ServoModel(delay_ticks=(2, 1, 2, 0, 3, 1), deadband=0.002, backlash=(0.02, 0.03, 0.01, 0.02, 0.0, 0.02),

@@ -57,6 +57,7 @@ def test_the_excitation_moves_one_motor_at_a_time_within_the_limits():
                 and np.all(part[:, m] <= ranges[m, 1] - excitation.MARGIN + 1e-12))
 
 
+@pytest.mark.slow
 def test_the_true_parameters_replay_the_recording_exactly(x64):
     recording = simulated(ServoModel(**TRUE), (ELBOW,))
     replay = fit.replayer(fit.replay_env(TASK, 30, "c"))
@@ -96,6 +97,7 @@ def test_identify_recovers_one_motors_parameters(x64):
     assert found.rms[ELBOW] < 0.1 * np.sqrt(np.mean(np.diff(recording.episodes[0][1][:, ELBOW]) ** 2))
 
 
+@pytest.mark.slow
 def test_deploy_excitation_then_sysid_writes_what_the_env_takes(tmp_path):
     """The command end to end at a tiny size: the files, not the accuracy (that is the test above)."""
     log = tmp_path / "log"

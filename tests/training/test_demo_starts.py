@@ -31,6 +31,7 @@ def nearest(obs, bank) -> np.ndarray:
     return np.abs(np.asarray(obs)[:, None] - np.asarray(bank.obs)[None]).max(-1).min(-1)
 
 
+@pytest.mark.slow
 def test_bank_holds_non_terminal_states_of_successful_scripted_episodes(env, bank):
     n = bank.obs.shape[0]
     assert 8 * 20 < n <= 8 * EPISODE  # the controller places in ~50 steps: 8 successes, many states each
@@ -42,11 +43,13 @@ def test_bank_holds_non_terminal_states_of_successful_scripted_episodes(env, ban
     assert jax.tree.structure(bank) == jax.tree.structure(stepped)
 
 
+@pytest.mark.slow
 def test_bank_is_subsampled_to_max_states(env):
     small = scripted_bank(env, jax.random.PRNGKey(0), episodes=2, max_states=10)
     assert small.obs.shape[0] == 10
 
 
+@pytest.mark.slow
 def test_start_prob_one_starts_every_world_from_the_bank(env, bank):
     train_env = TrainingEnv(env, EPISODE, starts=bank, start_prob=1.0)
     keys = jax.random.split(jax.random.PRNGKey(1), 16)
@@ -77,6 +80,7 @@ def test_start_prob_is_the_fraction_of_seeded_resets(env, bank):
     assert 0.17 < seeded.mean() < 0.33  # binomial(400, 0.25): ±4.5 sigma
 
 
+@pytest.mark.slow
 def test_auto_reset_draws_from_the_bank(env, bank):
     train_env = TrainingEnv(env, 2, starts=bank, start_prob=1.0)  # every episode ends after 2 steps
     state = jax.jit(train_env.reset)(jax.random.split(jax.random.PRNGKey(4), 8))
@@ -100,6 +104,7 @@ def test_start_prob_without_a_bank_is_a_value_error(env):
         TrainingEnv(env, EPISODE, start_prob=0.5)
 
 
+@pytest.mark.slow
 def test_no_successful_demonstration_is_a_value_error():
     env = make("SO101PickPlace-v0", backend="c", **{**PLACE_TRAIN_CONFIG, "episode_length": 5})  # too short to place
     with pytest.raises(ValueError, match="solved none of 2 episodes"):

@@ -35,6 +35,7 @@ def assert_same_episodes(a: dict, b: dict) -> None:
     np.testing.assert_allclose(a["returns"], b["returns"], rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_checkpoint_onnx_and_npz_agree_on_c(tiny_run):
     runs = {p: evaluate(tiny_run / p, backends=("c",), episodes=16, x64=True)["backends"]["c"]
             for p in ("checkpoints", "policy.onnx", "policy.npz")}
@@ -152,6 +153,7 @@ def test_eval_user_errors_are_one_line(tiny_run, argv, message, capsys):
     one_error_line(capsys, message)
 
 
+@pytest.mark.slow
 def test_eval_under_a_servo_model(tiny_run, tmp_path, capsys):
     """``--servo-model``: the policy's episodes under the given servo model (a JSON object or a .json file),
     recorded in the results; a bad field is one error line naming it."""
@@ -170,6 +172,7 @@ def test_eval_under_a_servo_model(tiny_run, tmp_path, capsys):
     assert "argument --servo-model: must be a JSON object" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_eval_of_a_servo_trained_policy_without_its_servo_model(tiny_run, tmp_path):
     """A run trained under a servo model is evaluated under it by default, and without it with ``off``."""
     plain = evaluate(tiny_run, episodes=8)["backends"]["c"]

@@ -71,6 +71,7 @@ def test_unusable_distill_dirs_name_the_file(tmp_path):
         pixel_policy.read_run(tmp_path)
 
 
+@pytest.mark.slow
 def test_replay_runs_the_student_on_the_gym_envs_camera(student_dir):
     """``so101-mjx replay student.onnx``: the gym env with image_obs=True at the student's size."""
     out, _, _ = student_dir

@@ -112,6 +112,7 @@ def test_commands_that_feed_the_flat_observation_refuse_a_pixel_student(student_
     one_error_line(capsys, "student.onnx is a pixel policy; distill's teacher takes a state policy")
 
 
+@pytest.mark.slow
 def test_eval_runs_a_pixel_student_on_its_frames(student_dir, capsys):
     """``so101-mjx eval student.onnx``: the student on the frames of its image env (backend c), under a visual
     randomization of the command's; the flag is refused for a state policy, which renders no frames."""

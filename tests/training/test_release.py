@@ -46,6 +46,7 @@ _PROBE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_finished_runs_free_their_envs_and_threads(tmp_path):
     if not Path("/proc/self/task").is_dir():
         pytest.skip("counts OS threads through /proc")

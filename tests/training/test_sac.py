@@ -41,6 +41,7 @@ def sac_run(tmp_path_factory):
         jax.config.update("jax_enable_x64", True)
 
 
+@pytest.mark.slow
 def test_sac_run_checkpoints_every_epoch_with_its_replay_buffer(sac_run):
     preset = dataclasses.replace(presets.preset(ENV, "tiny-sac"), num_evals=EVALS)
     rows = read_csv(sac_run / "metrics.csv")
@@ -64,6 +65,7 @@ def test_sac_run_checkpoints_every_epoch_with_its_replay_buffer(sac_run):
     assert (sac_run / "policy.onnx").is_file() and (sac_run / "policy.npz").is_file()
 
 
+@pytest.mark.slow
 def test_sac_resume_equals_the_uninterrupted_run(sac_run, tmp_path):
     """A run resumed from its second-to-last checkpoint ends with the last checkpoint bitwise (params,
     Adam moments, temperature, target Q, replay buffer, env states, keys) and the same eval rows."""
@@ -84,6 +86,7 @@ def test_sac_resume_equals_the_uninterrupted_run(sac_run, tmp_path):
     assert evals(copy) == evals(sac_run)
 
 
+@pytest.mark.slow
 def test_sac_export_equals_the_policy_sac_acts_with(sac_run):
     """Exports read SAC's policy as PPO's: the ONNX/numpy policy equals Brax's SAC inference function
     (deterministic)."""
@@ -137,6 +140,7 @@ def test_sac_preset_fields_are_checked(field, value, message):
     assert message in str(err.value)
 
 
+@pytest.mark.slow
 def test_resuming_a_sac_run_with_ppo_is_refused(sac_run, tmp_path, capsys):
     copy = tmp_path / "run"
     shutil.copytree(sac_run, copy)
@@ -164,6 +168,7 @@ def edit_state(step_dir: Path, changes: dict) -> None:
              **{**arrays, **{name: np.asarray(change(arrays), arrays[name].dtype) for name, change in changes.items()}})
 
 
+@pytest.mark.slow
 def test_a_sac_run_gone_non_finite_stops_before_writing_that_step(sac_run, tmp_path, capsys):
     """A replay buffer of 3e38 (finite: it loads) makes the update non-finite: exit 1, one line, nothing published."""
     copy = resumable_copy(sac_run, tmp_path, keep=1)
@@ -183,6 +188,7 @@ def test_a_sac_run_gone_non_finite_stops_before_writing_that_step(sac_run, tmp_p
     ({".buffer.sample_position": lambda a: a[".buffer.insert_position"] + 1},
      ".buffer.sample_position must be in [0, insert_position = 160], got 161"),
 ])
+@pytest.mark.slow
 def test_replay_buffer_positions_outside_it_are_refused_on_resume(sac_run, tmp_path, change, message, capsys):
     copy = resumable_copy(sac_run, tmp_path, keep=2)
     edit_state(checkpoint.steps(copy)[-1], change)

@@ -24,6 +24,7 @@ def result():
     return suites.run_suite(POLICY, spec, seed=4, progress=lambda line: None)
 
 
+@pytest.mark.slow
 def test_the_nominal_cell_is_eval_on_the_same_seeds(result):
     nominal = next(row for row in result["cells"] if row["condition"] == "nominal")
     ran = evaluate.evaluate(POLICY, episodes=EPISODES, seed=4)["backends"]["c"]
@@ -32,6 +33,7 @@ def test_the_nominal_cell_is_eval_on_the_same_seeds(result):
     assert low <= nominal["rate"] <= high
 
 
+@pytest.mark.slow
 def test_a_policy_compared_with_itself_differs_nowhere(result):
     for row in suites.compare(result, result):
         assert row["difference"] == 0 and row["p_value"] == 1.0 and row["verdict"].startswith("no difference")
@@ -63,6 +65,7 @@ def test_a_bad_suite_is_refused_naming_what(spec, needle):
         suites.suite(spec)
 
 
+@pytest.mark.slow
 def test_the_command_writes_the_table_and_refuses_a_bad_suite_in_one_line(tmp_path, capsys):
     suite = tmp_path / "suite.json"
     suite.write_text(json.dumps({"episodes": 4, "conditions": ["nominal", {"name": "heavy", "env_config": {

@@ -37,6 +37,7 @@ def tiny_run(tmp_path_factory, float32) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
     preset = presets.preset(ENV, "tiny")
     rows = read_csv(tiny_run / "metrics.csv")
@@ -54,6 +55,7 @@ def test_tiny_run_writes_csv_png_tensorboard_and_checkpoints(tiny_run):
     assert not any((tiny_run / checkpoint.CHECKPOINTS / checkpoint.STAGING).iterdir())  # nothing left staged
 
 
+@pytest.mark.slow
 def test_fresh_run_equals_brax_ppo_train(tiny_run, float32, monkeypatch):
     """so101_mjx.training.ppo_loop reproduces brax's ppo.train: the same params at every checkpoint and the same evals,
     bitwise."""
