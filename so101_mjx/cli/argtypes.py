@@ -185,10 +185,20 @@ def camera_names(text: str) -> tuple[str, ...]:
     return names
 
 
-def servo_model(text: str) -> dict | str:
-    """``off`` (no servo model), or a JSON object given inline or as a file (:func:`json_object`; checked by the
-    command)."""
-    return text if text == "off" else json_object(text)
+def servo_model(text: str):
+    """A :class:`~so101_mjx.sim.servo.ServoModel` from its fields as a JSON object, inline or as a file
+    (:func:`json_object`), checked while parsing: every ``--servo-model`` reads through this."""
+    from so101_mjx.sim import servo
+
+    try:
+        return servo.parse(json_object(text))
+    except (ValueError, TypeError) as err:
+        raise ArgumentValueError(str(err)) from None
+
+
+def servo_model_or_off(text: str):
+    """``off`` (no servo model), or :func:`servo_model`'s forms."""
+    return text if text == "off" else servo_model(text)
 
 
 def name_or_json(text: str) -> str | dict:

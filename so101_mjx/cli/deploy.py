@@ -43,7 +43,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--real-time", action="store_true", help="so101_mjx: pace the simulation to the wall clock")
     parser.add_argument("--dry-run", action="store_true", help="compute the actions, send none")
     parser.add_argument("--seed", type=types.seed, default=0, help="so101_mjx: the first episode's scene")
-    parser.add_argument("--servo-model", type=types.json_object, default=None, metavar="JSON",
+    parser.add_argument("--servo-model", type=types.servo_model, default=None, metavar="JSON",
                         help="so101_mjx: simulate the follower's servos with this servo model (ServoModel's "
                              "fields as a JSON object, or a .json file such as so101-mjx sysid's output)")
 

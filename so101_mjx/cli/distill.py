@@ -33,7 +33,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cameras", type=types.camera_names, default=("front",), metavar="NAMES",
                         help="comma-separated image cameras the student sees (front, wrist), one conv tower each")
     add_visual_randomization(parser, "the training frames")
-    parser.add_argument("--servo-model", type=types.servo_model, default=None, metavar="JSON",
+    parser.add_argument("--servo-model", type=types.servo_model_or_off, default=None, metavar="JSON",
                         help="distil under this servo model instead of the teacher's (so101_mjx.sim.servo.ServoModel's "
                              "fields as a JSON object, {} for the defaults, or a .json file), or without one: off")
     for name, kind in CONFIG_FIELDS.items():

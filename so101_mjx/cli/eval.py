@@ -19,7 +19,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=types.seed, default=0)
     parser.add_argument("--x64", action="store_true", help="float64 (default float32)")
     parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
-    parser.add_argument("--servo-model", type=types.servo_model, default=None, metavar="JSON",
+    parser.add_argument("--servo-model", type=types.servo_model_or_off, default=None, metavar="JSON",
                         help="run under this servo model instead of the policy's "
                              "(so101_mjx.sim.servo.ServoModel's fields as a JSON object, {} for the defaults, or a "
                              ".json file), or without one: off")

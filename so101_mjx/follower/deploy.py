@@ -49,6 +49,8 @@ from so101_mjx.follower.deploy_log import Log, dataset_log, write_log
 from so101_mjx.follower.sim import JOINT_FIELDS, SimFollower, SimFollowerConfig
 from so101_mjx.robot import calibration as calib, motors
 from so101_mjx.robot.scenes import load_model
+from so101_mjx.sim import servo
+from so101_mjx.sim.servo import ServoModel
 from so101_mjx.sysid import excitation
 
 ROBOTS = ("so101_mjx", "so101_follower")
@@ -314,12 +316,13 @@ def run_episodes(robot, p: Plan, episodes: int, steps: int, dry_run: bool, deadl
 
 def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1, episode_time_s: float | None = None,
            time_limit_s: float | None = None, dry_run: bool = False, start_tolerance: float = 10.0,
-           dataset: str | None = None, seed: int = 0, servo_model: dict | None = None, calibration: Any = None,
-           **robot_options: Any) -> dict[str, Any]:
+           dataset: str | None = None, seed: int = 0, servo_model: ServoModel | dict | None = None,
+           calibration: Any = None, **robot_options: Any) -> dict[str, Any]:
     """Run ``episodes`` episodes of the policy at ``path`` (or :data:`EXCITATION`) on the robot; print and
     return a summary (``success_rate`` counts the simulator's task success; a real follower reports none;
     ``stopped``: ``done``, ``time limit``, ``Ctrl-C`` or ``SIGTERM``; ``cut_short``: episodes stopped early).
-    ``servo_model``: ``ServoModel``'s fields for the simulated follower (``so101_mjx`` only); ``calibration``: the
+    ``servo_model``: a :class:`~so101_mjx.sim.servo.ServoModel` (or its fields) for the simulated follower
+    (``so101_mjx`` only), checked before anything starts; ``calibration``: the
     follower's lerobot calibration when its units differ from the policy's (:meth:`Plan.for_arm`; the simulated
     follower then takes these units)."""
     p = (excitation_plan() if str(path) == EXCITATION else plan(path)).for_arm(calibration)
@@ -327,7 +330,7 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
         if robot_type != "so101_mjx":
             raise ParameterError("servo_model applies to robot_type so101_mjx (the simulated follower); a real one "
                                  "has its own servos", "servo_model", "robot_type")
-        p = dataclasses.replace(p, task_options={**p.task_options, "servo_model": servo_model})
+        p = dataclasses.replace(p, task_options={**p.task_options, "servo_model": servo.parse(servo_model)})
     steps = p.episode_steps if episode_time_s is None else max(1, round(episode_time_s * p.fps))
     robot = make_robot(robot_type, p, seed=seed, **robot_options)
     start = p.to_arm(start_pose(p)) if not isinstance(robot, SimFollower) else None

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from so101_mjx.cli import argtypes as cliargs, distill, record
+from so101_mjx.sim import servo
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE = str(10**12)  # worlds, episodes or a batch: terabytes on any machine
@@ -141,9 +142,26 @@ def test_json_options_still_take_objects_inline_and_from_files(tmp_path):
     path = tmp_path / "servo.json"
     path.write_text('{"delay_ticks": 1, "ranges": {"backlash": [0.01, 0.03]}}')
     assert (cliargs.servo_model(str(path))
-            == cliargs.json_object(' {"delay_ticks": 1, "ranges": {"backlash": [0.01, 0.03]}}'))
-    assert (cliargs.servo_model("off") == "off"
+            == servo.parse(cliargs.json_object(' {"delay_ticks": 1, "ranges": {"backlash": [0.01, 0.03]}}')))
+    assert (cliargs.servo_model_or_off("off") == "off"
             and cliargs.json_object('{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}') == {"a": "[" * 36})
     with pytest.raises(ValueError, match="must be a JSON object"):
         cliargs.json_object("[1, 2]")
     assert cliargs.visual_randomization("standard").light_shift == 0.2
+
+
+def test_every_servo_model_option_reads_through_one_parser():
+    """``eval``, ``distill`` and ``deploy`` take ``--servo-model`` through :func:`argtypes.servo_model` (``off`` too
+    where the policy's own can be dropped): a ServoModel, checked while the arguments are parsed."""
+    from so101_mjx.cli.main import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    types = {name: action.type for name, sub in commands.items() for action in sub._actions
+             if "--servo-model" in action.option_strings}
+    assert set(types) == {"eval", "distill", "deploy"}
+    assert types == {"eval": cliargs.servo_model_or_off, "distill": cliargs.servo_model_or_off,
+                     "deploy": cliargs.servo_model}
+    assert cliargs.servo_model('{"delay_ticks": 2}') == servo.ServoModel(delay_ticks=2)
+    with pytest.raises(ValueError, match="servo_model.delay_ticks must be an int >= 0"):
+        cliargs.servo_model('{"delay_ticks": -1}')
+
