@@ -21,7 +21,7 @@ DISCOVERS = {"so101_mjx.training.presets": "so101_mjx.training.presets."}
 # The layers, bottom up (docs/DESIGN.md): a unit (a top-level module or subpackage of so101_mjx)
 # imports only units of lower floors.
 FLOORS = [
-    {"errors", "_compat", "_moved", "_progress", "_interrupts"},
+    {"errors", "_compat", "_moved", "_progress", "_interrupts", "_precision"},
     {"_files"},
     {"_checks", "_lock", "_schema", "robot"},
     {"ik", "dynamics", "sim", "render"},

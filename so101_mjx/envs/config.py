@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,6 +37,10 @@ def whole_substeps(control_dt: float, physics_dt: float) -> int:
 @dataclasses.dataclass(frozen=True)
 class ArmConfig:
     """Fields shared by every SO-101 task; names and defaults as the reference ``SO101GymEnv``."""
+
+    # fields an earlier version of a task's config had, with the one value they could hold there: a saved config
+    # (run.json) with that value still loads, without the field; another value is refused naming it
+    retired: ClassVar[dict[str, Any]] = {}
 
     control_dt: float | None = None  # s; None: 0.1 (the reference's) in Cartesian mode, 1/30 in joint mode
     physics_dt: float | None = None  # s; None: 0.002 (the reference's) in Cartesian mode, 1/480 in joint mode

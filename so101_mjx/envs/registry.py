@@ -113,6 +113,10 @@ def split_options(cls: type[SO101Env], backend: str | None,
     base = cls.default_config()
     fields = {f.name for f in dataclasses.fields(base)}
     config = {k: v for k, v in options.items() if k not in physics_kwargs}
+    for name, value in base.retired.items():
+        if name in config and config.pop(name) != value:
+            raise InputError(f"{name} is not a field of {cls.name}'s config (it could only be {value!r}), got "
+                             f"{options[name]!r}")
     unknown = sorted(set(config) - fields)
     if unknown:
         raise InputError(f"unknown config field(s) {unknown} for {cls.name}; expected some of {sorted(fields)}")

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jax
 import numpy as np
 
 from so101_mjx._files import atomic_write
+from so101_mjx._precision import x64
 from so101_mjx.errors import ParameterError
 from so101_mjx.robot.calibration import Calibration
 from so101_mjx.robot.motors import MOTORS
@@ -103,9 +103,7 @@ def fit_servo_model(path: str, out: str, *, units: str = "degrees", calibration:
                 "calibration": None if calibration is None else dataclasses.asdict(calibration), "backend": backend,
                 "population": population, "elites": elites, "iterations": iterations, "sweeps": sweeps,
                 "polish": polish, "seed": seed}
-    previous = jax.config.jax_enable_x64  # type: ignore[attr-defined, unused-ignore]  # typed from jax 0.12 on
-    jax.config.update("jax_enable_x64", True)  # the fit compares positions to a fraction of an encoder count
-    try:
+    with x64(True):  # the fit compares positions to a fraction of an encoder count
         recording = dataset.read(path, units=units, task=task, calibration=calibration)
         start = time.perf_counter()
         identified = fit.identify(recording, task=task, backend=backend, population=population, elites=elites,
@@ -116,8 +114,6 @@ def fit_servo_model(path: str, out: str, *, units: str = "degrees", calibration:
         seconds = time.perf_counter() - start
         if plot_to:
             plot(plot_to, identified, recording, task, backend)
-    finally:
-        jax.config.update("jax_enable_x64", previous)
     atomic_write(out, json.dumps(identified.servo_model(), indent=2) + "\n")
     atomic_write(report_file, json.dumps(report(identified, recording, settings, seconds), indent=2) + "\n")
     for name in fit.PARAMETERS:

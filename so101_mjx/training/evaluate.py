@@ -14,9 +14,7 @@ network; its env unless ``--force``).
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _progress
+from so101_mjx._precision import x64 as x64_precision
 from so101_mjx.envs import make
 from so101_mjx.envs.base import asdict
 from so101_mjx.envs.rollout import run_episodes
@@ -49,7 +48,7 @@ def evaluate(
     same success)."""
     if episodes < 1:
         raise ParameterError(f"episodes must be >= 1, got {episodes}", "episodes")
-    with precision(x64):
+    with x64_precision(x64):
         policy = policies.load(path)
         name, env_config = policy.env_for(env, force)
         if not policy.pixel:
@@ -72,18 +71,6 @@ def evaluate(
         result["agreement"] = float(np.mean(np.all([first == o for o in others], axis=0)))
     report(result)
     return result
-
-
-@contextlib.contextmanager
-def precision(x64: bool) -> Iterator[None]:
-    """JAX's global float64 flag set to ``x64`` inside the block (evaluations run in float32 unless asked),
-    restored after."""
-    previous = jax.config.jax_enable_x64  # type: ignore[attr-defined, unused-ignore]  # typed from jax 0.12 on
-    jax.config.update("jax_enable_x64", x64)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
 
 
 def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], backend: str, episodes: int,

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx import _precision
 from so101_mjx.errors import InputError
 from so101_mjx.validation.stats import mcnemar, verdict, wilson
 
@@ -144,7 +145,7 @@ def run_suite(path: str | Path, spec: str | dict[str, Any], seed: int = 0, backe
     count, cells = suite(spec)
     count = episodes or count
     rows, skipped = [], []
-    with evaluate.precision(False):  # float32, as eval
+    with _precision.x64(False):  # float32, as eval
         policy = policies.load(path).require_state("evaluate")
         name, base = policy.env_for()
         base = policies.without_cameras(base)

@@ -1,5 +1,7 @@
 """Reward terms: the reference's rewards unchanged by default, staged dense rewards climb in order."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -47,8 +49,14 @@ def test_pick_place_staged_reward_climbs_its_stages_in_order():
     np.testing.assert_allclose(total, sum(terms[k] * w for k, w in STAGED_WEIGHTS.items()), rtol=1e-6)
 
 
-def test_pick_place_refuses_grasp_reward():
-    with pytest.raises(ValueError, match="grasp_reward must be 0 for PickPlace"):
+def test_pick_place_has_no_grasp_reward_and_loads_saved_configs_that_hold_it_at_zero():
+    """PickPlace's dense reward has a grasp stage of its own: its config has no ``grasp_reward``; a saved config
+    holding PickCube's default (0.0) still loads, any other value is refused naming the field."""
+    env = make("SO101PickPlace-v0", "c", reward_type="dense", grasp_reward=0.0)
+    assert env.config == make("SO101PickPlace-v0", "c", reward_type="dense").config
+    assert "grasp_reward" not in {f.name for f in dataclasses.fields(env.config)}
+    with pytest.raises(ValueError, match=r"grasp_reward is not a field of SO101PickPlace-v0's config \(it could "
+                                         r"only be 0.0\), got 0.25"):
         make("SO101PickPlace-v0", "c", reward_type="dense", grasp_reward=0.25)
 
 
