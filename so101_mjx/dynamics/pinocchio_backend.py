@@ -67,8 +67,9 @@ def _mjcf_for_pinocchio(path: Path, folder: str) -> str:
         include.set("file", str(path.parent / include.get("file", "")))
     for compiler in root.iter("compiler"):
         for key in ("meshdir", "texturedir", "assetdir"):
-            if compiler.get(key) is not None:
-                compiler.set(key, str(path.parent / compiler.get(key)))
+            value = compiler.get(key)
+            if value is not None:
+                compiler.set(key, str(path.parent / value))
     out = Path(folder) / path.name
     ET.ElementTree(root).write(out)
     return str(out)

@@ -116,7 +116,8 @@ class Calibration:
         unknown = [name for name in data if name not in MOTORS]
         if unknown:
             raise InputError(f"{source}: {unknown} are not motors of an SO-101 follower {list(MOTORS)}")
-        fields: dict[str, list] = {field: [] for field in FILE_FIELDS}
+        # field -> the file's values, unchecked (Any: __post_init__ checks them and makes the tuples)
+        fields: dict[str, Any] = {field: [] for field in FILE_FIELDS}
         for motor in MOTORS:
             entry = data.get(motor)
             if not isinstance(entry, dict):

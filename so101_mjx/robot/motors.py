@@ -23,6 +23,8 @@ are ``(..., 6)`` in :data:`MOTORS` order.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
@@ -34,6 +36,7 @@ FEATURE_NAMES = tuple(f"{motor}.pos" for motor in MOTORS)  # a follower's action
 JOINT_UNITS = ("degrees", "range_m100_100")  # the arm motors' unit conventions (the gripper's is 0..100)
 GRIPPER_SPAN = 100.0  # the gripper's RANGE_0_100
 RAD_COUNTS = COUNTS_PER_TURN / (2 * np.pi)  # raw encoder counts per radian
+ArrayT = TypeVar("ArrayT", Array, np.ndarray)  # a JAX or a numpy array, and the same kind back
 
 
 def _gain_offset(ranges: np.ndarray, units: str,
@@ -87,7 +90,7 @@ def to_motor(q: Array, ranges: np.ndarray, units: str, calibration: Calibration 
     return q * jnp.asarray(gain, q.dtype) + jnp.asarray(offset, q.dtype)
 
 
-def from_motor(value: Array, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> Array:
+def from_motor(value: ArrayT, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> ArrayT:
     """Motor values (..., 6) in ``units`` -> joint angles (..., 6) rad (the inverse of :func:`to_motor`;
     numpy stays numpy)."""
     gain, offset = _gain_offset(ranges, units, calibration)

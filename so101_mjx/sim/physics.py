@@ -233,7 +233,7 @@ class BatchLoop:
         sens[...] = b.sensordata
 
 
-C_LOOPS = {"batch": BatchLoop, "pool": PoolLoop}
+C_LOOPS: dict[str, type[BatchLoop] | type[PoolLoop]] = {"batch": BatchLoop, "pool": PoolLoop}
 
 
 def _weakly(physics: CPhysics, method: str, **kwargs: Any) -> Callable[..., Any]:
@@ -276,11 +276,11 @@ class CPhysics(Physics):
         shape = qpos.shape[:-1]
         flat = lambda x: np.asarray(x, np.float64).reshape(-1, *x.shape[len(shape) :])  # noqa: E731
         q, v, u, w, t = (flat(x) for x in (qpos, qvel, ctrl, warm, time))
-        params = [flat(x) for x in params]
+        rows = [flat(x) for x in params]
         out = [np.empty_like(q), np.empty_like(v), np.empty_like(w), np.empty_like(t),
                np.empty((len(q), self.model.nsensordata)), np.empty_like(q)]
         with self._lock:
-            self._loop.step(q, v, u, w, t, params, names, n_substeps, out)
+            self._loop.step(q, v, u, w, t, rows, names, n_substeps, out)
         dtype = qpos.dtype
         return tuple(o.reshape(shape + o.shape[1:]).astype(dtype) for o in out)
 

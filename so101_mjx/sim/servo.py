@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
 from jax import Array
+from jax.typing import ArrayLike, DTypeLike
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
@@ -61,6 +63,8 @@ LOOP_LIMITS = {"max_velocity": (" rad/s", MAX_VELOCITY), "kp": (" N·m/rad", MAX
                "torque_limit": (" N·m", MAX_TORQUE)}  # unit, highest; every one > 0 except the damping (>= 0)
 N_MOTORS = 6  # the five arm joints, then the gripper (robot.motors.MOTORS)
 PerMotor = float | tuple[float, ...]  # one value for every motor, or one per motor
+# the servo state (Info.servo): "queue", "output" and "supply" arrays; with ranges, "params" a dict of (6,) arrays
+ServoState = dict[str, Any]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,13 +174,13 @@ def parse(value: ServoModel | dict | None) -> ServoModel | None:
     return checks.optional_dataclass(ServoModel, "servo_model", value)
 
 
-def initial(model: ServoModel, targets: Array, key: Array) -> dict[str, Array]:
+def initial(model: ServoModel, targets: Array, key: Array) -> ServoState:
     """The servo state at reset, every motor at rest on ``targets`` (6,) rad: ``queue`` (longest delay + 1, 6)
     of the targets sent, oldest first, ``output`` (6,), the targets acted on, with ``voltage_sag`` the
     ``supply`` (), the fraction of its voltage left, and with ``ranges`` ``params``, this episode's
     per-motor draws (from ``key``)."""
     longest = int(model.range_of("delay_ticks")[1])
-    state = {"queue": jnp.broadcast_to(targets, (longest + 1, targets.shape[-1])), "output": targets}
+    state: ServoState = {"queue": jnp.broadcast_to(targets, (longest + 1, targets.shape[-1])), "output": targets}
     if model.voltage_sag is not None:
         state["supply"] = jnp.ones((), targets.dtype)
     if model.ranges is None:
@@ -197,20 +201,21 @@ def initial(model: ServoModel, targets: Array, key: Array) -> dict[str, Array]:
     return {**state, "params": {name: draw(k, name) for k, name in zip(jax.random.split(key, 4), names, strict=True)}}
 
 
-def apply(model: ServoModel, state: dict[str, Array], command: Array, measured: Array, control_dt: float,
-          load: Array | None = None) -> tuple[Array, dict[str, Array]]:
+def apply(model: ServoModel, state: ServoState, command: Array, measured: Array, control_dt: float,
+          load: Array | None = None) -> tuple[Array, ServoState]:
     """One control tick: ``(position targets (6,) rad for the physics, the next state)`` for the targets
     ``command`` (6,) rad just sent, the ``measured`` positions (6,) rad and, with ``voltage_sag``, the
     position loops' torques ``load`` (6,) N·m at the tick's start."""
     if model.voltage_sag is not None:
+        assert load is not None  # the caller passes the torques with voltage_sag
         state = {**state, "supply": supply_left(model.voltage_sag, state["supply"], load, control_dt)}
     queue = jnp.concatenate([state["queue"][1:], command[None]])
     previous, drawn = state["output"], state.get("params")
     if drawn is None:  # fixed values, known when tracing: a neutral effect costs nothing
         delays = np.broadcast_to(model.delay_ticks, (N_MOTORS,))
         delayed = queue[queue.shape[0] - 1 - delays, np.arange(N_MOTORS)]
-        backlash, velocity, deadband = (None if v is None else v if np.isscalar(v) else jnp.asarray(v, command.dtype)
-                                        for v in (model.backlash, model.max_velocity, model.deadband))
+        backlash, deadband = _fixed(model.backlash, command.dtype), _fixed(model.deadband, command.dtype)
+        velocity = None if model.max_velocity is None else _fixed(model.max_velocity, command.dtype)
     else:
         delayed = jnp.take_along_axis(queue, (queue.shape[0] - 1 - drawn["delay_ticks"])[None], axis=0)[0]
         backlash, velocity, deadband = drawn["backlash"], drawn["max_velocity"], drawn["deadband"]
@@ -223,6 +228,11 @@ def apply(model: ServoModel, state: dict[str, Array], command: Array, measured: 
     return target, {**state, "queue": queue, "output": output}
 
 
+def _fixed(value: PerMotor, dtype: DTypeLike) -> float | Array:
+    """A fixed field as :func:`apply` uses it: one value as it is, one per motor (a tuple) as an array."""
+    return jnp.asarray(value, dtype) if isinstance(value, tuple) else value
+
+
 def supply_left(sag: VoltageSag, supply: Array, load: Array, control_dt: float) -> Array:
     """The supply's fraction of its voltage () after one tick from ``supply``, under the torques ``load`` (6,) N·m."""
     settled = jnp.clip(1.0 - sag.per_torque * jnp.sum(jnp.abs(load)), 0.0, 1.0)
@@ -230,7 +240,7 @@ def supply_left(sag: VoltageSag, supply: Array, load: Array, control_dt: float) 
     return supply + rate * (settled - supply)
 
 
-def sagged(model: ServoModel, state: dict[str, Array], params: dict[str, Array] | None, forcerange: np.ndarray,
+def sagged(model: ServoModel, state: ServoState, params: dict[str, Array] | None, forcerange: np.ndarray,
            actuators: np.ndarray) -> dict[str, Array] | None:
     """The per-world model arrays ``params`` for this tick: with ``voltage_sag``, the model's
     ``forcerange`` (nu, 2) N·m with the ``actuators``' rows scaled by the supply left."""
@@ -246,12 +256,12 @@ def quantized(q: Array) -> Array:
 
 
 def position_loop(actuators: np.ndarray, dofs: np.ndarray, kp=None, damping=None,
-                  torque_limit=None) -> list[tuple[str, tuple | np.ndarray, Array]]:
+                  torque_limit=None) -> list[tuple[str, tuple | np.ndarray, ArrayLike]]:
     """The model entries ``(field, index, value)`` that set the position loop's ``kp`` N·m/rad, the joints'
     ``damping`` N·m·s/rad and the ``torque_limit`` N·m (each an array, one value or (6,); None leaves it) of
     the position actuators ``actuators`` (6,) and their joints' ``dofs`` (6,): for an MjModel in place
     (:func:`set_position_loop`) or per-world JAX arrays (``sysid``)."""
-    entries = []
+    entries: list[tuple[str, tuple | np.ndarray, ArrayLike]] = []
     if kp is not None:
         entries += [("actuator_gainprm", (actuators, 0), kp), ("actuator_biasprm", (actuators, 1), -kp)]
     if damping is not None:

@@ -260,7 +260,7 @@ def _check_determined(jac: np.ndarray, labels: list[str], used: tuple[int, ...])
                          "shoulder pan) and move it across the view")
 
 
-def calibrate(images: Sequence[np.ndarray], qpos: np.ndarray, model: mujoco.MjModel, k: np.ndarray,
+def calibrate(images: Sequence[np.ndarray] | np.ndarray, qpos: np.ndarray, model: mujoco.MjModel, k: np.ndarray,
               dist: np.ndarray | None = None, *, marker: Marker = MARKER, mount: Mount = NOMINAL_MOUNT,
               refine_intrinsics: bool = False, labels: Sequence[str] | None = None) -> CameraFit:
     """:func:`solve` from ``images`` (N of (H, W, 3) RGB uint8) and the joint positions ``qpos`` (N, model.nq)

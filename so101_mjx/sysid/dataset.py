@@ -118,7 +118,8 @@ def read(root: str | Path, *, units: str = "degrees", task: str = "SO101Reach-v0
             values[key] = motor_positions(rows, key, where[key], info["features"][key]["shape"][0], name)
             check_range(values[key], limits, units, name)
         angles = (motors.from_motor(values[key], ranges, units, calibration) for key in COLUMNS)
-        episodes.append(tuple(np.asarray(q) for q in angles))
+        commands, measured = (np.asarray(q) for q in angles)
+        episodes.append((commands, measured))
     if not episodes:
         raise InputError(f"{root}: no episode has {MIN_FRAMES} frames or more")
     return Recording(float(info["fps"]), tuple(episodes))

@@ -20,6 +20,7 @@ population per replay.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -33,10 +34,12 @@ from so101_mjx.sim.randomization import Randomization
 
 PARAMETERS = ("delay_ticks", "backlash", "max_velocity", "deadband", "kp", "damping")
 SERVO_PARAMETERS = PARAMETERS[:4]
-SEARCH = {"delay_ticks": (0, 6), "backlash": (0.0, 0.2), "max_velocity": (0.3, 30.0), "deadband": (0.0, 0.1),
-          "kp": (1.0, 200.0), "damping": (0.01, 10.0)}  # where candidates are drawn (and clipped)
-DEFAULTS = {"delay_ticks": 0, "backlash": servo.BACKLASH, "max_velocity": servo.NO_LOAD_SPEED, "deadband": 0.0,
-            "kp": 17.8, "damping": 0.6}  # the search's start: the servo model's and the scene's defaults
+# where candidates are drawn (and clipped): (low, high) (Any: whole ticks for delay_ticks, floats otherwise)
+SEARCH: dict[str, tuple[Any, Any]] = {"delay_ticks": (0, 6), "backlash": (0.0, 0.2), "max_velocity": (0.3, 30.0),
+                                      "deadband": (0.0, 0.1), "kp": (1.0, 200.0), "damping": (0.01, 10.0)}
+# the search's start: the servo model's and the scene's defaults (Any: an int for delay_ticks, floats otherwise)
+DEFAULTS: dict[str, Any] = {"delay_ticks": 0, "backlash": servo.BACKLASH, "max_velocity": servo.NO_LOAD_SPEED,
+                            "deadband": 0.0, "kp": 17.8, "damping": 0.6}
 LOG_SCALE = ("max_velocity", "kp", "damping")
 SPREAD = {"backlash": 0.03, "deadband": 0.01, "max_velocity": 0.6, "kp": 0.6, "damping": 0.8}  # rad, or log units
 FLOOR = {"backlash": 2e-4, "deadband": 1e-4, "max_velocity": 0.005, "kp": 0.005, "damping": 0.005}  # smallest spread
@@ -75,8 +78,9 @@ class Identified:
     def servo_model(self) -> dict:
         """The fitted values as ``ServoModel`` fields (one per motor; checked by it): what env configs and
         ``--servo-model`` take."""
-        fields = {k: [int(v) for v in self.value[k]] if k == "delay_ticks" else [float(v) for v in self.value[k]]
-                  for k in PARAMETERS}
+        # lists (JSON's form): ServoModel checks them and makes its tuples (Any: its fields are typed as those)
+        fields: dict[str, Any] = {k: [int(v) for v in self.value[k]] if k == "delay_ticks"
+                                  else [float(v) for v in self.value[k]] for k in PARAMETERS}
         servo.ServoModel(**fields)
         return fields
 
@@ -148,7 +152,7 @@ def cost(replay, recording: Recording, candidates: dict[str, np.ndarray]) -> np.
                                       jax.tree.map(jnp.asarray, candidates)))
         total = total + ((simulated - measured[None]) ** 2).sum(1)
         frames += len(commands)
-    return total / frames
+    return cast(np.ndarray, total / frames)  # an array: a recording has episodes (none: frames is 0)
 
 
 @dataclasses.dataclass

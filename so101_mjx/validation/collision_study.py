@@ -23,12 +23,13 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+from jax import Array
 
 from so101_mjx import _compat  # noqa: F401  (before mujoco.mjx: it captures its Warp import failures)
 
@@ -41,6 +42,7 @@ from so101_mjx.errors import InputError
 from so101_mjx.robot import rotations as R
 from so101_mjx.robot.scenes import JAW_PADS, scene_path, set_jaw_pads
 from so101_mjx.sim.physics import PhysicsState
+from so101_mjx.sim.state import State
 from so101_mjx.validation import parity
 
 TIPS: tuple[str, ...] = ("fixed_jaw_tip_collision", "moving_jaw_tip_collision")
@@ -151,7 +153,8 @@ def grasp_states(env: PickPlace, n_states: int, steps: int = EPISODE_STEPS) -> t
     applied from each.
     """
     traj = run_episodes(env, "scripted", jax.random.PRNGKey(0), 1, steps, trajectory=True)
-    phys = jax.tree.map(lambda x: np.asarray(x[0]), traj["states"].physics)  # (T, ...) after each step
+    states = cast(State, traj["states"])  # with trajectory, every State after its step
+    phys = jax.tree.map(lambda x: np.asarray(x[0]), states.physics)  # (T, ...) after each step
     ctrls = phys.ctrl[1:]  # held from phys[t] to phys[t + 1]
     idx = np.flatnonzero(parity.contact_classes(env.mj_model, phys, ctrls, env.n_substeps) == ARM_IN_CONTACT)
     floor_block = sorted(env.mj_model.geom(g).id for g in ("floor", "block"))
@@ -163,7 +166,7 @@ def grasp_states(env: PickPlace, n_states: int, steps: int = EPISODE_STEPS) -> t
     return jax.tree.map(lambda x: x[np.append(idx, idx[-1])], phys), ctrls[idx]
 
 
-def c_contacts(model: mujoco.MjModel, qpos: np.ndarray) -> list[dict[str, np.ndarray]]:
+def c_contacts(model: mujoco.MjModel, qpos: np.ndarray | Array) -> list[dict[str, np.ndarray]]:
     """Active contacts (dist < includemargin) after ``mj_forward`` at each ``qpos`` (N, nq): per state
     ``geom`` (k, 2), ``dist`` (k,) m, ``pos`` (k, 3) m, ``normal`` (k, 3) (from geom[0] to geom[1])."""
     data, out = mujoco.MjData(model), []
@@ -176,7 +179,7 @@ def c_contacts(model: mujoco.MjModel, qpos: np.ndarray) -> list[dict[str, np.nda
     return out
 
 
-def mjx_contacts(model: mujoco.MjModel, qpos: np.ndarray) -> list[dict[str, np.ndarray]]:
+def mjx_contacts(model: mujoco.MjModel, qpos: np.ndarray | Array) -> list[dict[str, np.ndarray]]:
     """As :func:`c_contacts`, after ``mjx.forward`` (one jitted, vmapped call over the N states)."""
     mx = mjx.put_model(model)
     d0 = mjx.make_data(mx)

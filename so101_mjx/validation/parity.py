@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import mujoco
 import numpy as np
+from jax import Array
 
 from so101_mjx.envs.rollout import check_memory, run_episodes
 from so101_mjx.sim.physics import BACKENDS, make_physics
@@ -117,7 +118,7 @@ def run_gym(ep: Episode, actions: np.ndarray) -> dict[str, np.ndarray]:
 
     env = ENV_CLASSES[ep.task](**ep.config)
     env.reset_to(initial_state(env.env))
-    out = []
+    out: list[dict[str, Any]] = []
     for a in actions:
         obs, reward, _, _, info = env.step(a)
         rec = {k: np.asarray(v) for k, v in _record(env.state).items()}
@@ -159,7 +160,7 @@ def horizon_deviation(a: dict, b: dict, horizons=HORIZONS) -> dict[str, list[flo
 CONTACT_CLASSES = ("contact-free", "block on floor", "arm in contact")
 
 
-def contact_classes(model: mujoco.MjModel, phys, ctrls: np.ndarray, n_substeps: int) -> np.ndarray:
+def contact_classes(model: mujoco.MjModel, phys, ctrls: np.ndarray | Array, n_substeps: int) -> np.ndarray:
     """Index into :data:`CONTACT_CLASSES` of each control step (T,) from states ``phys[:-1]``:
     the contacts MuJoCo C makes while stepping it (none; block–floor plane–box contacts only; or
     any contact of the arm — jaws, pads or links on the block, box–box — or of the arm on the floor)."""
@@ -180,7 +181,7 @@ def contact_classes(model: mujoco.MjModel, phys, ctrls: np.ndarray, n_substeps: 
     return out
 
 
-def one_step_deviation(env, phys, ctrls: np.ndarray, tolerance: float | None = None,
+def one_step_deviation(env, phys, ctrls: np.ndarray | Array, tolerance: float | None = None,
                        backend: str = "mjx") -> dict[str, dict[str, float]]:
     """From every state of a ``c`` trajectory, one control step with the same ctrl on ``c`` and ``backend``.
 
