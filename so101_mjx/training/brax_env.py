@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from brax.envs.base import Wrapper
 from jax import Array
 
 from so101_mjx.envs import make
@@ -40,7 +41,7 @@ def make_env(name: str, env_config: dict, backend: str | None = None) -> SO101En
     return make(name, backend=backend, **env_config)
 
 
-class BraxAdapter:
+class BraxAdapter(Wrapper):
     """What ``ppo.train`` needs on top of :class:`~so101_mjx.envs.wrappers.TrainingEnv`.
 
     Maps policy actions with :func:`to_env_action` and ``action_map`` (the env's :func:`action_map`); adds
@@ -57,18 +58,10 @@ class BraxAdapter:
     """
 
     def __init__(self, env, action_map: tuple[np.ndarray, np.ndarray], success_bonus: float = 0.0):
-        self.env = env
+        super().__init__(env)  # Brax's Wrapper: observation_size, action_size, backend and unwrapped pass through
         self.success_bonus = success_bonus
         self.action_map = action_map
         self._metric_keys = tuple(jax.eval_shape(env.reset, jax.random.split(jax.random.PRNGKey(0), 1)).metrics)
-
-    @property
-    def observation_size(self) -> int:
-        return self.env.observation_size
-
-    @property
-    def action_size(self) -> int:
-        return self.env.action_size
 
     def reset(self, rng: Array) -> State:
         return self._annotate(self.env.reset(rng))
