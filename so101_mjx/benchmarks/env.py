@@ -21,7 +21,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +33,7 @@ from mujoco import batch as mj_batch, rollout
 from so101_mjx.benchmarks import check_batches, compile_cost, interleaved_times, median_time, print_table
 from so101_mjx.envs import make
 from so101_mjx.envs.rollout import check_memory, placement_config
-from so101_mjx.sim.physics import C_LOOPS
+from so101_mjx.sim.physics import C_LOOPS, CPhysics
 from so101_mjx.validation import reference
 
 CARDS_GB = (16, 80)
@@ -165,7 +165,9 @@ def bench(name: str, batch: list[int], steps: int, repeats: int, *, backend: str
     env = make(name, backend=backend, **config, **({"loop": loop} if loop else {}))
     make_s = time.perf_counter() - start
     loops = ([loop] if loop else list(C_LOOPS)) if env.backend == "c" else [None]
-    envs = {lp: env if lp in (None, env.physics.loop) else make(name, backend="c", loop=lp, **config) for lp in loops}
+    # a loop is named on backend c only (its physics a CPhysics); another backend's one env serves loop None
+    envs = {lp: env if lp is None or lp == cast(CPhysics, env.physics).loop
+            else make(name, backend="c", loop=lp, **config) for lp in loops}
     check_memory(env, max(batch), steps, True, f"batch {max(batch)}", ("batch",))
     state_size = mujoco.mj_stateSize(env.mj_model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
     check_batches(batch, 8 * env.n_substeps * (state_size + env.mj_model.nsensordata + env.mj_model.nu),
