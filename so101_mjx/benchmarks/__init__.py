@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -45,7 +45,7 @@ def interleaved_times(fns: list[Callable[[], object]], repeats: int = 5) -> list
     return times
 
 
-def print_table(headers: list[str], rows: list[list[object]]) -> None:
+def print_table(headers: list[str], rows: Sequence[Sequence[object]]) -> None:
     """Print a plain aligned table."""
     cells = [headers] + [[f"{c:.4g}" if isinstance(c, float) else str(c) for c in row] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]

@@ -32,7 +32,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from unittest import mock
 
 import jax
@@ -126,7 +126,7 @@ def env_section(sizes: Sizes, backend: str, deadline: float) -> dict[str, Any]:
     for name in ENVS:
         for impl in impls:
             for worlds in sizes.worlds:
-                row = {"env": name, "impl": impl, "worlds": worlds}
+                row: dict[str, Any] = {"env": name, "impl": impl, "worlds": worlds}
                 rows.append(row)
                 estimate = 0.0 if last is None else last[1] + last[2] * max(1.0, worlds / last[0])
                 if time.perf_counter() + estimate > deadline:
@@ -196,7 +196,8 @@ def dynamics_section(sizes: Sizes, deadline: float) -> dict[str, Any]:
 
     jb, mb = JaxBackend(), MujocoBackend()
     inputs = dynamics_bench.sample(jb, mb, sizes.dynamics_batch, np.random.default_rng(0))
-    rates, skipped = {}, []
+    rates: dict[str, float] = {}
+    skipped: list[str] = []
     for k in sizes.dynamics_quantities:
         if time.perf_counter() > deadline:
             skipped.append(k)
@@ -242,7 +243,8 @@ def ppo_presets(sizes: Sizes) -> dict[str, Any]:
     """The Reach and PickCube presets of the two runs (derived from ``train.config``)."""
     from so101_mjx.training import presets
 
-    reach, pick = (presets.preset(env, sizes.preset, "ppo") for env in ("SO101Reach-v0", "SO101PickCube-v0"))
+    reach, pick = (cast(presets.Preset, presets.preset(env, sizes.preset, "ppo"))  # algo "ppo": a Preset
+                   for env in ("SO101Reach-v0", "SO101PickCube-v0"))
     if sizes.reach_steps is not None:  # as few epochs (2-10) as come closest to reach_steps
         candidates = [dataclasses.replace(reach, num_timesteps=sizes.reach_steps, num_evals=k + 1)
                       for k in range(2, 11)]
@@ -292,7 +294,7 @@ def bench(out: str | Path, budget_s: float, *, smoke: bool = False, backend: str
         start = time.perf_counter()
         print(f"bench device: {name} ({deadline[name] - start:.0f} s left for it)", flush=True)
         try:
-            record = section() if start < deadline[name] else {"status": "skipped (time budget)"}
+            record: dict[str, Any] = section() if start < deadline[name] else {"status": "skipped (time budget)"}
             record.setdefault("status", "ok")
         except Exception as err:  # recorded, the next section runs
             record = {"status": f"failed: {type(err).__name__}: {err}", "traceback": traceback.format_exc(limit=8)}

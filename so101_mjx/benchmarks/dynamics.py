@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -28,10 +30,15 @@ def evaluators(backend: DynamicsBackend, q, v, a, tau) -> dict:
 def mujoco_rates(backend: MujocoBackend, q, v, a, tau, repeats: int) -> dict[str, float]:
     """Evaluations/s of each quantity, one configuration per call from a Python loop."""
     calls = [evaluators(backend, *x) for x in zip(q, v, a, tau)]
-    return {k: len(q) / median_time(lambda k=k: [c[k]() for c in calls], repeats) for k in QUANTITIES}
+
+    def each(k: str) -> list[object]:
+        return [c[k]() for c in calls]
+
+    return {k: len(q) / median_time(functools.partial(each, k), repeats) for k in QUANTITIES}
 
 
-def sample(jb: JaxBackend, mb: MujocoBackend, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+def sample(jb: JaxBackend, mb: MujocoBackend, n: int,
+           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``n`` random (q, v, a, tau): configurations within the limits, v ~ N(0, 2), a ~ N(0, 5), tau = ID(q, v, a)
     (MuJoCo C)."""
     q, v, a = jb.random_configuration(rng, (n,)), rng.normal(0, 2, (n, jb.nv)), rng.normal(0, 5, (n, jb.nv))

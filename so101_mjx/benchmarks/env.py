@@ -21,7 +21,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +33,7 @@ from mujoco import batch as mj_batch, rollout
 from so101_mjx.benchmarks import check_batches, compile_cost, interleaved_times, median_time, print_table
 from so101_mjx.envs import make
 from so101_mjx.envs.rollout import check_memory, placement_config
-from so101_mjx.sim.physics import C_LOOPS
+from so101_mjx.sim.physics import C_LOOPS, CPhysics
 from so101_mjx.validation import reference
 
 CARDS_GB = (16, 80)
@@ -116,7 +116,7 @@ def raw_batch_runner(model: mujoco.MjModel, batch: int, n_substeps: int) -> Call
     return run
 
 
-def batch_rows(envs: dict[str | None, Any], batch: int, steps: int, repeats: int) -> list[list[object]]:
+def batch_rows(envs: dict[str | None, Any], batch: int, steps: int, repeats: int) -> list[list[Any]]:
     """One row per env of ``envs`` (by backend c loop): its rate and the raw baselines', all timed in
     alternation, ratios as medians of the per-round ratios."""
     model, n_substeps = next(iter(envs.values())).mj_model, next(iter(envs.values())).n_substeps
@@ -127,7 +127,7 @@ def batch_rows(envs: dict[str | None, Any], batch: int, steps: int, repeats: int
     (rollout_s, batch_s), env_s = times[:2], times[2:]
     rate = lambda seconds, n: n / statistics.median(seconds)  # noqa: E731
     per_round = lambda base, seconds: statistics.median(steps * b / t for b, t in zip(base, seconds))  # noqa: E731
-    rows = []
+    rows: list[list[Any]] = []
     for loop, seconds, (_, compile_s) in zip(envs, env_s, runners):
         rows.append([batch, loop or "n/a", rate(seconds, batch * steps), rate(seconds, batch * steps * n_substeps),
                      rate(rollout_s, batch), rate(batch_s, batch), per_round(rollout_s, seconds),
@@ -165,7 +165,9 @@ def bench(name: str, batch: list[int], steps: int, repeats: int, *, backend: str
     env = make(name, backend=backend, **config, **({"loop": loop} if loop else {}))
     make_s = time.perf_counter() - start
     loops = ([loop] if loop else list(C_LOOPS)) if env.backend == "c" else [None]
-    envs = {lp: env if lp in (None, env.physics.loop) else make(name, backend="c", loop=lp, **config) for lp in loops}
+    # a loop is named on backend c only (its physics a CPhysics); another backend's one env serves loop None
+    envs = {lp: env if lp is None or lp == cast(CPhysics, env.physics).loop
+            else make(name, backend="c", loop=lp, **config) for lp in loops}
     check_memory(env, max(batch), steps, True, f"batch {max(batch)}", ("batch",))
     state_size = mujoco.mj_stateSize(env.mj_model, mujoco.mjtState.mjSTATE_FULLPHYSICS)
     check_batches(batch, 8 * env.n_substeps * (state_size + env.mj_model.nsensordata + env.mj_model.nu),
@@ -174,11 +176,12 @@ def bench(name: str, batch: list[int], steps: int, repeats: int, *, backend: str
     ref = reference_rate(name, ref_config) if reference_env else None
     rows = [row + ([ref, row[2] / ref] if ref else ["n/a", "n/a"])
             for n in batch for row in batch_rows(envs, n, steps, repeats)]
+    cache_dir = jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined, unused-ignore]  # typed in jax 0.12
     print(f"{name}, backend {env.backend}, ik_solver {env.config.ik_solver}, {env.n_substeps} substeps per env step, "
           f"JAX {jax.default_backend()}, "
           f"{os.cpu_count()} CPU threads; make (put_model for mjx) {make_s:.2f} s; "
           "persistent compilation cache: "
-          f"{jax.config.jax_compilation_cache_dir or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
+          f"{cache_dir or 'off (set JAX_COMPILATION_CACHE_DIR)'}")
     print_table(
         ["batch", "c loop", "env-steps/s", "physics/s", "raw rollout env-steps/s", "raw batch env-steps/s",
          "vs raw rollout", "vs raw batch", "first jit s", "reference env-steps/s", "vs reference"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -46,7 +48,7 @@ def bench(batch: list[int], repeats: int, x64: bool = False) -> None:
     rows = []
     for n in batch:
         q = jnp.asarray(rng.uniform(lo, hi, (n, len(ARM_JOINTS))), dtype)
-        rate = n / median_time(lambda q=q: fn(q), repeats)
+        rate = n / median_time(functools.partial(fn, q), repeats)
         rows.append([n, rate, c_rate, rate / c_rate])
     print(f"FK (pose) + Jacobian of gripperframe, {jax.default_backend()}, {jnp.dtype(dtype).name}; "
           f"MuJoCo C = mj_kinematics+mj_comPos+mj_jacSite per call from Python")

@@ -21,6 +21,7 @@ numpy solver's, timed in the same run on ``--reference-targets`` targets.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 
@@ -90,7 +91,7 @@ def jax_rates(kin: Kinematics, lo: np.ndarray, hi: np.ndarray, targets: np.ndarr
     rows = []
     for b in batches:
         t, q0 = jnp.asarray(targets[:b], dtype), jnp.zeros((b, len(ARM_JOINTS)), dtype)
-        rows.append(_row(lambda q0=q0, t=t: solve(q0, t), kin, targets[:b], repeats))
+        rows.append(_row(functools.partial(solve, q0, t), kin, targets[:b], repeats))
     return rows
 
 
@@ -98,10 +99,13 @@ def pitched_rates(solver, targets: np.ndarray, pitches: np.ndarray, batches: lis
                   repeats: int) -> list[dict[str, float]]:
     """``solver.get_ik`` of (position, pitch) targets from HOME, per batch (as :func:`jax_rates`)."""
     home, rows = jnp.zeros(len(ARM_JOINTS), dtype), []
+
+    def joints(t: jax.Array, p: jax.Array) -> jax.Array:
+        return solver.get_ik(t, qpos_seed=home, pitch=p)[1]
+
     for b in batches:
         t, p = jnp.asarray(targets[:b], dtype), jnp.asarray(pitches[:b], dtype)
-        rows.append(_row(lambda t=t, p=p: solver.get_ik(t, qpos_seed=home, pitch=p)[1], solver.kin,
-                         targets[:b], repeats))
+        rows.append(_row(functools.partial(joints, t, p), solver.kin, targets[:b], repeats))
     return rows
 
 
@@ -154,7 +158,7 @@ def bench(batch: list[int], repeats: int, reference_targets: int, learned_steps:
         print(f"reference numpy LM on {n_ref} targets: {ref_rate:.4g} solves/s, success {np.mean(err < SUCCESS_M):.3f}")
 
     analytic = SO101AnalyticSolver(model)
-    pitches = np.asarray(analytic_ik.pitch_of(analytic._geometry(), configurations))
+    pitches = np.asarray(analytic_ik.pitch_of(analytic._geometry(), jnp.asarray(configurations)))
     solvers = {
         "lm": jax_rates(kin, lo, hi, all_targets, batch, dtype, repeats),
         "analytic": pitched_rates(analytic, all_targets, pitches, batch, dtype, repeats),

@@ -18,6 +18,8 @@ import dataclasses
 import functools
 import statistics
 import time
+from collections.abc import Callable
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -69,9 +71,10 @@ def bench(env_name: str, preset_name: str, backend: str | None, epochs: int, upd
     """Print the PPO loop's env-steps/s of ``env_name``'s preset ``preset_name`` on ``backend`` (None: the default)
     over ``epochs`` epochs of ``updates_per_epoch`` updates, against the raw env and collection rates (medians of
     ``repeats`` timed runs)."""
-    preset = presets.preset(env_name, preset_name, "ppo")  # the PPO loop's rates
+    preset = cast(presets.Preset, presets.preset(env_name, preset_name, "ppo"))  # the PPO loop's rates: a Preset
     env = brax_env.make_env(env_name, preset.env_overrides(), backend)
-    wrap = functools.partial(brax_env.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
+    wrap: Callable[..., brax_env.BraxAdapter] = functools.partial(
+        brax_env.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
     raw, _ = env_rate(env, preset.num_envs, preset.unroll_length, repeats)
     collect = collection_rate(wrap(env, episode_length=env.episode_length), preset, repeats)
     rates, first_s = ppo_rates(env, preset, epochs, updates_per_epoch, wrap)

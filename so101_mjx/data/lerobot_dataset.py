@@ -197,22 +197,29 @@ class DatasetWriter:
         table = pa.Table.from_pylist([rows[i] | {"meta/episodes/chunk_index": index[0],
                                                  "meta/episodes/file_index": index[1]}
                                       for i in range(len(self.pending))])
-        fmt.write_parquet(self.txn.path(fmt.file_path("meta/episodes/", index)), [table], fmt.METADATA_ROWS_PER_WRITE)
+        fmt.write_parquet(self._open_txn.path(fmt.file_path("meta/episodes/", index)), [table],
+                          fmt.METADATA_ROWS_PER_WRITE)
         tasks, episode_stats = self._tasks(), [*self.episode_stats, *(e["stats"] for e in self.pending)]
-        pq.write_table(fmt.tasks_table(tasks), self.txn.path(fmt.TASKS_PATH))
+        pq.write_table(fmt.tasks_table(tasks), self._open_txn.path(fmt.TASKS_PATH))
         stats = aggregate_stats(episode_stats)
         self._stage_json(fmt.STATS_PATH, {f: {k: v.tolist() for k, v in s.items()} for f, s in stats.items()})
         for rel, text in (extra or {}).items():
-            self.txn.path(rel).write_text(text)
+            self._open_txn.path(rel).write_text(text)
         total = self.total_episodes
         info = self.info | {"total_episodes": total,
                             "total_frames": self.info["total_frames"] + sum(e["length"] for e in self.pending),
                             "total_tasks": len(tasks), "splits": {"train": f"0:{total}"}}
         self._stage_json(fmt.INFO_PATH, info)
         with deferred_signals():  # published and taken as committed, or neither: an interrupt never splits them
-            self.txn.commit()
+            self._open_txn.commit()
             self.info, self.tasks, self.episode_stats = info, tasks, episode_stats
             self.txn, self.committed, self.pending = None, self.committed + len(self.pending), []
+
+    @property
+    def _open_txn(self) -> Transaction:
+        """The transaction of the pending episodes (add_episode opens it with the first)."""
+        assert self.txn is not None  # commit() stages only with pending episodes
+        return self.txn
 
     def _advance(self, prefix: str) -> tuple[int, int]:
         index = self.next[prefix]
@@ -220,7 +227,7 @@ class DatasetWriter:
         return index
 
     def _stage_json(self, rel: str, value: Any) -> None:
-        self.txn.path(rel).write_text(json.dumps(value, indent=4, ensure_ascii=False))
+        self._open_txn.path(rel).write_text(json.dumps(value, indent=4, ensure_ascii=False))
 
     def _stage_data(self) -> dict[int, dict[str, Any]]:
         """The pending episodes' rows in new data files; returns each one's first metadata columns."""
@@ -228,7 +235,8 @@ class DatasetWriter:
         limit = self.info["data_files_size_in_mb"] * 1024**2
         for group in _groups([e["table"].nbytes for e in self.pending], limit):
             index = self._advance("data/")
-            fmt.write_parquet(self.txn.path(fmt.file_path("data/", index)), [self.pending[i]["table"] for i in group])
+            fmt.write_parquet(self._open_txn.path(fmt.file_path("data/", index)),
+                              [self.pending[i]["table"] for i in group])
             for i in group:
                 e = self.pending[i]
                 rows[i] = {"episode_index": e["episode"], "tasks": [e["task"]], "length": e["length"],
@@ -242,7 +250,8 @@ class DatasetWriter:
         limit = self.info["video_files_size_in_mb"] * 1024**2
         for group in _groups([self.pending[i]["parts"][key].stat().st_size for i in range(len(self.pending))], limit):
             index = self._advance(prefix)
-            fmt.concat([self.pending[i]["parts"][key] for i in group], self.txn.path(fmt.file_path(prefix, index)))
+            fmt.concat([self.pending[i]["parts"][key] for i in group],
+                       self._open_txn.path(fmt.file_path(prefix, index)))
             frames = 0
             for i in group:
                 length = self.pending[i]["length"]

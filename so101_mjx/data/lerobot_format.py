@@ -46,7 +46,7 @@ _FILE_NAME = re.compile(r"chunk-(\d{3,9})/file-(\d{3,9})\.(parquet|mp4)")
 DEFAULT_FEATURES = {name: {"dtype": dtype, "shape": [1], "names": None} for name, dtype in (
     ("timestamp", "float32"), ("frame_index", "int64"), ("episode_index", "int64"), ("index", "int64"),
     ("task_index", "int64"))}
-VIDEO_CODEC = {"vcodec": "libsvtav1", "codec": "av1", "pix_fmt": "yuv420p", "g": 2, "crf": 30}
+VIDEO_CODEC: dict[str, Any] = {"vcodec": "libsvtav1", "codec": "av1", "pix_fmt": "yuv420p", "g": 2, "crf": 30}
 METADATA_ROWS_PER_WRITE = 10  # episodes per row group of meta/episodes (lerobot's metadata_buffer_size)
 _ARROW = {"float32": pa.float32(), "float64": pa.float64(), "int64": pa.int64(), "bool": pa.bool_()}
 

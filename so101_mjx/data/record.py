@@ -22,6 +22,7 @@ import importlib.util
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -261,12 +262,14 @@ class _Frames:
         markers = np.stack([out["markers"][site][world, :t] for site in self.markers], axis=1) if self.markers else None
         params = None
         if self.visual is not None:
+            assert key is not None  # a visual draw needs its key (record() passes one)
             draw = jax.device_get(visual_randomization.sample(self.model, self.visual, key, jnp.float32))
             params = {k: np.broadcast_to(v, (t, *v.shape)) for k, v in visual_randomization.model_arrays(draw).items()}
         frames = {c: r.render(qpos, markers, params) for c, r in self.renderers.items()}
         if self.visual is not None and self.visual.image_effects:  # as the jitted env draws them
             effects = jax.vmap(visual_randomization.apply_image, in_axes=(0, None, 0))
-            frames = {c: np.asarray(effects(f, draw, jax.vmap(visual_randomization.state_salt, (0, None))(qpos, i)))
+            salts = jax.vmap(visual_randomization.state_salt, (0, None))
+            frames = {c: np.asarray(effects(jnp.asarray(f), draw, salts(jnp.asarray(qpos), i)))
                       for i, (c, f) in enumerate(frames.items())}
         # a camera's latency: step t shows the frame of step t - latency (the first frame before that)
         delay = {c: self.specs[c].latency if c in self.specs else 0 for c in frames}
@@ -281,7 +284,7 @@ class _Frames:
 def record(
     env: str | None, policy: str, episodes: int, out: str | Path, backend: str | None = None,
     image_size: int | None = 128,
-    cameras: tuple[str, ...] = ("front",), only_success: bool = False, fps: int | None = None, seed: int = 0,
+    cameras: Sequence[str] = ("front",), only_success: bool = False, fps: int | None = None, seed: int = 0,
     resume: bool = False, num_envs: int = 64, max_tries: int | None = None, config: dict[str, Any] | None = None,
     image_quality: str = "shadowed", visual: VisualRandomization | dict | str | None = None, repair: bool = False,
     camera_specs: dict[str, Any] | None = None,

@@ -94,6 +94,7 @@ class Plan:
         arm = calib.parse(calibration)
         if arm is None:
             return self
+        assert self.ranges is not None  # plan() and excitation_plan() set it
         return dataclasses.replace(self, arm=arm, limits=motors.motor_limits(self.ranges, self.units, arm))
 
     def to_policy(self, values: np.ndarray) -> np.ndarray:
@@ -106,12 +107,14 @@ class Plan:
 
     def _convert(self, values: np.ndarray, source: Any, target: Any) -> np.ndarray:
         """Motor values under calibration ``source`` as the same joint angles under ``target`` (None: nominal)."""
+        assert self.ranges is not None  # set with arm, by for_arm
         q = motors.from_motor(values, self.ranges, self.units, source)
         return np.asarray(motors.to_motor(q, self.ranges, self.units, target), np.float64)
 
     def reset(self) -> None:
         """A new episode (the Cartesian adapter's history, the excitation's first command)."""
-        for part in (self.adapter, self.act):
+        parts: tuple[Any, ...] = (self.adapter, self.act)
+        for part in parts:
             if hasattr(part, "reset"):
                 part.reset()
 
@@ -132,6 +135,7 @@ class Plan:
         """``camera``'s frame at the policy's size (:func:`~so101_mjx.render.frames.fit_frame`)."""
         from so101_mjx.render.frames import fit_frame
 
+        assert self.image_size is not None  # a pixel policy's (the one with cameras)
         return fit_frame(frame, self.image_size, f"the robot's {camera!r} frames ({self.path} sees them)")
 
     def targets(self, obs: dict[str, Any]) -> np.ndarray:
@@ -145,6 +149,7 @@ class Plan:
         if self.adapter is not None:
             goal = self.adapter.targets(own, action)
         else:
+            assert self.mode is not None  # None only for a Cartesian-mode policy, which has the adapter
             goal = own + action if self.mode.relative else action
         return np.clip(self.to_arm(goal), self.limits[:, 0], self.limits[:, 1])
 
@@ -228,10 +233,13 @@ def make_robot(robot_type: str, p: Plan, *, port: str | None = None, robot_id: s
     unknown = [c for c in p.cameras if c not in paths]
     if unknown:
         raise InputError(f"{p.path} sees cameras {unknown}; a real follower here has front and wrist cameras only")
+    sources: dict[str, str] = {}
     for camera in p.cameras:
-        if paths[camera] is None:
+        source = paths[camera]
+        if source is None:
             raise ParameterError(f"{camera}_camera (an OpenCV index or path) is required: {p.path} sees the "
                                  f"{camera} camera", f"{camera}_camera")
+        sources[camera] = source
     from so101_mjx.render.camera import capture_size
 
     try:
@@ -241,8 +249,8 @@ def make_robot(robot_type: str, p: Plan, *, port: str | None = None, robot_id: s
     except ImportError:
         raise ParameterError("robot_type so101_follower needs lerobot >= 0.6 with its Feetech extra "
                              "(Python >= 3.12): pip install 'lerobot[feetech]>=0.6'", "robot_type") from None
-    cameras = {c: OpenCVCameraConfig(index_or_path=int(paths[c]) if paths[c].isdigit() else Path(paths[c]), fps=p.fps,
-                                     **capture_size(p.camera_specs.get(c))) for c in p.cameras}
+    cameras = {c: OpenCVCameraConfig(index_or_path=int(sources[c]) if sources[c].isdigit() else Path(sources[c]),
+                                     fps=p.fps, **capture_size(p.camera_specs.get(c))) for c in p.cameras}
     return make_robot_from_config(SO101FollowerConfig(
         port=port, id=robot_id, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
         cameras=cameras))
@@ -307,6 +315,7 @@ def run_episodes(robot, p: Plan, episodes: int, steps: int, dry_run: bool, deadl
         if isinstance(robot, SimFollower):
             robot.reset(seed + episode)
         else:
+            assert start is not None  # deploy() measures it for a real follower
             measured = np.asarray([robot.get_observation()[k] for k in FEATURE_KEYS])
             check_start(measured, start, start_tolerance, p.units)
         if not run_episode(robot, p, steps, dry_run, deadline, log):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from so101_mjx.follower.actions import (
 )
 from so101_mjx.render import camera, latency
 from so101_mjx.robot import calibration as calib
+
+if TYPE_CHECKING:  # the gym env pulls in JAX: imported only when connecting
+    from so101_mjx.gym.task_env import SO101MjxGymEnv
 
 # the config fields the follower sets itself (joint mode's); relative targets and clamps are the caller's
 JOINT_FIELDS = ("control_mode", "joint_units", "calibration", "control_dt", "relative_joint_targets",
@@ -126,6 +129,7 @@ class SimFollowerConfig:
                                                           "control_dt": self.task_options.get("physics_dt")})
         except InputError as err:
             raise InputError(f"task_options: {err}") from None
+        assert config.physics_dt is not None  # the config's validation fills it
         rate = 1.0 / config.physics_dt
         if abs(rate / self.fps - round(rate / self.fps)) > 1e-9 * rate or self.fps > rate:
             whole = abs(rate - round(rate)) < 1e-9
@@ -156,7 +160,7 @@ class SimFollower:
         self.config = SimFollowerConfig() if config is None else config
         if not isinstance(self.config, SimFollowerConfig):  # (the lerobot plugin's config is one)
             raise InputError(f"config must be a SimFollowerConfig, got {type(self.config).__name__}")
-        self.env = None
+        self.env: SO101MjxGymEnv | None = None
         self._renderers: dict[str, Any] = {}
         self._obs: dict[str, np.ndarray] = {}
         self.info: dict[str, Any] = {}  # the task's info after the last action (``succeed``, ...)
@@ -202,7 +206,9 @@ class SimFollower:
         if unknown:
             env.close()
             raise InputError(f"camera_names: {unknown} not in the {self.config.task} scene's cameras {cameras}")
-        self.limits = env.env.arm.joint_mode.limits(env.env.arm.motor_ranges)
+        joint_mode = env.env.arm.joint_mode
+        assert joint_mode is not None  # env_config() asks for joint mode
+        self.limits = joint_mode.limits(env.env.arm.motor_ranges)
         height, width, specs = self.config.camera_height, self.config.camera_width, self.config._camera_specs
         try:
             self._renderers = {c: FrameRenderer(env._model, height, width, c, self.config.shadows, specs.get(c))
@@ -216,27 +222,29 @@ class SimFollower:
         self.reset(self.config.seed)
 
     def disconnect(self) -> None:
-        self._connected()
+        env = self._connected()
         for renderer in self._renderers.values():
             renderer.close()
         self._renderers = {}
-        self.env.close()
+        env.close()
         self.env = None
 
-    def _connected(self) -> None:
-        if not self.is_connected:
+    def _connected(self) -> SO101MjxGymEnv:
+        """The env; DeviceNotConnectedError when not connected."""
+        if self.env is None:  # not is_connected
             raise DeviceNotConnectedError(f"{self.name} is not connected: call connect() first")
+        return self.env
 
     # -- the loop ------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> None:
         """A fresh scene (the task's reset with ``seed``, default the next seed) and motor clock."""
-        self._connected()
+        env = self._connected()
         seed = self.config.seed + self._resets if seed is None else checks.integer("seed", seed, ge=0, le=2**32 - 1)
-        self._obs, self.info = self.env.reset(seed=seed)
+        self._obs, self.info = env.reset(seed=seed)
         self.terminated = False
         self._resets, self._steps, self._clock = self._resets + 1, 0, time.perf_counter()
         if self._renderers:  # the states the cameras draw (a lagged camera draws an older one)
-            self._scenes.start(self.env._scene())
+            self._scenes.start(env._scene())
 
     def present_position(self) -> np.ndarray:
         """The six measured motor positions (6,) in the follower's units."""
@@ -258,13 +266,13 @@ class SimFollower:
     def send_action(self, action: dict[str, Any]) -> dict[str, float]:
         """Check ``action`` (:func:`~so101_mjx.follower.actions.motor_targets`), clamp it to
         ``max_relative_target`` of the present positions, run one control period with it, and return it."""
-        self._connected()
+        env = self._connected()
         goal = motor_targets(action, self.limits, self.config.out_of_range)
         goal = clamp_relative(goal, self.present_position(), self.config.max_relative_target)
-        self._obs, _, self.terminated, _, self.info = self.env.step(goal)
+        self._obs, _, self.terminated, _, self.info = env.step(goal)
         self._steps += 1
         if self._renderers:
-            self._scenes.push(self.env._scene())
+            self._scenes.push(env._scene())
         if self.config.real_time:
             time.sleep(max(0.0, self._clock + self._steps / self.config.fps - time.perf_counter()))
         if self.config.reset_after_steps is not None and self._steps >= self.config.reset_after_steps:

@@ -122,6 +122,7 @@ def _joint(task, stream, step, use_degrees, seed, viewer, max_steps) -> dict[str
                                              real_time=stream.isatty()))
     follower.connect()
     if viewer:
+        assert follower.env is not None  # connected
         follower.env.render_mode = "human"
     steps = 0
     try:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import gymnasium
 
 from so101_mjx.envs import registry
+from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import NAMESPACE
 from so101_mjx.gym.ik_control import solve_ik
 from so101_mjx.gym.mujoco_env import CAMERA, MAX_FRAME_SIZE, GymRenderingSpec, MujocoGymEnv
@@ -47,7 +48,7 @@ __all__ = [
 ENV_CLASSES: dict[str, type[SO101MjxGymEnv]] = {}  # task name -> its gymnasium class, for every registered task
 
 
-def _add(task: type) -> None:
+def _add(task: type[SO101Env]) -> None:
     """Give a registered task its gymnasium class (also a package attribute: ``SO101PickCubeGymEnv``, ...) and id."""
     cls = ENV_CLASSES[task.name] = gym_class(task.name)
     globals()[cls.__name__] = cls

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -100,7 +100,8 @@ class SO101GymEnv(MujocoGymEnv):
     """
 
     metadata = {"render_modes": list(RENDER_MODES), "render_fps": 10}
-    _default_camera: ClassVar[str | int] = CAMERA
+    _default_camera: str | int = CAMERA
+    _state: State  # the functional env's current state (:meth:`_set_state`)
 
     def __init__(self, xml_path: str | Path | None = None, seed: int = 0, control_dt: float = 0.02,
                  physics_dt: float = 0.002,
@@ -112,7 +113,7 @@ class SO101GymEnv(MujocoGymEnv):
         self._setup(ArmOnly, xml_path, seed, render_spec, render_mode, image_obs, home_position,
                     cartesian_bounds, config)
         spec = self._render_specs
-        base = {"agent_pos": spaces.Dict({
+        base: dict[str, spaces.Space] = {"agent_pos": spaces.Dict({
             "tcp_pose": spaces.Box(-np.inf, np.inf, shape=(7,), dtype=np.float32),
             "tcp_vel": spaces.Box(-np.inf, np.inf, shape=(6,), dtype=np.float32),
             "gripper_pose": spaces.Box(-1, 1, shape=(1,), dtype=np.float32),
@@ -135,6 +136,7 @@ class SO101GymEnv(MujocoGymEnv):
         self._compiled = compiled(task, xml_path, config)
         self.env = self._compiled.env
         cfg = self.env.config
+        assert cfg.control_dt is not None and cfg.physics_dt is not None  # the config's validation fills them
         super().__init__(xml_path, seed, cfg.control_dt, cfg.physics_dt, render_spec,
                          model=copy.copy(self.env.mj_model))
         self.render_mode, self.image_obs = render_mode, image_obs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import cast
 
 import gymnasium
 import numpy as np
@@ -15,12 +16,14 @@ from so101_mjx.robot import gripper
 
 def normalized_to_ctrl(norm: float | np.ndarray, ctrlrange) -> np.ndarray:
     """Jaw command in [0, 1] (0 closed, 1 open; clipped) -> gripper ctrl [rad]: ``lo + n·(hi − lo)``."""
-    return gripper.open_fraction_to_ctrl(np.asarray(norm), np.asarray(ctrlrange))
+    ctrl = gripper.open_fraction_to_ctrl(np.asarray(norm), np.asarray(ctrlrange))
+    return cast(np.ndarray, ctrl)  # numpy in: numpy out
 
 
 def ctrl_to_normalized(ctrl: float | np.ndarray, ctrlrange) -> np.ndarray:
     """Gripper ctrl or jaw angle [rad] -> open fraction ``(ctrl − lo) / (hi − lo)``, NOT clipped (as the reference)."""
-    return gripper.ctrl_to_open_fraction(np.asarray(ctrl), np.asarray(ctrlrange), clip=False)
+    frac = gripper.ctrl_to_open_fraction(np.asarray(ctrl), np.asarray(ctrlrange), clip=False)
+    return cast(np.ndarray, frac)  # numpy in: numpy out
 
 
 class SevenDofToFourDofAdapter(gymnasium.ActionWrapper):

@@ -23,7 +23,7 @@ are ``(..., 6)`` in :data:`MOTORS` order.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import overload
 
 import jax.numpy as jnp
 import numpy as np
@@ -36,7 +36,6 @@ FEATURE_NAMES = tuple(f"{motor}.pos" for motor in MOTORS)  # a follower's action
 JOINT_UNITS = ("degrees", "range_m100_100")  # the arm motors' unit conventions (the gripper's is 0..100)
 GRIPPER_SPAN = 100.0  # the gripper's RANGE_0_100
 RAD_COUNTS = COUNTS_PER_TURN / (2 * np.pi)  # raw encoder counts per radian
-ArrayT = TypeVar("ArrayT", Array, np.ndarray)  # a JAX or a numpy array, and the same kind back
 
 
 def _gain_offset(ranges: np.ndarray, units: str,
@@ -80,7 +79,12 @@ def _calibrated(units: str, calibration: Calibration) -> tuple[np.ndarray, np.nd
     return per_count * RAD_COUNTS, per_count * np.asarray(calibration.zero_counts, np.float64) + at_zero
 
 
-def to_motor(q: Array, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> Array:
+@overload
+def to_motor(q: np.ndarray, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> np.ndarray: ...
+@overload
+def to_motor(q: Array, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> Array: ...
+def to_motor(q: np.ndarray | Array, ranges: np.ndarray, units: str,
+             calibration: Calibration | None = None) -> np.ndarray | Array:
     """Joint angles (..., 6) rad -> motor values (..., 6) in ``units`` (the gripper in 0..100), under a
     follower's ``calibration`` when given (else ``ranges`` stand for it); a numpy array stays one (host
     code keeps float64 whatever JAX's precision)."""
@@ -90,7 +94,13 @@ def to_motor(q: Array, ranges: np.ndarray, units: str, calibration: Calibration 
     return q * jnp.asarray(gain, q.dtype) + jnp.asarray(offset, q.dtype)
 
 
-def from_motor(value: ArrayT, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> ArrayT:
+@overload
+def from_motor(value: np.ndarray, ranges: np.ndarray, units: str,
+               calibration: Calibration | None = None) -> np.ndarray: ...
+@overload
+def from_motor(value: Array, ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> Array: ...
+def from_motor(value: np.ndarray | Array, ranges: np.ndarray, units: str,
+               calibration: Calibration | None = None) -> np.ndarray | Array:
     """Motor values (..., 6) in ``units`` -> joint angles (..., 6) rad (the inverse of :func:`to_motor`;
     numpy stays numpy)."""
     gain, offset = _gain_offset(ranges, units, calibration)
