@@ -45,7 +45,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def _check(condition: bool, what: str) -> None:
+def _check(condition: bool | np.bool_, what: str) -> None:
     if not condition:
         raise InputError(f"the chain is not SO-101-shaped for closed-form IK: {what}")
 

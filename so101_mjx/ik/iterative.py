@@ -28,6 +28,8 @@ failures (``success=False``) and returns the seed.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import mujoco
@@ -150,21 +152,23 @@ def _spd_solve(a: Array, b: Array) -> Array:
     fraction of a batched LAPACK call for the 5x5 LM systems.
     """
     n = a.shape[-1]
-    low = [[None] * n for _ in range(n)]
+    low: list[list[Any]] = [[None] * n for _ in range(n)]
     for j in range(n):
         low[j][j] = jnp.sqrt(a[..., j, j] - sum(low[j][k] ** 2 for k in range(j)))
         for i in range(j + 1, n):
             low[i][j] = (a[..., i, j] - sum(low[i][k] * low[j][k] for k in range(j))) / low[j][j]
-    y = []
+    y: list[Array] = []
     for i in range(n):
         y.append((b[..., i] - sum(low[i][k] * y[k] for k in range(i))) / low[i][i])
-    x = [None] * n
+    x: list[Any] = [None] * n
     for i in reversed(range(n)):
         x[i] = (y[i] - sum(low[k][i] * x[k] for k in range(i + 1, n))) / low[i][i]
     return jnp.stack(x, -1)
 
 
-def _prepare(kin: Kinematics, q, target, approach_dir, lower, upper, target_rotation=None) -> tuple[Array, ...]:
+def _prepare(
+    kin: Kinematics, q, target, approach_dir, lower, upper, target_rotation=None
+) -> tuple[Array, Array, Array, Array | None, Array, Array, Array]:
     """Cast to one floating dtype, broadcast ``q`` to the problems' batch shape and replace a
     non-finite target, direction or target rotation by a harmless one (zeros; identity).
 

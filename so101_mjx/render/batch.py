@@ -274,8 +274,7 @@ class BatchRenderer:
         ``params``: per-world model arrays (B, *shape) by MjModel field name (e.g. a randomized ``geom_size``)."""
         qpos = np.asarray(qpos, np.float64).reshape(-1, self.model.nq)
         n = len(qpos)
-        if self.markers:
-            marker_pos = np.asarray(marker_pos, np.float64).reshape(n, len(self.markers), 3)
+        marks = np.asarray(marker_pos, np.float64).reshape(n, len(self.markers), 3) if self.markers else None
         params = {k: np.asarray(v).reshape(n, *getattr(self.model, k).shape) for k, v in (params or {}).items()}
         out = np.empty((n, self.height, self.width, 3), np.uint8)
         spans = [(c[0], c[-1] + 1) for c in np.array_split(np.arange(n), self.workers) if len(c)]
@@ -283,7 +282,7 @@ class BatchRenderer:
             try:
                 workers = self._started()
                 for worker, (a, b) in zip(workers, spans):
-                    worker.send((qpos[a:b], marker_pos[a:b] if self.markers else None,
+                    worker.send((qpos[a:b], None if marks is None else marks[a:b],
                                  {k: v[a:b] for k, v in params.items()}))
                 for worker, (a, b) in zip(workers, spans):
                     worker.reply()
@@ -299,7 +298,8 @@ class BatchRenderer:
         ``marker_pos`` (..., len(markers), 3), ``params`` (..., *shape) -> (..., H, W, 3) uint8."""
         batch = qpos.shape[:-1]
         out = jax.ShapeDtypeStruct((*batch, self.height, self.width, 3), jnp.uint8)
-        names = tuple(sorted(params or {}))
+        params = params or {}
+        names = tuple(sorted(params))
         marker_pos = jnp.zeros((*batch, 0, 3), qpos.dtype) if marker_pos is None else marker_pos
 
         def host(q, m, *values):

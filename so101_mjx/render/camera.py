@@ -141,10 +141,13 @@ class CameraSpec:
     def intrinsics(self, width: int, height: int) -> tuple[float, float, float, float]:
         """``(fx, fy, cx, cy)`` px of the image resized to ``width`` x ``height`` (each axis scaled alone)."""
         if self.camera_matrix is None and self.image_width is None:
+            assert self.fovy is not None  # checked: exactly one of camera_matrix and fovy
             fy = height / 2 / math.tan(math.radians(self.fovy) / 2)
             return fy, fy, (width - 1) / 2, (height - 1) / 2
         w0, h0 = self.image_width, self.image_height
+        assert w0 is not None and h0 is not None  # checked: set together, and required with camera_matrix
         if self.camera_matrix is None:
+            assert self.fovy is not None  # checked: exactly one of camera_matrix and fovy
             f = h0 / 2 / math.tan(math.radians(self.fovy) / 2)
             fx, fy, cx, cy = f, f, (w0 - 1) / 2, (h0 - 1) / 2
         else:
@@ -237,7 +240,7 @@ def capture_size(option: Any) -> dict[str, int]:
     """A real camera's capture ``{"width", "height"}`` (px): its camera option's calibrated resolution, else 640 x
     480."""
     spec = parse(option) if option is not None else None
-    if spec is not None and spec.image_width is not None:
+    if spec is not None and spec.image_width is not None and spec.image_height is not None:  # set together
         return {"width": spec.image_width, "height": spec.image_height}
     return {"width": 640, "height": 480}
 

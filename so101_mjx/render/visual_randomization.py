@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -182,7 +183,8 @@ def apply_image(frames: Array, draw: dict[str, Array] | None, salt: Array | int 
         pad = [(0, 0)] * x.ndim
         pad[axis] = (BLUR_TAPS, BLUR_TAPS)
         padded, n = jnp.pad(x, pad, mode="edge"), x.shape[axis]
-        x = sum(w * jax.lax.slice_in_dim(padded, i, i + n, axis=axis) for i, w in enumerate(taps))
+        # an Array: taps is not empty (sum's 0 start never returned)
+        x = cast(Array, sum(w * jax.lax.slice_in_dim(padded, i, i + n, axis=axis) for i, w in enumerate(taps)))
     key = jax.random.fold_in(jnp.asarray(draw["image_key"], jnp.uint32), jnp.asarray(salt, jnp.uint32))
     x = x + 255.0 * draw["image_noise"].astype(jnp.float32) * jax.random.normal(key, x.shape, jnp.float32)
     return jnp.clip(jnp.round(x), 0, 255).astype(jnp.uint8)

@@ -156,10 +156,10 @@ class WarpBatchRenderer:
     def render(self, qpos: np.ndarray, marker_pos: np.ndarray | None = None,
                params: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """:meth:`jax_render` of a host batch: ``qpos`` (B, nq) -> (B, H, W, 3) uint8 numpy."""
-        qpos = jnp.asarray(np.asarray(qpos, np.float32).reshape(-1, self.model.nq))
-        params = {k: jnp.asarray(v) for k, v in (params or {}).items()}
-        marker_pos = None if marker_pos is None else jnp.asarray(marker_pos, jnp.float32)
-        return np.asarray(self.jax_render(qpos, marker_pos, params))
+        q = jnp.asarray(np.asarray(qpos, np.float32).reshape(-1, self.model.nq))
+        values = {k: jnp.asarray(v) for k, v in (params or {}).items()}
+        markers = None if marker_pos is None else jnp.asarray(marker_pos, jnp.float32)
+        return np.asarray(self.jax_render(q, markers, values))
 
     def close(self) -> None:
         """Drop the render contexts (their device buffers go with them)."""

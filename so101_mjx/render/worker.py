@@ -45,6 +45,7 @@ def draw(model: mujoco.MjModel, data: mujoco.MjData, renderer: mujoco.Renderer, 
     """
     for i in range(len(qpos)):
         if sites:
+            assert marker_pos is not None  # sites come with their marker positions
             model.site_pos[sites] = marker_pos[i]
         for name, value in (params or {}).items():
             getattr(model, name)[...] = value[i]
@@ -96,7 +97,8 @@ def serve(conn: Connection) -> None:
                 conn.send(("error", traceback.format_exc()))
                 continue
             conn.send(("frames", ""))
-            conn.send_bytes(out.reshape(-1))  # 1-D: Connection sizes a buffer by len()
+            # 1-D: Connection sizes a buffer by len(); ignore: numpy 2.4's stubs: __buffer__ only for Python >= 3.12
+            conn.send_bytes(out.reshape(-1))  # type: ignore[arg-type, unused-ignore]
     except EOFError:
         pass
     finally:

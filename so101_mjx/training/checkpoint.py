@@ -198,8 +198,8 @@ def _params_template(run: dict[str, Any]) -> tuple[Any, Any, Any]:
 def _save_tree(file: Path, tree: Any) -> None:
     """The leaves of ``tree`` as an ``.npz``, named by their key paths."""
     leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    with atomic_path(file) as tmp, open(tmp, "wb") as file:
-        np.savez(file, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})  # type: ignore[arg-type]  # numpy's stub: **arrays could name allow_pickle
+    with atomic_path(file) as tmp, open(tmp, "wb") as out:
+        np.savez(out, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})  # type: ignore[arg-type]  # numpy's stub: **arrays could name allow_pickle
 
 
 def _check_values(file: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -24,7 +24,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +39,7 @@ from so101_mjx._lock import exclusive
 from so101_mjx.envs import SO101Env
 from so101_mjx.errors import InputError
 from so101_mjx.sim import servo
-from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, PixelStudent, Spec, conv_sides
+from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, Bounds, PixelStudent, Spec, conv_sides
 
 if TYPE_CHECKING:
     from so101_mjx.render.camera import CameraSpec
@@ -72,7 +72,10 @@ def spec_of(env: SO101Env) -> Spec:
     """The student :class:`Spec` of an image env: its cameras and frame size, agent_pos, and in joint mode its action
     bounds."""
     config = env.config
-    bounds = tuple(tuple(map(float, b)) for b in env.arm.action_bounds()) if config.control_mode == "joint" else None
+    bounds: Bounds | None = None
+    if config.control_mode == "joint":
+        low, high = env.arm.action_bounds()
+        bounds = (tuple(map(float, low)), tuple(map(float, high)))
     return Spec(config.image_size, tuple(config.image_cameras), env.agent_pos_size, bounds)
 
 
@@ -238,7 +241,9 @@ def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = 
                  **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in camera_specs.items()}}
                     if camera_specs else {})}
     if servo_model is not None:  # as a dict: the metadata is JSON
-        overrides["servo_model"] = None if servo_model == "off" else dataclasses.asdict(servo.parse(servo_model))
+        # any other string than "off": parse refuses it; a dict: parse returns a ServoModel (never None)
+        parsed = None if servo_model == "off" else servo.parse(cast(dict, servo_model))
+        overrides["servo_model"] = None if parsed is None else dataclasses.asdict(parsed)
     env = policy.make_env("c", **overrides)
     spec = spec_of(env)
     with exclusive(out, "distillation"):  # one writer per out, from the start (a second run is refused at once)

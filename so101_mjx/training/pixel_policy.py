@@ -234,15 +234,16 @@ def check_params(params: dict[str, np.ndarray], source: str | Path, spec: Spec |
     layers = _layers(params, "Conv")
     widths = [k.shape[-1] for k, _ in layers[:len(CONV_KERNELS)]]
     for tower in range(towers):
-        width, side = 3, spec and spec.size
+        width, side = 3, None if spec is None else spec.size
         for (kernel, bias), size, stride, out in zip(layers[tower * len(CONV_KERNELS):], CONV_KERNELS,
                                                      CONV_STRIDES, widths):
             if kernel.shape != (size, size, width, out) or bias.shape != (out,):
                 raise InputError(f"{source}: Conv kernel {kernel.shape} and bias {bias.shape}; expected ({size}, "
                                  f"{size}, {width}, {out}) and ({out},), as the first camera's")
             width, side = out, side and (side - size) // stride + 1
-    _, hidden = _dense(params, source, spec and spec.actions)
-    if spec is not None and (side < 1 or hidden[0].shape[0] != towers * side * side * width + spec.agent_pos):
+    _, hidden = _dense(params, source, None if spec is None else spec.actions)
+    if spec is not None and side is not None and (  # side: spec.size's, so not None with spec
+            side < 1 or hidden[0].shape[0] != towers * side * side * width + spec.agent_pos):
         cams = f"{towers} x " if towers > 1 else ""
         raise InputError(f"{source}: image_size {spec.size} gives {cams}{max(side, 0)}x{max(side, 0)}x{width} "
                          f"conv features + {spec.agent_pos} agent_pos, but the hidden layer takes "

@@ -94,6 +94,7 @@ class Policy:
     @property
     def control_rate(self) -> float:
         """Actions per second (Hz): 1 / the env's ``control_dt``."""
+        assert self.config.control_dt is not None  # the validated config's: its default filled in
         return 1.0 / self.config.control_dt
 
     @property
@@ -138,6 +139,7 @@ class Policy:
             from so101_mjx.training import checkpoint
 
             return checkpoint.inference_fn(self.metadata, self.params)
+        assert self.weights is not None  # a state policy's (load sets them)
         weights, scale, offset = self.weights.weights, jnp.asarray(self.weights.scale), jnp.asarray(self.weights.offset)
         return lambda obs: forward(weights, obs, scale, offset, jnp)
 
@@ -160,6 +162,7 @@ class Policy:
                 tuple(jnp.asarray(f, jnp.uint8) for f in as_frames(frames)), jnp.asarray(agent_pos, jnp.float32)))
         if session is not None:
             return lambda obs: session.run(["actions"], {"obs": np.asarray(obs, np.float32)})[0]
+        assert self.weights is not None  # a state policy's (load sets them)
         return self.weights
 
     def gym_fn(self, obs: dict[str, Any]) -> np.ndarray:
@@ -318,7 +321,8 @@ def _state_onnx(path: Path, model) -> NumpyPolicy:
     names = ["obs_mean", "obs_std", "action_scale", "action_offset",
              *(f"{k}_{i}" for i in range(n) for k in ("kernel", "bias"))]
     missing = [name for name in names if name not in inits]
-    network = meta.get("network") if isinstance(meta.get("network"), dict) else {}
+    network = meta.get("network")
+    network = network if isinstance(network, dict) else {}
     activation = ({"Mul": "swish", "Relu": "relu", "Tanh": "tanh"}.get(hidden, hidden) if hidden
                   else network.get("activation"))
     if missing or not isinstance(activation, str):

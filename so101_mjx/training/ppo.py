@@ -97,7 +97,7 @@ def demo_starts(env, preset: presets.TrainingPreset, seed: int) -> dict[str, Any
 
     start = time.perf_counter()
     bank = scripted_bank(env, jax.random.fold_in(jax.random.PRNGKey(seed), 0xDE70), preset.demo_start_episodes)
-    print(f"demo starts: p={preset.demo_start_prob}, {bank.obs.shape[0]} states from {preset.demo_start_episodes} "
+    print(f"demo starts: p={preset.demo_start_prob}, {bank.done.shape[0]} states from {preset.demo_start_episodes} "
           f"scripted episodes ({time.perf_counter() - start:.0f} s)", flush=True)
     return {"starts": bank, "start_prob": preset.demo_start_prob}
 
@@ -112,12 +112,14 @@ def _loop(preset: presets.TrainingPreset, run: dict[str, Any]) -> tuple[Any, dic
     if preset.algo == "sac":
         from so101_mjx.training import sac_loop
 
+        assert isinstance(preset, presets.SacPreset)  # the preset class of algo "sac"
         if jax.process_count() > 1:
             raise InputError(f"SAC trains in one process, not {jax.process_count()}")
         sac_loop.check_memory(preset.max_replay_size or preset.num_timesteps, run["obs_size"], run["action_size"])
         return sac_loop, {"network_factory": networks.sac_network_factory(**run["network"])}
     from so101_mjx.training import ppo_loop
 
+    assert isinstance(preset, presets.Preset)  # the preset class of algo "ppo"
     ppo_loop.check_sizes(preset.num_timesteps, preset.num_envs, preset.batch_size, preset.num_minibatches,
                          jax.device_count())
     return ppo_loop, {"network_factory": networks.network_factory(**run["network"]), "use_pmap_on_reset": False}
@@ -130,7 +132,7 @@ class _Writer:
 
     def __init__(self, out: Path, run: dict[str, Any], total_steps: int, step: int, primary: bool):
         self.out, self.run, self.total_steps, self.step, self.primary = out, run, total_steps, step, primary
-        self.recorder = None
+        self.recorder: Recorder | None = None
 
     def begin(self) -> None:
         if self.primary and self.recorder is None:
@@ -169,6 +171,7 @@ def train(
         rows = read_csv(out / CSV_FILE)
         if step >= preset.total_steps and rows and rows[-1]["step"] == step:
             print(f"{out}: already trained {step:,} of {preset.total_steps:,} steps")
+            assert restore is not None  # step >= total_steps >= 1: read from a checkpoint
             return restore, {}
         writer = _Writer(out, run, preset.total_steps, step, primary)
         if restore is None:
@@ -199,6 +202,7 @@ def train(
             )
         if not primary:
             return out, metrics
+        assert writer.recorder is not None  # the primary's: begin() (or restore()) made it
         png = writer.recorder.close(f"{env_name} ({preset_name}, seed {seed})")
         print(f"metrics: {out / CSV_FILE}  curve: {png}  TensorBoard: {out / 'tb'}")
         return checkpoint.resolve(out), metrics

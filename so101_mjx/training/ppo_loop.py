@@ -126,8 +126,8 @@ class LoopState:
 
     training: TrainingState
     env: Any
-    key: np.ndarray
-    eval_key: np.ndarray
+    key: Array | np.ndarray  # device arrays in the loop, host arrays as checkpoint_fn and restore see them
+    eval_key: Array | np.ndarray
 
 
 def training_epoch_fn(env: Any, make_policy: Callable, update_fn: Callable, sizes: Sizes,
@@ -289,9 +289,9 @@ def _learner(ppo_network: Any, learning_rate: float, max_grad_norm: float | None
     return optimizer, gradients.gradient_update_fn(loss_fn, optimizer, pmap_axis_name=AXIS, has_aux=True)
 
 
-def _epochs(epoch: Callable, evaluator: acting.Evaluator, training_state: TrainingState, env_state: Any, key: Array,
-            total_steps: int, num_devices: int, first_eval: bool, progress_fn: Callable, checkpoint_fn: Callable,
-            ) -> tuple[TrainingState, dict[str, Any]]:
+def _epochs(epoch: Callable, evaluator: acting.Evaluator, training_state: TrainingState, env_state: Any,
+            key: Array | np.ndarray, total_steps: int, num_devices: int, first_eval: bool, progress_fn: Callable,
+            checkpoint_fn: Callable) -> tuple[TrainingState, dict[str, Any]]:
     """Epochs from the current step to ``total_steps``; after each, a checkpoint and an eval (process 0
     only; every process takes part in gathering the env states). ``first_eval``: evaluate once before the first
     epoch."""
@@ -358,6 +358,8 @@ def train(
 
     # Keys as ppo.train splits them, but for the process index Brax folds in: every process folds in
     # process 0's and takes its devices' rows of each split (see the module docstring).
+    local_key: Array | np.ndarray  # a restored state's: host arrays
+    eval_key: Array | np.ndarray
     global_key, local_key = jax.random.split(jax.random.PRNGKey(seed))
     local_key = jax.random.fold_in(local_key, 0)
     local_key, key_env, eval_key = jax.random.split(local_key, 3)

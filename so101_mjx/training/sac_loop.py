@@ -59,8 +59,8 @@ class LoopState:
     training: TrainingState
     env: Any
     buffer: Any
-    key: np.ndarray
-    eval_key: np.ndarray
+    key: Array | np.ndarray  # device arrays in the loop, host arrays as checkpoint_fn and restore see them
+    eval_key: Array | np.ndarray
 
 
 def buffer_bytes(rows: int, obs_size: int, action_size: int) -> int:

@@ -80,7 +80,9 @@ class PitchedSolver(SO101Solver):
         self.pitch = pitch
         self._geometry_for: bytes | None = None
 
-    def _targets(self, target, qpos_seed, pitch) -> tuple[Array, bool, Array, Array]:
+    def _targets(
+        self, target, qpos_seed, pitch
+    ) -> tuple[Array | np.ndarray, bool, Array | np.ndarray, Array | np.ndarray]:
         """``get_ik``'s arguments, checked: ``(target, pose, seed, pitch)``, all of the target's floating dtype.
 
         ``target`` (..., 3) or (..., 4, 4) (``pose``); ``qpos_seed`` (..., n), default :meth:`get_default_qpos_seed`;

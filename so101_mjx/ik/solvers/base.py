@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import TYPE_CHECKING, Any
 
 import jax
 import jax.numpy as jnp
@@ -76,6 +77,12 @@ class BaseSolver:
         """Whether ``get_ik(return_all_solutions=True)`` candidates support continuous path selection
         (False here; solvers with consistent candidate branches override it)."""
         return False
+
+    if TYPE_CHECKING:  # provided by the solver class (declared for the checker only: no method shadowed at run time)
+
+        def get_fk(self, qpos: Any) -> Array: ...
+
+        def get_ik(self, *args: Any, **kwargs: Any) -> Any: ...
 
     def get_fk_batch(self, qpos) -> Array:
         """TCP poses (..., 4, 4) in the chain root's frame for joints ``qpos`` (..., dof), any leading axes."""

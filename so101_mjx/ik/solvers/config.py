@@ -17,7 +17,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -37,8 +37,8 @@ def check_tcp(value, name: str = "tcp") -> np.ndarray:
     ok = t.shape == (4, 4) and bool(np.all(np.isfinite(t)))
     if ok:
         rot = t[:3, :3]
-        ok = (np.all(np.abs(rot.T @ rot - np.eye(3)) <= _SE3_ATOL) and abs(np.linalg.det(rot) - 1) <= _SE3_ATOL
-              and np.all(np.abs(t[3] - [0, 0, 0, 1]) <= _SE3_ATOL))
+        ok = bool(np.all(np.abs(rot.T @ rot - np.eye(3)) <= _SE3_ATOL) and abs(np.linalg.det(rot) - 1) <= _SE3_ATOL
+                  and np.all(np.abs(t[3] - [0, 0, 0, 1]) <= _SE3_ATOL))
     if not ok:
         raise InputError(f"{name} must be a finite (4, 4) SE(3) transform (orthonormal rotation, det +1, last row "
                          f"[0, 0, 0, 1]), got shape {t.shape}: {t.tolist() if t.size <= 16 else '...'}")
@@ -229,7 +229,9 @@ class RobotCfg:
             if not isinstance(self.control_parts, Mapping):
                 raise InputError(f"control_parts must be None or a dict {{part: joint names}}, got "
                                  f"{self.control_parts!r}")
-            self.control_parts = {str(p): _names(j, f"control_parts[{p!r}]") for p, j in self.control_parts.items()}
+            # a None entry is kept, as before (part_cfg's list() refuses it)
+            self.control_parts = {str(p): cast(list[str], _names(j, f"control_parts[{p!r}]"))
+                                  for p, j in self.control_parts.items()}
             unknown = sorted(set(self.solver_cfg) - set(self.control_parts))
             if unknown:
                 raise InputError(f"solver_cfg parts {unknown} are not control parts; control_parts: "

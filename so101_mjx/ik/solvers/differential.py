@@ -105,7 +105,8 @@ class DifferentialSolverCfg(ChainCfg):
         return dict(pos_eps=self.pos_eps, rot_eps=self.rot_eps, iterations=self.max_iterations, seed_selection=False,
                     approach_axis=None if self.is_only_position_constraint else ik.APPROACH_AXIS)
 
-    def init_solver(self, num_envs: int = 1, device=None, **kwargs) -> DifferentialSolver:
+    # the seed's signature, num_envs first: a positional device would be num_envs here
+    def init_solver(self, num_envs: int = 1, device=None, **kwargs) -> DifferentialSolver:  # type: ignore[override]
         """A :class:`DifferentialSolver` for ``num_envs`` environments on ``device`` (default the CPU)."""
         return DifferentialSolver(self, num_envs=num_envs, device="cpu" if device is None else device, **kwargs)
 
@@ -253,9 +254,14 @@ class DifferentialSolver(CfgSolver):
         self._command = cmd
         pos = None if ee_pos is None else jnp.broadcast_to(jnp.asarray(ee_pos, cmd.dtype), (cmd.shape[0], 3))
         quat = None if ee_quat is None else jnp.broadcast_to(jnp.asarray(ee_quat, cmd.dtype), (cmd.shape[0], 4))
-        if position:
-            self.ee_pos_des, self.ee_quat_des = (pos + cmd if relative else cmd), quat
+        if position and relative:
+            assert pos is not None and quat is not None  # both in `need`, checked above
+            self.ee_pos_des, self.ee_quat_des = pos + cmd, quat
+        elif position:
+            assert quat is not None  # in `need`, checked above
+            self.ee_pos_des, self.ee_quat_des = cmd, quat
         elif relative:
+            assert pos is not None and quat is not None  # both in `need`, checked above
             self.ee_pos_des, self.ee_quat_des = P.apply_delta_pose(pos, quat, cmd)
         else:
             self.ee_pos_des, self.ee_quat_des = cmd[:, :3], cmd[:, 3:7]

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 import flax.linen as nn
 import jax
@@ -108,7 +108,8 @@ class SeedNet:
         polar = [radius / self.scale[0].astype(dt), jnp.cos(azimuth), jnp.sin(azimuth), jnp.cos(pitch), jnp.sin(pitch)]
         x = jnp.concatenate([(pos - self.center.astype(dt)) / self.scale.astype(dt), jnp.stack(polar, -1)], -1)
         params = jax.tree.map(lambda p: p.astype(dt), self.params)
-        raw = _MLP(self.hidden, 5 * self.heads).apply(params, x).reshape(*x.shape[:-1], self.heads, 5)
+        out = cast(Array, _MLP(self.hidden, 5 * self.heads).apply(params, x))  # no mutable collections: the output
+        raw = out.reshape(*x.shape[:-1], self.heads, 5)
         lo, hi = self.lower.astype(dt), self.upper.astype(dt)
         return 0.5 * (lo + hi) + 0.5 * (hi - lo) * jnp.tanh(raw)
 
@@ -219,7 +220,8 @@ def load(path: str | os.PathLike) -> SeedNet:
     expected = jax.eval_shape(
         lambda: _MLP(net.hidden, 5 * net.heads).init(jax.random.PRNGKey(0), jnp.zeros((1, FEATURES))))
     got = jax.tree.map(lambda p: jax.ShapeDtypeStruct(p.shape, jnp.float32), params)
-    if jax.tree.structure(got) != jax.tree.structure(expected) or any(
+    # jax annotates tree.structure with PyTreeDef, a variable alias mypy cannot resolve
+    if jax.tree.structure(got) != jax.tree.structure(expected) or any(  # type: ignore[operator]
             a.shape != b.shape for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected))):
         raise InputError(f"{os.fspath(path)!r}: params do not match hidden={net.hidden}, heads={net.heads}")
     return net

@@ -12,6 +12,8 @@ Importing this module needs the ``pink`` extra (``pip install "so101-mjx[pink]"`
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from so101_mjx.errors import InputError
@@ -19,9 +21,10 @@ from so101_mjx.ik.solvers.pinocchio_solver import import_optional
 
 pin = import_optional("pinocchio", "pink", "NullSpacePostureTask")
 _tasks = import_optional("pink.tasks", "pink", "NullSpacePostureTask")
+_Task: Any = _tasks.Task  # a base class from a module imported at run time (an optional extra)
 
 
-class NullSpacePostureTask(_tasks.Task):
+class NullSpacePostureTask(_Task):
     """Posture task projected into the null space of ``controlled_frames``' Jacobians.
 
     Args:
@@ -93,4 +96,5 @@ class NullSpacePostureTask(_tasks.Task):
             rows = slice(0, 3) if self.position_only else slice(None)
             jac = np.concatenate([configuration.get_frame_jacobian(f)[rows] for f in self.controlled_frames], 0)
             projector = projector - np.linalg.pinv(jac) @ jac
+        assert self._mask is not None  # set by _map with _model
         return self._mask[:, None] * projector * self._mask[None, :]

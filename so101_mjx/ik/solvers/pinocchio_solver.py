@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import jax.numpy as jnp
 import mujoco
@@ -34,7 +34,9 @@ from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
 from so101_mjx.ik.solvers.chain_config import ChainCfg
 from so101_mjx.ik.solvers.chain_solver import CfgSolver
+from so101_mjx.ik.solvers.multistart import SolveConfig
 from so101_mjx.robot import rotations as R
+from so101_mjx.robot.kinematics import Kinematics
 
 
 def import_optional(module: str, extra: str, who: str):
@@ -162,6 +164,12 @@ class PinocchioSolverCfg(PinocchioIterationCfg):
 
 class PinocchioChain:
     """The Pinocchio model of a :class:`~so101_mjx.ik.solvers.chain_solver.CfgSolver`'s chain (mixin)."""
+
+    # set by the CfgSolver it is mixed into
+    model: mujoco.MjModel | None
+    kin: Kinematics
+    cfg: Any
+    _cfg: SolveConfig
 
     def _init_pinocchio(self, who: str, extra: str) -> None:
         """Set ``pin``, ``pin_model``, ``pin_data``, ``end_frame_id`` and the joint order map."""

@@ -147,6 +147,7 @@ class QposSeedSelSampler(QposSeedSampler):
 
     def _rerank(self, target: Array, cand: Array) -> Array:
         """``cand`` (B, k, dof) ordered by predicted correction toward ``target`` (B, 4, 4)."""
+        assert self.jacobian_fn is not None  # sample() reranks only with a Jacobian
         b, k = cand.shape[:2]
         flat = cand.reshape(b * k, self.dof)
         pose = jnp.asarray(self.fk_fn(flat)).reshape(b, k, 4, 4)

@@ -31,7 +31,9 @@ non-finite one: ``success`` False and the seed returned.
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -155,7 +157,7 @@ class SO101Solver(BaseSolver):
         self._tcp = np.eye(4)
         if tcp is not None:
             self.set_tcp(tcp)
-        self._db = None
+        self._db: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def top_down(cls, model: mujoco.MjModel | None = None, **kwargs) -> SO101Solver:
@@ -199,9 +201,10 @@ class SO101Solver(BaseSolver):
         constrains the approach axis too (``approach_axis`` as set, else the TCP x axis)."""
         try:
             r = checks.real
-            values = dict(pos_eps=r("pos_eps", pos_eps, gt=0), rot_eps=r("rot_eps", rot_eps, gt=0),
-                          iterations=checks.integer("max_iterations", max_iterations, ge=1, le=2**31 - 1),
-                          dt=r("dt", dt, gt=0), damping=max(r("damp", damp, ge=0), DAMP_FLOOR))
+            values: dict[str, Any] = dict(
+                pos_eps=r("pos_eps", pos_eps, gt=0), rot_eps=r("rot_eps", rot_eps, gt=0),
+                iterations=checks.integer("max_iterations", max_iterations, ge=1, le=2**31 - 1),
+                dt=r("dt", dt, gt=0), damping=max(r("damp", damp, ge=0), DAMP_FLOOR))
             samples = self._check_samples(num_samples)
             position_only = self._check_constraint(checks.flag("is_only_position_constraint",
                                                                is_only_position_constraint))
@@ -303,7 +306,8 @@ class SO101Solver(BaseSolver):
         q = self._q(qpos)
         xpos, xrot = self.kin.forward(q)
         s = self.kin.site_id(self._cfg.site)
-        chain, b = [], self.kin.site_body[s]
+        chain: list[int] = []
+        b = self.kin.site_body[s]
         while b >= 0:
             chain.insert(0, b)
             b = self.kin.body_parent[b]
@@ -388,7 +392,7 @@ class SO101Solver(BaseSolver):
         k = self._check_samples(self.num_samples if num_samples is None else num_samples)
         if self.seed_selection:  # the retrieval: each target's distance to every database entry
             checks.fits_memory(f"seed_db_size = {self.seed_db_size} for targets {batch}",
-                               np.prod(batch) * self.seed_db_size * multistart.RETRIEVAL_BYTES, "distances")
+                               math.prod(batch) * self.seed_db_size * multistart.RETRIEVAL_BYTES, "distances")
         db_q, db_key = self._database()
         starts = jnp.asarray(db_q[: k - 1], dt)
         valid, q = solve(
