@@ -58,3 +58,26 @@ def test_without_a_terminal_no_progress(capsys):
     assert cli.main(["eval", str(POLICY), "--episodes", "2"]) == 0
     out = capsys.readouterr()
     assert out.err == "" and "success rate" in out.out  # a log holds the results alone
+
+
+RECORD = ["record", "--env", "SO101Reach-v0", "--episodes", "2", "--num-envs", "2", "--image-size", "16",
+          "--image-quality", "fast"]
+
+
+@pytest.mark.slow
+def test_record_shows_progress_in_a_terminal(tmp_path):
+    out = in_a_terminal([*RECORD, "--out", str(tmp_path / "ds")])
+    assert (out.index("record: compiling 2 worlds of SO101Reach-v0") < out.index("2/2 [")
+            < out.index("kept 2 of 2 episodes"))
+    assert "record: 2/2 episodes" not in out  # the bar, not the log's lines
+
+
+@pytest.mark.slow
+def test_record_without_a_terminal_logs_its_lines_alone(tmp_path, capsys):
+    assert cli.main([*RECORD, "--out", str(tmp_path / "ds")]) == 0
+    out = capsys.readouterr()
+    assert "kept 2 of 2 episodes" in out.out
+    lines = out.err.splitlines()  # a log's lines, as before: one per tenth of the episodes, no phase, no bar
+    assert len(lines) == 2 and all(line.startswith(f"record: {i + 1}/2 episodes ({i + 1} tried), ") for i, line in
+                                   enumerate(lines)), out.err
+
