@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx._files import atomic_write
 from so101_mjx.errors import ParameterError
 from so101_mjx.robot.calibration import Calibration
@@ -106,15 +107,24 @@ def fit_servo_model(path: str, out: str, *, units: str = "degrees", calibration:
     previous = jax.config.jax_enable_x64  # type: ignore[attr-defined, unused-ignore]  # typed from jax 0.12 on
     jax.config.update("jax_enable_x64", True)  # the fit compares positions to a fraction of an encoder count
     try:
+        _progress.phase(f"sysid: reading {path}")
         recording = dataset.read(path, units=units, task=task, calibration=calibration)
         start = time.perf_counter()
-        identified = fit.identify(recording, task=task, backend=backend, population=population, elites=elites,
-                                  iterations=iterations, sweeps=sweeps, polish=polish,
-                                  motors_fitted=motors_fitted, seed=seed,
-                                  progress=lambda stage, c: print(f"{stage}: rms " + " ".join(
-                                      f"{np.sqrt(c[m]):.5f}" for m in motors_fitted) + " rad", flush=True))
+        shown = _progress.bar(iterations + sweeps + polish, "sysid", "round")
+
+        def advanced(stage: str, c: np.ndarray) -> None:
+            _progress.write(f"{stage}: rms " + " ".join(f"{np.sqrt(c[m]):.5f}" for m in motors_fitted) + " rad")
+            shown.update(1)
+
+        try:
+            identified = fit.identify(recording, task=task, backend=backend, population=population, elites=elites,
+                                      iterations=iterations, sweeps=sweeps, polish=polish,
+                                      motors_fitted=motors_fitted, seed=seed, progress=advanced)
+        finally:
+            shown.close()
         seconds = time.perf_counter() - start
         if plot_to:
+            _progress.phase(f"sysid: plotting the fit to {plot_to}")
             plot(plot_to, identified, recording, task, backend)
     finally:
         jax.config.update("jax_enable_x64", previous)
