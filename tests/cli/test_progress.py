@@ -109,3 +109,9 @@ def test_sysid_without_a_terminal_no_progress(excitation_log, tmp_path, capsys):
     out = capsys.readouterr()
     assert out.err == "" and out.out.splitlines()[:4] == [
         line for line in out.out.splitlines() if line.startswith(("search ", "sweep ", "polish "))]
+
+
+@pytest.mark.slow
+def test_bench_names_what_it_times_in_a_terminal():
+    out = in_a_terminal(["bench", "fk", "--batch", "8", "--repeats", "1"])
+    assert out.index("bench fk: MuJoCo C baseline") < out.index("bench fk: batch 8") < out.index("evals/s")
