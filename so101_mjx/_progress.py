@@ -16,7 +16,20 @@ def phase(text: str) -> None:
     """One line on a terminal's stderr saying what a command is doing now (``"eval c: compiling ..."``); nothing
     when stderr is not a terminal."""
     if _terminal():
-        print(text, file=sys.stderr, flush=True)
+        write(text, sys.stderr)
+
+
+def write(text: str, file: Any = None) -> None:
+    """``print(text, file=file or sys.stdout, flush=True)``; on a terminal, above the bars (whole lines, the bars
+    redrawn below)."""
+    out = sys.stdout if file is None else file
+    if not _terminal():
+        print(text, file=out, flush=True)
+        return
+    from tqdm import tqdm
+
+    tqdm.write(text, file=out)
+    out.flush()
 
 
 def bar(total: int, what: str, unit: str) -> Any:

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.dynamics.backend import DynamicsBackend, JaxBackend
 from so101_mjx.dynamics.mujoco_backend import MujocoBackend
@@ -62,9 +63,11 @@ def bench(batch: list[int], repeats: int, samples: int, x64: bool = False) -> No
     check_batches(batch, 49152, "configuration (the Coriolis matrix, the largest quantity, in float64: XLA's buffers)")
     jb, mb = JaxBackend(), MujocoBackend()
     rng = np.random.default_rng(0)
+    _progress.phase(f"bench dynamics: MuJoCo C baseline on {samples} configurations")
     c_rate = mujoco_rates(mb, *sample(jb, mb, samples, rng), repeats)
     rows = []
     for n in batch:
+        _progress.phase(f"bench dynamics: batch {n}")
         rates = jax_rates(jb, sample(jb, mb, n, rng), dtype, repeats)
         rows += [[k, n, rates[k], c_rate[k], rates[k] / c_rate[k], rates[k] / c_rate["M"]] for k in QUANTITIES]
     print(f"JaxBackend on {jax.default_backend()}, {jnp.dtype(dtype).name}; MuJoCo C = MujocoBackend, one "

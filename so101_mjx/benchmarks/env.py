@@ -30,6 +30,7 @@ import numpy as np
 from jax import Array
 from mujoco import batch as mj_batch, rollout
 
+from so101_mjx import _progress
 from so101_mjx.benchmarks import check_batches, compile_cost, interleaved_times, median_time, print_table
 from so101_mjx.envs import make
 from so101_mjx.envs.rollout import check_memory, placement_config
@@ -173,9 +174,13 @@ def bench(name: str, batch: list[int], steps: int, repeats: int, *, backend: str
     check_batches(batch, 8 * env.n_substeps * (state_size + env.mj_model.nsensordata + env.mj_model.nu),
                   "world of the raw mujoco.rollout (float64 states, sensors and ctrl of each substep)")
     ref_config = {**config, "top_down_ik": env.config.top_down_ik, "jaw_pads": env.config.jaw_pads}
+    if reference_env:
+        _progress.phase(f"bench env: {name} reference env")
     ref = reference_rate(name, ref_config) if reference_env else None
-    rows = [row + ([ref, row[2] / ref] if ref else ["n/a", "n/a"])
-            for n in batch for row in batch_rows(envs, n, steps, repeats)]
+    rows: list[list[Any]] = []
+    for n in batch:
+        _progress.phase(f"bench env: batch {n}")
+        rows += [row + ([ref, row[2] / ref] if ref else ["n/a", "n/a"]) for row in batch_rows(envs, n, steps, repeats)]
     cache_dir = jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined, unused-ignore]  # typed in jax 0.12
     print(f"{name}, backend {env.backend}, ik_solver {env.config.ik_solver}, {env.n_substeps} substeps per env step, "
           f"JAX {jax.default_backend()}, "
@@ -188,6 +193,7 @@ def bench(name: str, batch: list[int], steps: int, repeats: int, *, backend: str
         rows,
     )
     if cost_batch:
+        _progress.phase(f"bench env: compiling for XLA's cost analysis, batch {', '.join(map(str, cost_batch))}")
         print(f"\nXLA on {jax.default_backend()}, one jitted vmap(env.step), float32 (compiled on abstract "
               "inputs, not run); flops/bytes: XLA's static count, each loop body (substeps, solver, IK) ONCE; MiB: "
               "buffers of the call")

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.ik import iterative as ik
 from so101_mjx.robot.kinematics import Kinematics
@@ -42,11 +43,13 @@ def bench(batch: list[int], repeats: int, x64: bool = False) -> None:
     kin = Kinematics.from_model(model, ARM_JOINTS)
     lo, hi = ik.joint_limits(model)
     rng = np.random.default_rng(0)
+    _progress.phase("bench fk: MuJoCo C baseline")
     c_rate = mujoco_rate(model, rng.uniform(lo, hi, (2000, len(ARM_JOINTS))), repeats)
 
     fn = jax.jit(lambda q: kin.site_kinematics(q, "gripperframe"))  # pose + Jacobians, one forward pass
     rows = []
     for n in batch:
+        _progress.phase(f"bench fk: batch {n}")
         q = jnp.asarray(rng.uniform(lo, hi, (n, len(ARM_JOINTS))), dtype)
         rate = n / median_time(functools.partial(fn, q), repeats)
         rows.append([n, rate, c_rate, rate / c_rate])

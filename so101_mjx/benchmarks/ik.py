@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.ik import analytic as analytic_ik, iterative as ik
 from so101_mjx.ik.solvers import learned_seeds as neural_ik
@@ -148,6 +149,7 @@ def bench(batch: list[int], repeats: int, reference_targets: int, learned_steps:
     net = learned_net(model, kin, learned, learned_steps, save_learned)
 
     n_ref = min(reference_targets, len(all_targets))
+    _progress.phase(f"bench ik: reference solver on {n_ref} targets")
     ref = reference_rate(home, all_targets[:n_ref], repeats)
     if ref is None:
         print("lerobot_env_so101 is not installed: no reference timing (pip install lerobot-env-so101==0.4.0)")
@@ -159,11 +161,16 @@ def bench(batch: list[int], repeats: int, reference_targets: int, learned_steps:
 
     analytic = SO101AnalyticSolver(model)
     pitches = np.asarray(analytic_ik.pitch_of(analytic._geometry(), jnp.asarray(configurations)))
-    solvers = {
-        "lm": jax_rates(kin, lo, hi, all_targets, batch, dtype, repeats),
-        "analytic": pitched_rates(analytic, all_targets, pitches, batch, dtype, repeats),
-        "learned": pitched_rates(neural_ik.SO101LearnedSolver(net, model), all_targets, pitches, batch, dtype, repeats),
+    timed = {
+        "lm": lambda: jax_rates(kin, lo, hi, all_targets, batch, dtype, repeats),
+        "analytic": lambda: pitched_rates(analytic, all_targets, pitches, batch, dtype, repeats),
+        "learned": lambda: pitched_rates(neural_ik.SO101LearnedSolver(net, model), all_targets, pitches, batch, dtype,
+                                         repeats),
     }
+    solvers = {}
+    for name, rates in timed.items():
+        _progress.phase(f"bench ik: {name} solver, batch {', '.join(map(str, batch))}")
+        solvers[name] = rates()
     rows = [[name, r["batch"], r["solves_per_s"], r["success"], r["err_p50_m"], r["err_p99_m"],
              "-" if ref_rate is None else r["solves_per_s"] / ref_rate]
             for name, results in solvers.items() for r in results]

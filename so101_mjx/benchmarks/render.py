@@ -24,6 +24,7 @@ import jax
 import mujoco
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx.benchmarks import check_batches, interleaved_times, median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
 from so101_mjx.envs import make
@@ -90,11 +91,13 @@ def bench(size: list[int], batch: list[int], quality: str, env_batch: int, repea
     check_batches(batch, 6 * max(size) ** 2, "frame (the renderer's output and the workers' shares)")
     rows = []
     for px in size:
+        _progress.phase(f"bench render: {px} px baseline")
         base = baseline_rate(px, repeats)
         model = pixels.render_model(SCENE, quality)
         renderer = pixels.BatchRenderer(model, px, px, markers=("goal",))
         try:
             for n in batch:
+                _progress.phase(f"bench render: {px} px, batch {n}")
                 rate, single, ratio = batch_rates(renderer, n, repeats)
                 rows.append([px, n, rate, base, rate / base, single, ratio])
         finally:
@@ -107,6 +110,7 @@ def bench(size: list[int], batch: list[int], quality: str, env_batch: int, repea
                  "vs 1 thread"], rows)
     env_rows = []
     for px in size:
+        _progress.phase(f"bench render: {px} px pixel env, {env_batch} worlds")
         env = make("SO101PickPlace-v0", backend="c", image_obs=True, image_size=px, image_quality=quality)
         state_env = make("SO101PickPlace-v0", backend="c")
         pix, _ = env_rate(env, env_batch, 2, repeats)

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx.benchmarks import print_table
 from so101_mjx.envs import make, names
 from so101_mjx.envs.base import SO101Env
@@ -81,7 +82,10 @@ def bench(env: str | None, physics_dt: list[float], episodes: int, seed: int = 0
     """Print :func:`study`'s rows of the task ``env`` (None: every registered task) for the physics steps
     ``physics_dt`` (s; the first is the baseline), ``episodes`` scripted episodes each."""
     tasks = names() if env is None else [env]
-    rows = [row for task in tasks for row in study(task, physics_dt, episodes, seed)]
+    rows = []
+    for task in tasks:
+        _progress.phase(f"bench timestep: {task}, {len(physics_dt)} physics steps x {episodes} episodes")
+        rows += study(task, physics_dt, episodes, seed)
     print(f"physics step study, backend c, {jnp.result_type(float).name}, {episodes} scripted episodes per row; "
           f"deviations against {physics_dt[0] * 1000:g} ms (the same actions, the same resets)")
     print_table(["task", "dt ms", "substeps", "scripted", "arm 1 step rad", "arm episode rad", "objects episode m",

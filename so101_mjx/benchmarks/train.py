@@ -27,6 +27,7 @@ from brax.training import acting
 from brax.training.acme import running_statistics, specs
 from brax.training.agents.ppo import networks as ppo_networks
 
+from so101_mjx import _progress
 from so101_mjx.benchmarks import median_time, print_table
 from so101_mjx.benchmarks.env import env_rate
 from so101_mjx.training import brax_env, networks, ppo_loop, presets
@@ -75,8 +76,11 @@ def bench(env_name: str, preset_name: str, backend: str | None, epochs: int, upd
     env = brax_env.make_env(env_name, preset.env_overrides(), backend)
     wrap: Callable[..., brax_env.BraxAdapter] = functools.partial(
         brax_env.wrap_env_fn, success_bonus=preset.success_bonus, **demo_starts(env, preset, 0))
+    _progress.phase(f"bench train: {env_name} raw env")
     raw, _ = env_rate(env, preset.num_envs, preset.unroll_length, repeats)
+    _progress.phase("bench train: collection")
     collect = collection_rate(wrap(env, episode_length=env.episode_length), preset, repeats)
+    _progress.phase(f"bench train: PPO, {epochs} epochs of {updates_per_epoch} updates")
     rates, first_s = ppo_rates(env, preset, epochs, updates_per_epoch, wrap)
     ppo = statistics.median(rates)
     steps_per_epoch = updates_per_epoch * preset.batch_size * preset.num_minibatches * preset.unroll_length

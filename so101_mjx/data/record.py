@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx import _checks as checks, _schema as schema
+from so101_mjx import _checks as checks, _progress as progress, _schema as schema
 from so101_mjx._interrupts import sigterm_interrupts
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import make, scripted
@@ -342,13 +342,18 @@ def record(
             return {PROVENANCE: json.dumps({"runs": [*runs, this]}, indent=1, default=str)}
 
         start = time.perf_counter()
+        progress.phase(f"record: compiling {worlds} worlds of {name} on {jax_env.backend}"
+                       + (f", {len(cameras)} camera(s) at {image_size} px" if image_size else ""))
+        shown = progress.bar(episodes, "record", "episode")
         try:
             with sigterm_interrupts():  # SIGTERM as Ctrl-C: the pending episodes are committed
                 while counts["kept"] < episodes and counts["tried"] < max_tries:
                     _record_batch(jax_env, fns, renderer, writer, name, only_success, episodes, max_tries, counts,
-                                  start, jnp.asarray(offset + counts["tried"] + np.arange(worlds), jnp.uint32), base)
+                                  start, jnp.asarray(offset + counts["tried"] + np.arange(worlds), jnp.uint32), base,
+                                  shown)
                     writer.commit(provenance_file())
         finally:  # an interrupted recording keeps every complete episode: the pending ones are committed
+            shown.close()
             try:
                 writer.close(provenance_file())
             finally:
@@ -360,8 +365,10 @@ def record(
 
 
 def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: str, only_success: bool, episodes: int,
-                  max_tries: int, counts: dict[str, int], start: float, ids: jax.Array, base: jax.Array) -> None:
-    """One batch of worlds (attempts ``ids``) run, their kept episodes added to ``writer`` (not committed)."""
+                  max_tries: int, counts: dict[str, int], start: float, ids: jax.Array, base: jax.Array,
+                  shown: Any) -> None:
+    """One batch of worlds (attempts ``ids``) run, their kept episodes added to ``writer`` (not committed) and
+    counted on ``shown`` (:func:`so101_mjx._progress.bar`)."""
     traj = run_worlds(env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
     visual_base = jax.random.fold_in(base, VISUAL_STREAM)
     for w in range(len(ids)):
@@ -377,7 +384,7 @@ def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: st
         counts["tried"] += 1
         counts["successes"] += success
         if keep:
-            _progress(counts["kept"], episodes, counts["tried"], counts["frames"], time.perf_counter() - start)
+            _report(shown, counts["kept"], episodes, counts["tried"], counts["frames"], time.perf_counter() - start)
 
 
 def _repair(out: Path, shown: int = 20) -> None:
@@ -393,10 +400,14 @@ def _repair(out: Path, shown: int = 20) -> None:
           file=sys.stderr)
 
 
-def _progress(kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:
-    """One stderr line, rewritten in place on a terminal (elsewhere: every tenth of the episodes)."""
-    tty = sys.stderr.isatty()
-    if not tty and kept % max(episodes // 10, 1) and kept != episodes:
+def _report(shown: Any, kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:
+    """On a terminal, the bar ``shown`` advanced to ``kept`` episodes; elsewhere one stderr line every tenth of the
+    episodes."""
+    if not shown.disable:
+        shown.set_postfix_str(f"{tried} tried, {frames:,} frames, {frames / seconds:,.1f} frames/s", refresh=False)
+        shown.update(kept - shown.n)
+        return
+    if kept % max(episodes // 10, 1) and kept != episodes:
         return
     print(f"record: {kept}/{episodes} episodes ({tried} tried), {frames:,} frames, {frames / seconds:,.1f} frames/s",
-          end="\r" if tty and kept < episodes else "\n", file=sys.stderr, flush=True)
+          file=sys.stderr, flush=True)

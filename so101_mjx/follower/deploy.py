@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx._interrupts import as_interrupt, shielded, sigterm_interrupts, stop_name
 from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
@@ -282,6 +283,7 @@ def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log:
     frames: list[tuple] = []  # one append per action: an interrupt never splits a frame
     tick, in_time, ended = time.monotonic(), True, False
     p.reset()
+    shown = _progress.bar(steps, "deploy", "action")  # on a terminal: the episode's actions
     try:
         for _ in range(steps):
             robot_obs = robot.get_observation()
@@ -291,6 +293,7 @@ def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log:
             sent = goal if dry_run else robot.send_action(goal)
             log.clamped += int(any(abs(sent[k] - goal[k]) > 1e-9 for k in FEATURE_KEYS))
             frames.append((obs["motors"], [sent[k] for k in FEATURE_KEYS], env_state))
+            shown.update(1)
             if sim is not None and sim.terminated and p.task_policy:
                 ended = True
                 break
@@ -301,6 +304,7 @@ def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log:
                 in_time = False
                 break
     finally:
+        shown.close()
         success = bool(sim.info.get("succeed", False)) if sim is not None else False
         log.add(frames, success, cut_short=not ended and len(frames) < steps)
     return in_time

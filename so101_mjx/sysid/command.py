@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from so101_mjx import _progress
 from so101_mjx._files import atomic_write
 from so101_mjx._precision import x64
 from so101_mjx.errors import ParameterError
@@ -104,15 +105,24 @@ def fit_servo_model(path: str, out: str, *, units: str = "degrees", calibration:
                 "population": population, "elites": elites, "iterations": iterations, "sweeps": sweeps,
                 "polish": polish, "seed": seed}
     with x64(True):  # the fit compares positions to a fraction of an encoder count
+        _progress.phase(f"sysid: reading {path}")
         recording = dataset.read(path, units=units, task=task, calibration=calibration)
         start = time.perf_counter()
-        identified = fit.identify(recording, task=task, backend=backend, population=population, elites=elites,
-                                  iterations=iterations, sweeps=sweeps, polish=polish,
-                                  motors_fitted=motors_fitted, seed=seed,
-                                  progress=lambda stage, c: print(f"{stage}: rms " + " ".join(
-                                      f"{np.sqrt(c[m]):.5f}" for m in motors_fitted) + " rad", flush=True))
+        shown = _progress.bar(iterations + sweeps + polish, "sysid", "round")
+
+        def advanced(stage: str, c: np.ndarray) -> None:
+            _progress.write(f"{stage}: rms " + " ".join(f"{np.sqrt(c[m]):.5f}" for m in motors_fitted) + " rad")
+            shown.update(1)
+
+        try:
+            identified = fit.identify(recording, task=task, backend=backend, population=population, elites=elites,
+                                      iterations=iterations, sweeps=sweeps, polish=polish,
+                                      motors_fitted=motors_fitted, seed=seed, progress=advanced)
+        finally:
+            shown.close()
         seconds = time.perf_counter() - start
         if plot_to:
+            _progress.phase(f"sysid: plotting the fit to {plot_to}")
             plot(plot_to, identified, recording, task, backend)
     atomic_write(out, json.dumps(identified.servo_model(), indent=2) + "\n")
     atomic_write(report_file, json.dumps(report(identified, recording, settings, seconds), indent=2) + "\n")

@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx import _checks as checks
+from so101_mjx import _checks as checks, _progress
 from so101_mjx.envs import make
 from so101_mjx.errors import InputError
 from so101_mjx.sim import servo
@@ -221,6 +221,9 @@ def identify(recording: Recording, *, task: str = "SO101Reach-v0", backend: str 
     env = replay_env(task, recording.fps, backend)
     check_population(env, population, max(len(c) for c, _ in recording.episodes))
     replay = replayer(env)
+    frames = sum(len(c) for c, _ in recording.episodes)
+    _progress.phase(f"sysid: compiling the replay of {len(recording.episodes)} episode(s), {frames} frames, "
+                    f"{population} candidates at a time")
     fitted = np.isin(np.arange(6), motors_fitted)
     rng = np.random.default_rng(seed)
     settings = {"population": population, "elites": elites, "progress": progress}

@@ -30,6 +30,7 @@ import mujoco
 import numpy as np
 from jax import Array
 
+from so101_mjx import _progress
 from so101_mjx.envs.rollout import check_memory, run_episodes
 from so101_mjx.sim.physics import BACKENDS, make_physics
 from so101_mjx.validation import reference
@@ -207,15 +208,15 @@ def one_step_deviation(env, phys, ctrls: np.ndarray | Array, tolerance: float | 
     }
 
 
-def _progress(msg: str) -> None:
-    print(f"[parity {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+def _log(msg: str) -> None:
+    _progress.write(f"[parity {time.strftime('%H:%M:%S')}] {msg}", sys.stderr)  # above the bar on a terminal
 
 
 def compare_episode(ep: Episode, with_mjx: bool = True) -> dict[str, Any]:
     """All comparisons of one episode against backend ``c``."""
     from so101_mjx.envs import make
 
-    _progress(f"{ep.label}: {len(ep.actions)} steps")
+    _log(f"{ep.label}: {len(ep.actions)} steps")
 
     c_env = make(ep.task, "c", **ep.config)
     c_rec, c_phys = run_functional(c_env, ep.actions)
@@ -239,7 +240,7 @@ def outcome_agreement(n_episodes: int, n_steps: int = AGREEMENT_STEPS, seed: int
     from so101_mjx.envs import make
 
     cfg = {"action_scale": 0.025, "random_block_position": True}
-    _progress(f"scripted pick-and-place closed loop, {n_episodes} seeds, backends c and mjx")
+    _log(f"scripted pick-and-place closed loop, {n_episodes} seeds, backends c and mjx")
     key = jax.random.PRNGKey(seed)
     succ = {b: np.asarray(run_episodes(make("SO101PickPlace-v0", b, **cfg), "scripted", key, n_episodes, n_steps,
                                        stop_when_done=True)["success"])
@@ -286,7 +287,8 @@ def run_all(n_episodes: int, n_steps: int = max(HORIZONS)) -> dict[str, Any]:
     env = make("SO101PickPlace-v0", "c")
     check_memory(env, n_episodes, AGREEMENT_STEPS, False, f"n_episodes {n_episodes}", ("n_episodes",))
     check_memory(env, 1, max(n_steps, AGREEMENT_STEPS), True, f"n_steps {n_steps}", ("n_steps",))
-    episodes = {ep.label: compare_episode(ep) for ep in make_episodes(n_steps)}
+    open_loop = make_episodes(n_steps)
+    episodes = {ep.label: compare_episode(ep) for ep in _progress.each(open_loop, len(open_loop), "parity", "episode")}
     results = {"dtype": str(jnp.result_type(float)), "horizons": [h for h in HORIZONS if h <= n_steps],
                "episodes": episodes}
     if n_episodes:
