@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx import _progress
+from so101_mjx import _precision, _progress
 from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.dynamics.backend import DynamicsBackend, JaxBackend
 from so101_mjx.dynamics.mujoco_backend import MujocoBackend
@@ -57,19 +58,19 @@ def bench(batch: list[int], repeats: int, samples: int, x64: bool = False) -> No
     """Print evaluations/s of each quantity at each of the ``batch`` sizes against MuJoCo C on ``samples``
     configurations (the median of ``repeats`` timed runs), in float64 with ``x64``; ParameterError naming ``batch``
     when the largest would not fit the device."""
-    if x64:
-        jax.config.update("jax_enable_x64", True)
-    dtype = jnp.float64 if x64 else jnp.float32
-    check_batches(batch, 49152, "configuration (the Coriolis matrix, the largest quantity, in float64: XLA's buffers)")
-    jb, mb = JaxBackend(), MujocoBackend()
-    rng = np.random.default_rng(0)
-    _progress.phase(f"bench dynamics: MuJoCo C baseline on {samples} configurations")
-    c_rate = mujoco_rates(mb, *sample(jb, mb, samples, rng), repeats)
-    rows = []
-    for n in batch:
-        _progress.phase(f"bench dynamics: batch {n}")
-        rates = jax_rates(jb, sample(jb, mb, n, rng), dtype, repeats)
-        rows += [[k, n, rates[k], c_rate[k], rates[k] / c_rate[k], rates[k] / c_rate["M"]] for k in QUANTITIES]
-    print(f"JaxBackend on {jax.default_backend()}, {jnp.dtype(dtype).name}; MuJoCo C = MujocoBackend, one "
-          f"configuration per call from Python (mj_makeM+mj_fullM, mj_rne, mj_inverse, mj_forward)")
-    print_table(["quantity", "batch", "evals/s", "mujoco_c/s", "ratio", "vs C mass matrix/s"], rows)
+    with _precision.x64(True) if x64 else contextlib.nullcontext():  # float64 asked for: restored after
+        dtype = jnp.float64 if x64 else jnp.float32
+        check_batches(batch, 49152,
+                      "configuration (the Coriolis matrix, the largest quantity, in float64: XLA's buffers)")
+        jb, mb = JaxBackend(), MujocoBackend()
+        rng = np.random.default_rng(0)
+        _progress.phase(f"bench dynamics: MuJoCo C baseline on {samples} configurations")
+        c_rate = mujoco_rates(mb, *sample(jb, mb, samples, rng), repeats)
+        rows = []
+        for n in batch:
+            _progress.phase(f"bench dynamics: batch {n}")
+            rates = jax_rates(jb, sample(jb, mb, n, rng), dtype, repeats)
+            rows += [[k, n, rates[k], c_rate[k], rates[k] / c_rate[k], rates[k] / c_rate["M"]] for k in QUANTITIES]
+        print(f"JaxBackend on {jax.default_backend()}, {jnp.dtype(dtype).name}; MuJoCo C = MujocoBackend, one "
+              f"configuration per call from Python (mj_makeM+mj_fullM, mj_rne, mj_inverse, mj_forward)")
+        print_table(["quantity", "batch", "evals/s", "mujoco_c/s", "ratio", "vs C mass matrix/s"], rows)

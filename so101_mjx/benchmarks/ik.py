@@ -21,6 +21,7 @@ numpy solver's, timed in the same run on ``--reference-targets`` targets.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from so101_mjx import _progress
+from so101_mjx import _precision, _progress
 from so101_mjx.benchmarks import check_batches, median_time, print_table
 from so101_mjx.ik import analytic as analytic_ik, iterative as ik
 from so101_mjx.ik.solvers import learned_seeds as neural_ik
@@ -135,46 +136,46 @@ def bench(batch: list[int], repeats: int, reference_targets: int, learned_steps:
     solver on ``reference_targets`` targets (medians of ``repeats`` timed runs), in float64 with ``x64``; the
     learned solver's net as in :func:`learned_net`. ParameterError naming ``batch`` when the largest would not fit
     the device."""
-    if x64:
-        jax.config.update("jax_enable_x64", True)
-    dtype = jnp.float64 if x64 else jnp.float32
-    check_batches(batch, 2048,
-                  "target (LM, analytic and learned solves in float64: XLA's buffers, at most about 1200 B)")
-    model = load_model("pick_cube")
-    kin = Kinematics.from_model(model, ARM_JOINTS)
-    lo, hi = ik.joint_limits(model)
-    configurations = random_configurations(lo, hi, max(batch))
-    all_targets = np.asarray(kin.point(configurations, EE_SITE))
-    home = np.zeros(len(ARM_JOINTS))
-    net = learned_net(model, kin, learned, learned_steps, save_learned)
+    with _precision.x64(True) if x64 else contextlib.nullcontext():  # float64 asked for: restored after
+        dtype = jnp.float64 if x64 else jnp.float32
+        check_batches(batch, 2048,
+                      "target (LM, analytic and learned solves in float64: XLA's buffers, at most about 1200 B)")
+        model = load_model("pick_cube")
+        kin = Kinematics.from_model(model, ARM_JOINTS)
+        lo, hi = ik.joint_limits(model)
+        configurations = random_configurations(lo, hi, max(batch))
+        all_targets = np.asarray(kin.point(configurations, EE_SITE))
+        home = np.zeros(len(ARM_JOINTS))
+        net = learned_net(model, kin, learned, learned_steps, save_learned)
 
-    n_ref = min(reference_targets, len(all_targets))
-    _progress.phase(f"bench ik: reference solver on {n_ref} targets")
-    ref = reference_rate(home, all_targets[:n_ref], repeats)
-    if ref is None:
-        print("lerobot_env_so101 is not installed: no reference timing (pip install lerobot-env-so101==0.4.0)")
-        ref_rate = None
-    else:
-        ref_rate, ref_q = ref
-        err = _errors(kin, ref_q, all_targets[:n_ref])
-        print(f"reference numpy LM on {n_ref} targets: {ref_rate:.4g} solves/s, success {np.mean(err < SUCCESS_M):.3f}")
+        n_ref = min(reference_targets, len(all_targets))
+        _progress.phase(f"bench ik: reference solver on {n_ref} targets")
+        ref = reference_rate(home, all_targets[:n_ref], repeats)
+        if ref is None:
+            print("lerobot_env_so101 is not installed: no reference timing (pip install lerobot-env-so101==0.4.0)")
+            ref_rate = None
+        else:
+            ref_rate, ref_q = ref
+            err = _errors(kin, ref_q, all_targets[:n_ref])
+            print(f"reference numpy LM on {n_ref} targets: {ref_rate:.4g} solves/s, "
+                  f"success {np.mean(err < SUCCESS_M):.3f}")
 
-    analytic = SO101AnalyticSolver(model)
-    pitches = np.asarray(analytic_ik.pitch_of(analytic._geometry(), jnp.asarray(configurations)))
-    timed = {
-        "lm": lambda: jax_rates(kin, lo, hi, all_targets, batch, dtype, repeats),
-        "analytic": lambda: pitched_rates(analytic, all_targets, pitches, batch, dtype, repeats),
-        "learned": lambda: pitched_rates(neural_ik.SO101LearnedSolver(net, model), all_targets, pitches, batch, dtype,
-                                         repeats),
-    }
-    solvers = {}
-    for name, rates in timed.items():
-        _progress.phase(f"bench ik: {name} solver, batch {', '.join(map(str, batch))}")
-        solvers[name] = rates()
-    rows = [[name, r["batch"], r["solves_per_s"], r["success"], r["err_p50_m"], r["err_p99_m"],
-             "-" if ref_rate is None else r["solves_per_s"] / ref_rate]
-            for name, results in solvers.items() for r in results]
-    print(f"IK of gripperframe from HOME, {jax.default_backend()}, {jnp.dtype(dtype).name}: lm = position only "
-          "(damping 0.1, 20 iterations); analytic, learned = position + the sample's approach pitch; "
-          "ratio = solves/s over the reference numpy solver's")
-    print_table(["solver", "batch", "solves/s", "success<1mm", "err_p50_m", "err_p99_m", "ratio"], rows)
+        analytic = SO101AnalyticSolver(model)
+        pitches = np.asarray(analytic_ik.pitch_of(analytic._geometry(), jnp.asarray(configurations)))
+        timed = {
+            "lm": lambda: jax_rates(kin, lo, hi, all_targets, batch, dtype, repeats),
+            "analytic": lambda: pitched_rates(analytic, all_targets, pitches, batch, dtype, repeats),
+            "learned": lambda: pitched_rates(neural_ik.SO101LearnedSolver(net, model), all_targets, pitches, batch,
+                                             dtype, repeats),
+        }
+        solvers = {}
+        for name, rates in timed.items():
+            _progress.phase(f"bench ik: {name} solver, batch {', '.join(map(str, batch))}")
+            solvers[name] = rates()
+        rows = [[name, r["batch"], r["solves_per_s"], r["success"], r["err_p50_m"], r["err_p99_m"],
+                 "-" if ref_rate is None else r["solves_per_s"] / ref_rate]
+                for name, results in solvers.items() for r in results]
+        print(f"IK of gripperframe from HOME, {jax.default_backend()}, {jnp.dtype(dtype).name}: lm = position only "
+              "(damping 0.1, 20 iterations); analytic, learned = position + the sample's approach pitch; "
+              "ratio = solves/s over the reference numpy solver's")
+        print_table(["solver", "batch", "solves/s", "success<1mm", "err_p50_m", "err_p99_m", "ratio"], rows)

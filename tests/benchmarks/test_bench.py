@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from so101_mjx import cli
-from so101_mjx.benchmarks import compile_cost, device, env
+from so101_mjx import _precision, cli
+from so101_mjx.benchmarks import compile_cost, device, env, fk
 from so101_mjx.envs import make
 
 BAD_SIZES = [
@@ -212,3 +212,13 @@ def test_timestep_study_compares_each_step_with_the_baseline(capsys, monkeypatch
     monkeypatch.setattr(timestep, "study", lambda *args: rows)  # the command's table, without running it again
     assert cli.main(["bench", "timestep", "--env", "SO101Reach-v0", "--physics-dt", "0.002", "0.005"]) == 0
     assert capsys.readouterr().out.count("SO101Reach-v0") == 2
+
+
+def test_a_float64_bench_leaves_the_callers_precision(capsys):
+    """``bench(..., x64=True)`` runs in float64 and hands the caller back its own setting (here float32)."""
+    with _precision.x64(False):
+        fk.bench([8], 1, x64=True)
+        assert not jax.config.jax_enable_x64
+    assert jax.config.jax_enable_x64  # the suite's float64, restored by the block
+    assert ", float64;" in capsys.readouterr().out
+
