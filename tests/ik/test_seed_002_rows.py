@@ -225,6 +225,8 @@ def test_robot_cfg_holds_one_solver_per_control_part():
                  control_parts={"arm": ["shoulder_pan"]})
     with pytest.raises(InputError, match="solver_cfg\\['arm'\\] must be a SolverCfg"):
         RobotCfg(solver_cfg={"arm": 3})
+    with pytest.raises(InputError, match="control_parts\\['arm'\\] must be a non-empty list of names, got None"):
+        RobotCfg(solver_cfg=PytorchSolverCfg(), control_parts={"arm": None})
 
 
 def test_jitted_kernels_keep_the_seed_on_non_finite_targets(model):

@@ -17,7 +17,7 @@ import os
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -75,6 +75,14 @@ def _names(value, name: str) -> list[str] | None:
     if isinstance(value, str) or not all(isinstance(v, str) for v in value) or len(value) == 0:
         raise InputError(f"{name} must be None or a non-empty list of names, got {value!r}")
     return list(value)
+
+
+def _joint_names(value, name: str) -> list[str]:
+    """A control part's joint names: a non-empty list of names (None is refused, naming ``name``)."""
+    names = _names(value, name)
+    if names is None:
+        raise InputError(f"{name} must be a non-empty list of names, got None")
+    return names
 
 
 def _text(value, name: str) -> str:
@@ -229,8 +237,7 @@ class RobotCfg:
             if not isinstance(self.control_parts, Mapping):
                 raise InputError(f"control_parts must be None or a dict {{part: joint names}}, got "
                                  f"{self.control_parts!r}")
-            # a None entry is kept, as before (part_cfg's list() refuses it)
-            self.control_parts = {str(p): cast(list[str], _names(j, f"control_parts[{p!r}]"))
+            self.control_parts = {str(p): _joint_names(j, f"control_parts[{p!r}]")
                                   for p, j in self.control_parts.items()}
             unknown = sorted(set(self.solver_cfg) - set(self.control_parts))
             if unknown:
