@@ -199,7 +199,8 @@ def _save_tree(file: Path, tree: Any) -> None:
     """The leaves of ``tree`` as an ``.npz``, named by their key paths."""
     leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
     with atomic_path(file) as tmp, open(tmp, "wb") as out:
-        np.savez(out, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})  # type: ignore[arg-type]  # numpy's stub: **arrays could name allow_pickle
+        # numpy's stub: **arrays could name allow_pickle
+        np.savez(out, **{jax.tree_util.keystr(p): np.asarray(v) for p, v in leaves})  # type: ignore[arg-type]
 
 
 def _check_values(file: Path, arrays: dict[str, np.ndarray]) -> None:

@@ -207,8 +207,9 @@ class NumpyPolicy:
         w = self.weights
         layers = {f"kernel_{i}": k for i, k in enumerate(w.kernels)} | {f"bias_{i}": b for i, b in enumerate(w.biases)}
         with atomic_path(path) as tmp, open(tmp, "wb") as file:
+            # numpy's stub: **arrays could name allow_pickle
             np.savez(file, mean=w.mean, std=w.std, activation=w.activation,
-                     metadata=json.dumps(self.metadata), **layers)  # type: ignore[arg-type]  # numpy's stub: **arrays could name allow_pickle
+                     metadata=json.dumps(self.metadata), **layers)  # type: ignore[arg-type]
 
     @property
     def obs_size(self) -> int:

@@ -34,6 +34,11 @@ SERVO_EDGES = {
 }
 
 
+def _overrides(fields: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """A user-defined condition: these env config fields, whatever the policy's config."""
+    return lambda config: dict(fields)
+
+
 def _servo(values: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
     return lambda config: {"servo_model": values}
 
@@ -129,7 +134,7 @@ def suite(spec: str | dict[str, Any], source: str = "suite") -> tuple[int, list[
                                  "or {\"name\": ..., \"env_config\": {...}}")
             cells.append((entry, CONDITIONS[entry]))
         elif isinstance(entry, dict) and set(entry) == {"name", "env_config"} and isinstance(entry["env_config"], dict):
-            cells.append((str(entry["name"]), lambda config, fields=entry["env_config"]: dict(fields)))  # type: ignore[misc]
+            cells.append((str(entry["name"]), _overrides(entry["env_config"])))
         else:
             raise InputError(f"{source}: a condition is a name or {{\"name\": ..., \"env_config\": {{...}}}}, "
                              f"got {entry!r}")
