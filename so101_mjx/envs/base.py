@@ -75,11 +75,10 @@ class SO101Env(abc.ABC):
             servo.set_position_loop(self.mj_model, config.servo_model, actuator_ids(self.mj_model, motors.MOTORS))
         self.physics: Physics = make_physics(backend, self.mj_model, **physics_kwargs)
         joint = config.control_mode == "joint"
-        assert config.control_dt is not None and config.physics_dt is not None  # set by config.validate()
+        control_dt, physics_dt = config.periods()
         self.arm = SO101Arm(
             self.mj_model, self.physics, top_down_ik=config.top_down_ik, action_scale=config.action_scale,
-            n_substeps=whole_substeps(config.control_dt, config.physics_dt) if joint
-            else int(config.control_dt // config.physics_dt),
+            n_substeps=whole_substeps(control_dt, physics_dt) if joint else int(control_dt // physics_dt),
             ik_solver=config.ik_solver, home_position=config.home_position, cartesian_bounds=config.cartesian_bounds,
             servo_model=config.servo_model,
             joint_mode=JointMode(config.joint_units, config.relative_joint_targets, config.max_relative_target,
@@ -286,8 +285,7 @@ class SO101Env(abc.ABC):
     @property
     def dt(self) -> float:
         """Control period in seconds."""
-        assert self.config.control_dt is not None  # set by config.validate()
-        return self.config.control_dt
+        return self.config.periods()[0]
 
     @property
     def n_substeps(self) -> int:

@@ -78,6 +78,11 @@ class ArmConfig:
     def __post_init__(self) -> None:
         self.validate()
 
+    def periods(self) -> tuple[float, float]:
+        """``(control_dt, physics_dt)`` in s, as :meth:`validate` filled them in (a built config has both)."""
+        assert self.control_dt is not None and self.physics_dt is not None  # validate() sets both
+        return self.control_dt, self.physics_dt
+
     def validate(self) -> None:
         """Raise ValueError naming the first invalid field; store plain Python values (JSON-ready).
 
@@ -91,15 +96,15 @@ class ArmConfig:
             default = JOINT_DEFAULTS[name] if joint else CARTESIAN_DEFAULTS[name]
             set_(self, name,
                  checks.real(name, default if getattr(self, name) is None else getattr(self, name), gt=0, unit=" s"))
-        assert self.control_dt is not None and self.physics_dt is not None  # set just above
-        if not self.control_dt >= self.physics_dt:
-            raise InputError(f"physics_dt ({self.physics_dt}) must not exceed control_dt ({self.control_dt})")
-        substeps = self.control_dt // self.physics_dt
+        control_dt, physics_dt = self.periods()
+        if not control_dt >= physics_dt:
+            raise InputError(f"physics_dt ({physics_dt}) must not exceed control_dt ({control_dt})")
+        substeps = control_dt // physics_dt
         if substeps > MAX_SUBSTEPS:
             raise InputError(f"control_dt / physics_dt = {substeps:.3g} physics substeps per control step; at most "
-                             f"{MAX_SUBSTEPS} allowed (control_dt={self.control_dt}, physics_dt={self.physics_dt})")
+                             f"{MAX_SUBSTEPS} allowed (control_dt={control_dt}, physics_dt={physics_dt})")
         if joint:
-            whole_substeps(self.control_dt, self.physics_dt)
+            whole_substeps(control_dt, physics_dt)
         if self.joint_units not in JOINT_UNITS:
             raise InputError(f"joint_units must be one of {JOINT_UNITS}, got {self.joint_units!r}")
         set_(self, "relative_joint_targets", checks.flag("relative_joint_targets", self.relative_joint_targets))

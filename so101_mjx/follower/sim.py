@@ -129,8 +129,7 @@ class SimFollowerConfig:
                                                           "control_dt": self.task_options.get("physics_dt")})
         except InputError as err:
             raise InputError(f"task_options: {err}") from None
-        assert config.physics_dt is not None  # the config's validation fills it
-        rate = 1.0 / config.physics_dt
+        rate = 1.0 / config.periods()[1]
         if abs(rate / self.fps - round(rate / self.fps)) > 1e-9 * rate or self.fps > rate:
             whole = abs(rate - round(rate)) < 1e-9
             allowed = f": one of {[f for f in range(1, round(rate) + 1) if round(rate) % f == 0]}" if whole else ""

@@ -136,8 +136,7 @@ class SO101GymEnv(MujocoGymEnv):
         self._compiled = compiled(task, xml_path, config)
         self.env = self._compiled.env
         cfg = self.env.config
-        assert cfg.control_dt is not None and cfg.physics_dt is not None  # the config's validation fills them
-        super().__init__(xml_path, seed, cfg.control_dt, cfg.physics_dt, render_spec,
+        super().__init__(xml_path, seed, *cfg.periods(), render_spec,
                          model=copy.copy(self.env.mj_model))
         self.render_mode, self.image_obs = render_mode, image_obs
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.control_dt))}

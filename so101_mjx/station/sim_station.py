@@ -107,8 +107,7 @@ def run_chunks(
     if not checks.is_traced(chunk_rate_hz):
         checks.real("chunk_rate_hz", chunk_rate_hz, gt=0, unit=" Hz")
     checks.integer("n_ticks", n_ticks, ge=1)
-    assert env.config.physics_dt is not None  # set by config.validate()
-    control_rate = 1.0 / (env.n_substeps * env.config.physics_dt)  # ticks per second of simulated time
+    control_rate = 1.0 / (env.n_substeps * env.config.periods()[1])  # ticks per second of simulated time
     targets = jnp.concatenate([arm_chunks, gripper_chunks.astype(arm_chunks.dtype)], axis=-1)
 
     def body(p, k):

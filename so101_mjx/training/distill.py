@@ -227,10 +227,11 @@ def save(out: Path, params, meta: dict[str, Any]) -> Path:
 def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = DistillConfig(), *,
                   image_size: int = 64, image_quality: str = "shadowed", cameras: Sequence[str] = ("front",),
                   visual_randomization: VisualRandomization | None = None,
-                  camera_specs: dict[str, CameraSpec] | None = None, servo_model: dict | str | None = None) -> Path:
+                  camera_specs: dict[str, CameraSpec] | None = None,
+                  servo_model: servo.ServoModel | dict | str | None = None) -> Path:
     """Distil the state policy at ``teacher`` (a checkpoint or an exported .onnx / .npz) into a pixel student seeing
     ``cameras``' ``image_size`` frames on backend ``c``, written to ``out`` (:func:`save`; ``student.onnx`` too when
-    onnx is installed); ``servo_model``: ServoModel's fields, ``"off"`` for none, None for the teacher's. Returns
+    onnx is installed); ``servo_model``: a ServoModel or its fields, ``"off"`` for none, None for the teacher's. Returns
     ``student.npz``'s path."""
     from so101_mjx.training import policies
 
@@ -241,8 +242,8 @@ def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = 
                  **({"camera_specs": {c: dataclasses.asdict(spec) for c, spec in camera_specs.items()}}
                     if camera_specs else {})}
     if servo_model is not None:  # as a dict: the metadata is JSON
-        # any other string than "off": parse refuses it; a dict: parse returns a ServoModel (never None)
-        parsed = None if servo_model == "off" else servo.parse(cast(dict, servo_model))
+        # any other string than "off": parse refuses it; a ServoModel or a dict: parse returns one (never None)
+        parsed = None if servo_model == "off" else servo.parse(cast("servo.ServoModel | dict", servo_model))
         overrides["servo_model"] = None if parsed is None else dataclasses.asdict(parsed)
     env = policy.make_env("c", **overrides)
     spec = spec_of(env)

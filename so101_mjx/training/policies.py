@@ -94,8 +94,7 @@ class Policy:
     @property
     def control_rate(self) -> float:
         """Actions per second (Hz): 1 / the env's ``control_dt``."""
-        assert self.config.control_dt is not None  # the validated config's: its default filled in
-        return 1.0 / self.config.control_dt
+        return 1.0 / self.config.periods()[0]
 
     @property
     def obs_layout(self) -> str | None:

@@ -105,7 +105,7 @@ class DifferentialSolverCfg(ChainCfg):
         return dict(pos_eps=self.pos_eps, rot_eps=self.rot_eps, iterations=self.max_iterations, seed_selection=False,
                     approach_axis=None if self.is_only_position_constraint else ik.APPROACH_AXIS)
 
-    # the seed's signature, num_envs first: a positional device would be num_envs here
+    # the EmbodiChain solver interface's signature, num_envs first: a positional device would be num_envs here
     def init_solver(self, num_envs: int = 1, device=None, **kwargs) -> DifferentialSolver:  # type: ignore[override]
         """A :class:`DifferentialSolver` for ``num_envs`` environments on ``device`` (default the CPU)."""
         return DifferentialSolver(self, num_envs=num_envs, device="cpu" if device is None else device, **kwargs)
