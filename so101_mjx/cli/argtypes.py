@@ -62,6 +62,8 @@ positive_int = _checked(int, lambda v: v > 0, "an integer >= 1", "positive_int")
 non_negative_int = _checked(int, lambda v: v >= 0, "an integer >= 0", "non_negative_int")
 seed = _checked(int, lambda v: 0 <= v < SEED_LIMIT, f"an integer in [0, 2**32) = [0, {SEED_LIMIT - 1}]", "seed")
 positive_float = _checked(float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0", "positive_float")
+non_negative_float = _checked(float, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0",
+                              "non_negative_float")
 probability = _checked(float, lambda v: 0 <= v <= 1, "a number in [0, 1]", "probability")
 
 

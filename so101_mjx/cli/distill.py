@@ -15,7 +15,8 @@ IMAGE_SIZES = (36, 1024)
 # DistillConfig's fields (so101_mjx.training.distill), each an option; None keeps the dataclass default.
 CONFIG_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps,
                  "updates": types.steps, "batch_size": types.positive_int,
-                 "learning_rate": types.positive_float, "seed": types.seed, "shift": types.int_in(0, 16, "shift")}
+                 "learning_rate": types.positive_float, "seed": types.seed, "shift": types.int_in(0, 16, "shift"),
+                 "state_loss": types.non_negative_float}
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,9 @@ flat observation (``obs["state"]``). Both act in the env's action space (Cartesi
 or joint-mode targets). DAgger (Ross et al., 2011, with β = 1 on the first iteration and 0 after):
 iteration 0 lets the teacher drive; every later iteration lets the current student drive, labels every
 visited frame with the teacher's action, adds the frames to the dataset and refits the student on all
-of it (mean squared error, each minibatch's frames shifted by up to ``shift`` px as in DrQ). The
+of it (mean squared error, each minibatch's frames shifted by up to ``shift`` px as in DrQ; with
+``state_loss`` > 0 plus that weight times an auxiliary error: a linear head on the student's hidden layer
+predicts the privileged part of the teacher's observation, the block's position, standardized). The
 student-driven episodes of iteration k measure the student fitted after iteration k − 1 (success rate
 from the task's normal reset), so the learning curve costs no extra rollouts.
 
@@ -30,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from flax import traverse_util
+from flax import linen as nn, traverse_util
 from jax import Array
 
 from so101_mjx import _checks as checks, _progress
@@ -59,12 +61,16 @@ class DistillConfig:
     learning_rate: float = 3e-4
     seed: int = 0
     shift: int = 0  # px: each fitted frame shifted by up to this many pixels per axis (edges repeated)
+    # weight of the auxiliary loss: the privileged observation (obs["state"] after agent_pos) predicted from the
+    # student's hidden layer, each entry standardized over the dataset; the head is for training only (not saved)
+    state_loss: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("iterations", "episodes", "steps", "updates", "batch_size"):
             checks.integer(name, getattr(self, name), ge=1)
         checks.integer("shift", self.shift, ge=0, le=16)
         checks.real("learning_rate", self.learning_rate, gt=0)
+        checks.real("state_loss", self.state_loss, ge=0)
         checks.integer("seed", self.seed, ge=0)
 
 
@@ -102,10 +108,23 @@ def check_sizes(config: DistillConfig, spec: Spec, student: PixelStudent) -> Non
                        parameters=("batch_size",))
 
 
+class StateProbe(nn.Module):
+    """The student with a linear head on its hidden layer predicting ``state_size`` privileged entries (training
+    only): ``(action (..., A), predicted state (..., state_size))``; the student's params are under ``student``."""
+
+    student: PixelStudent
+    state_size: int
+
+    @nn.compact
+    def __call__(self, pixels: Sequence[Array], agent_pos: Array) -> tuple[Array, Array]:
+        action, hidden = self.student(pixels, agent_pos, with_hidden=True)
+        return action, nn.Dense(self.state_size, name="state_head")(hidden)
+
+
 def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelStudent, steps: int):
     """Jitted ``collect(params, keys (B, 2), teacher_drives) -> per-step arrays (B, T, ...)``: each
-    camera's frames (``pixels/<camera>``) and agent_pos before each step, the teacher's label, and done /
-    success after it."""
+    camera's frames (``pixels/<camera>``), agent_pos and the privileged rest of the teacher's observation
+    (``state``) before each step, the teacher's label, and done / success after it."""
     spec = spec_of(env)
 
     def one(params, key, teacher_drives):
@@ -114,7 +133,7 @@ def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelSt
             own = student.apply(params, spec.frames(state.obs), state.obs["agent_pos"])
             after = env.step(state, jnp.where(teacher_drives, label, own.astype(label.dtype)))
             out = {**{f"pixels/{c}": f for c, f in zip(spec.cameras, spec.frames(state.obs))},
-                   "agent_pos": state.obs["agent_pos"],
+                   "agent_pos": state.obs["agent_pos"], "state": state.obs["state"][spec.agent_pos:],
                    "label": label, "done": after.done > 0, "success": after.info.succeed}
             return after, out
 
@@ -142,21 +161,25 @@ def shifted(pixels: Array, shift: int, key: Array) -> Array:
     return jax.vmap(lambda frame, o: jax.lax.dynamic_slice(frame, (o[0], o[1], 0), (h, w, 3)))(padded, offsets)
 
 
-def fit(student: PixelStudent, params, data: dict[str, np.ndarray], spec: Spec, config: DistillConfig, key: Array):
-    """``updates`` Adam steps on the mean squared error to the labels, minibatches drawn uniformly
-    with replacement, their frames shifted by up to ``config.shift`` px (:func:`shifted`); (params, mean
-    loss of the last tenth of the updates)."""
+def fit(probe: StateProbe, params, data: dict[str, np.ndarray], spec: Spec, config: DistillConfig, key: Array):
+    """``updates`` Adam steps on the mean squared error to the labels (summed over the action) plus
+    ``config.state_loss`` times the probe's mean squared error to the standardized privileged state,
+    minibatches drawn uniformly with replacement, their frames shifted by up to ``config.shift`` px
+    (:func:`shifted`); (params, mean action loss of the last tenth of the updates)."""
     optimizer = optax.adam(config.learning_rate)
     opt_state = optimizer.init(params)
+    mean, std = data["state"].mean(0), data["state"].std(0) + 1e-6
 
     @jax.jit
-    def update(params, opt_state, pixels, agent_pos, label, key):
+    def update(params, opt_state, pixels, agent_pos, label, state, key):
         pixels = tuple(shifted(p, config.shift, k) for p, k in zip(pixels, jax.random.split(key, len(pixels))))
 
         def loss_fn(p):
-            return jnp.mean(jnp.sum((student.apply(p, pixels, agent_pos) - label) ** 2, axis=-1))
+            action, predicted = probe.apply(p, pixels, agent_pos)
+            loss = jnp.mean(jnp.sum((action - label) ** 2, axis=-1))
+            return loss + config.state_loss * jnp.mean((predicted - (state - mean) / std) ** 2), loss
 
-        loss, grads = jax.value_and_grad(loss_fn)(params)
+        (_, loss), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
@@ -166,7 +189,7 @@ def fit(student: PixelStudent, params, data: dict[str, np.ndarray], spec: Spec, 
         draw, move = jax.random.split(jax.random.fold_in(key, k))
         idx = np.asarray(jax.random.randint(draw, (min(config.batch_size, n),), 0, n))
         params, opt_state, loss = update(params, opt_state, tuple(f[idx] for f in spec.frames(data)),
-                                         data["agent_pos"][idx], data["label"][idx], move)
+                                         data["agent_pos"][idx], data["label"][idx], data["state"][idx], move)
         losses.append(loss)
     return params, float(np.mean(jax.device_get(losses[-max(config.updates // 10, 1):])))
 
@@ -185,21 +208,24 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     key = jax.random.PRNGKey(config.seed)
     check_sizes(config, spec, student)
     blank = tuple(jnp.zeros((1, spec.size, spec.size, 3), jnp.uint8) for _ in spec.cameras)
-    params = student.init(jax.random.fold_in(key, 1), blank, jnp.zeros((1, spec.agent_pos)))
+    probe = StateProbe(student, env.obs_size() - spec.agent_pos)
+    params = probe.init(jax.random.fold_in(key, 1), blank, jnp.zeros((1, spec.agent_pos)))
+    own = lambda p: {"params": p["params"]["student"]}  # noqa: E731  # the student's params within the probe's
     collect = collector(env, teacher, student, config.steps)
-    data: dict[str, list[np.ndarray]] = {**{f"pixels/{c}": [] for c in spec.cameras}, "agent_pos": [], "label": []}
+    data: dict[str, list[np.ndarray]] = {**{f"pixels/{c}": [] for c in spec.cameras}, "agent_pos": [], "state": [],
+                                         "label": []}
     rows = []
     for it in range(config.iterations):
         start = time.perf_counter()
         keys = jax.random.split(jax.random.fold_in(key, 1000 + it), config.episodes)
         _progress.phase(f"distill: iteration {it}: the {'teacher' if it == 0 else 'student'} drives "
                         f"{config.episodes} episodes of {config.steps} steps")
-        out = jax.device_get(collect(params, keys, it == 0))
+        out = jax.device_get(collect(own(params), keys, it == 0))
         mask, success = visited(out)
         for name in data:
             data[name].append(np.asarray(out[name])[mask])
         dataset = {name: np.concatenate(parts) for name, parts in data.items()}
-        params, loss = fit(student, params, dataset, spec, config, jax.random.fold_in(key, 2000 + it))
+        params, loss = fit(probe, params, dataset, spec, config, jax.random.fold_in(key, 2000 + it))
         row = {"iteration": it, "driver": "teacher" if it == 0 else "student", "success": float(success.mean()),
                "frames": int(mask.sum()), "dataset": len(dataset["label"]), "loss": loss,
                "seconds": time.perf_counter() - start}
@@ -207,12 +233,12 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
         log(row)
     start = time.perf_counter()
     _, success = visited(jax.device_get(
-        collect(params, jax.random.split(jax.random.fold_in(key, 3000), config.episodes), False)))
+        collect(own(params), jax.random.split(jax.random.fold_in(key, 3000), config.episodes), False)))
     rows.append({"iteration": config.iterations, "driver": "final student",
                  "success": float(success.mean()), "frames": 0,
                  "dataset": rows[-1]["dataset"], "loss": rows[-1]["loss"], "seconds": time.perf_counter() - start})
     log(rows[-1])
-    return student, params, rows
+    return student, own(params), rows
 
 
 def save(out: Path, params, meta: dict[str, Any]) -> Path:

@@ -147,15 +147,19 @@ class PixelStudent(nn.Module):
     bounds: Bounds | None = None
 
     @nn.compact
-    def __call__(self, pixels: Array | Sequence[Array], agent_pos: Array) -> Array:
+    def __call__(self, pixels: Array | Sequence[Array], agent_pos: Array,
+                 with_hidden: bool = False) -> Array | tuple[Array, Array]:
+        """The action (..., A); with ``with_hidden``, ``(action, hidden layer (..., hidden))``."""
         features = []
         for frames in as_frames(pixels):
             x = frames.astype(jnp.float32) / 255.0
             for channels, kernel, stride in zip(self.channels, CONV_KERNELS, CONV_STRIDES, strict=True):
                 x = nn.relu(nn.Conv(channels, (kernel, kernel), (stride, stride), padding="VALID")(x))
             features.append(x.reshape(*x.shape[:-3], -1))
-        x = jnp.concatenate([*features, agent_pos.astype(jnp.float32)], axis=-1)
-        return squash(nn.Dense(action_size(self.bounds))(nn.relu(nn.Dense(self.hidden)(x))), self.bounds)
+        head = nn.Dense(action_size(self.bounds))  # built first, so named Dense_0 as in every saved student
+        hidden = nn.relu(nn.Dense(self.hidden)(jnp.concatenate([*features, agent_pos.astype(jnp.float32)], axis=-1)))
+        action = squash(head(hidden), self.bounds)
+        return (action, hidden) if with_hidden else action
 
 
 def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
