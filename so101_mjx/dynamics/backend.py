@@ -76,7 +76,7 @@ from so101_mjx.robot.urdf import urdf_xml
 
 
 class ModelLoadError(InputError, RuntimeError):
-    """A model file a backend cannot load: the seed's RuntimeError, and this library's InputError."""
+    """A model file a backend cannot load: FIGAROH's RuntimeError, and this library's InputError."""
 
 
 class BodyInertia:
@@ -206,7 +206,7 @@ def load_mujoco_model(model: str | Path) -> mujoco.MjModel:
     """A scene name, MJCF path or URDF path (MuJoCo's URDF import) as an ``MjModel``.
 
     Raises:
-        ModelLoadError: a RuntimeError (the seed's type) and ValueError, naming the model and why.
+        ModelLoadError: a RuntimeError (FIGAROH's type) and ValueError, naming the model and why.
     """
     if not isinstance(model, (str, Path)):
         raise InputError(f"model must be a scene name, an MJCF or URDF path or an MjModel, got {type(model).__name__}")

@@ -15,7 +15,7 @@ Armature: MJCF joints carry one, which Pinocchio adds to CRBA, RNEA and ABA. As 
 backends it is excluded by default (``include_armature=False`` zeroes ``model.armature`` of a
 model this backend builds; :meth:`~PinocchioBackend.from_model` keeps the model as given).
 
-Exceptions (the seed's types): ``ImportError`` naming the extra when Pinocchio is missing, a
+Exceptions (FIGAROH's types): ``ImportError`` naming the extra when Pinocchio is missing, a
 ``RuntimeError`` (:class:`~so101_mjx.dynamics.backend.ModelLoadError`, also a ValueError) with a
 hint when the file cannot be loaded, ``ValueError`` for an unknown frame, an unknown option or an
 input of the wrong shape.

@@ -4,14 +4,14 @@ Reproduces ``se3labs.interface.eval.arm`` (the arm evaluation interface) so code
 the SO-101 unchanged, and adds the SO-101 members, the SO-101 gripper mapping and the chunk
 interpolation the station applies.
 
-Conventions (as in the seed): containers hold ``np.float32`` arrays; joint angles in rad,
+Conventions (as in ``se3labs.interface.eval.arm``): containers hold ``np.float32`` arrays; joint angles in rad,
 velocities in rad/s, torques in N*m, temperatures in degC; ``gripper_pos`` is an open
 fraction in [0, 1] (0 = fully closed, 1 = fully open); action targets are absolute joint
 positions. Invalid containers raise ``ValueError`` naming the field, at construction and again
 in ``validate(spec)`` (arrays can be edited in place after construction; the station validates
 every container where it enters the simulation).
 
-NaN marks an unmeasured channel (the seed: "Unmeasured channels are NaN") and is the only
+NaN marks an unmeasured channel (that interface: "Unmeasured channels are NaN") and is the only
 non-finite value accepted anywhere (``inf`` is always rejected):
 
 - always finite: ``timestamp`` and every action / joint pose value (targets reach the motors);

@@ -1,6 +1,6 @@
 """The solver interface's shared surface (the EmbodiChain solver interface's ``BaseSolver``) over a solver's own
 ``get_fk`` and ``get_ik``: batch adapters, buffer reservation, the continuous-path capability and the batched IK
-entry that checks it (the seed's ``compute_batch_ik(..., continuous=True)``), and a context manager.
+entry that checks it (EmbodiChain's ``compute_batch_ik(..., continuous=True)``), and a context manager.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def compute_batch_ik(solver, target_xpos, qpos_seed=None, continuous: bool = Fal
 
 
 class BaseSolver:
-    """Mixin of the seed's ``BaseSolver`` methods that follow from ``get_fk`` / ``get_ik``."""
+    """Mixin of EmbodiChain's ``BaseSolver`` methods that follow from ``get_fk`` / ``get_ik``."""
 
     @property
     def supports_continuous_batch_ik(self) -> bool:

@@ -6,7 +6,7 @@ then builds ``solver_class(cfg, device=device, **kwargs)``. :meth:`SolverCfg.fro
 concrete config by ``class_type`` among the subclasses imported so far.
 
 Field values are checked at construction (``__post_init__``), each bad one an
-:class:`~so101_mjx.errors.InputError` naming the field; the fields stay assignable, as the seed's,
+:class:`~so101_mjx.errors.InputError` naming the field; the fields stay assignable, as EmbodiChain's,
 and the solver checks them again when it is built.
 """
 
@@ -188,7 +188,7 @@ class SolverCfg:
     def init_solver(self, device=None, **kwargs):
         """Build the runtime solver: ``solver_class(self, device=device, **kwargs)``.
 
-        ``device``: a JAX device or platform string; None = the CPU, the seed's default here.
+        ``device``: a JAX device or platform string; None = the CPU, EmbodiChain's default here.
         """
         if self.solver_class is None:
             raise InputError(f"{type(self).__name__} builds no solver: use a concrete config (class_type set)")

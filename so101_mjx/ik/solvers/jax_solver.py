@@ -5,7 +5,7 @@ built from a config. The interface calls its batched solver "PyTorch"; this one 
 The interface's batched damped least squares with ``is_only_position_constraint=True`` for the SO-101 is
 the role :class:`SO101Solver` plays; ``PytorchSolver(cfg, device)`` and ``cfg.init_solver(device)``
 build it from a :class:`PytorchSolverCfg` (also named ``SO101SolverCfg``). Defaults are the SO-101's
-(the seed's iteration defaults are those of ``set_iteration_params``). FK results and IK targets are
+(EmbodiChain's iteration defaults are those of ``set_iteration_params``). FK results and IK targets are
 in the root link's frame; the root may be any link no solved joint moves.
 """
 

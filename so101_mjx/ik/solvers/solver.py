@@ -53,7 +53,7 @@ from so101_mjx.robot.kinematics import Kinematics
 from so101_mjx.robot.scenes import ARM_JOINTS, EE_SITE, load_model
 
 __all__ = ["SO101Solver", "is_se3", "pose_tolerance"]
-DAMP_FLOOR = 1e-9  # the seed's numerical floor of the damping: damp = 0 solves with this
+DAMP_FLOOR = 1e-9  # EmbodiChain's numerical floor of the damping: damp = 0 solves with this
 ITERATION_PARAMS = ("pos_eps", "rot_eps", "max_iterations", "dt", "damp", "num_samples", "is_only_position_constraint")
 
 
