@@ -42,6 +42,16 @@ def bar(total: int, what: str, unit: str) -> Any:
                 ncols=None if sized else 80, mininterval=0.5)
 
 
+def advance(shown: Any, done: int, total: int, postfix: str, line: str) -> None:
+    """On a terminal, the bar ``shown`` (:func:`bar`) advanced to ``done`` with ``postfix`` beside it; elsewhere
+    ``line`` on stderr every tenth of ``total`` and at the end."""
+    if not shown.disable:
+        shown.set_postfix_str(postfix, refresh=False)
+        shown.update(done - shown.n)
+    elif done % max(total // 10, 1) == 0 or done == total:
+        print(line, file=sys.stderr, flush=True)
+
+
 def each(items: Iterable[T], total: int, what: str, unit: str) -> Iterator[T]:
     """``items``, counted by a :func:`bar` as they are consumed."""
     progress = bar(total, what, unit)

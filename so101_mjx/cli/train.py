@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from so101_mjx._files import check_out
     from so101_mjx.envs.registry import canonical
     from so101_mjx.training import distributed, export, ppo, presets, replay
-    from so101_mjx.training.ppo_loop import NonFiniteError
+    from so101_mjx.training.finite import NonFiniteError
 
     check_processes(args.num_processes, args.process_id, args.coordinator)
     env_name = canonical(args.env)

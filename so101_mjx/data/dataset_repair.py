@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,17 @@ def repair(root: str | Path, provenance: str | None = None) -> tuple[int, list[s
             if not txn.published:
                 txn.abort()
     return len(kept), found.problems
+
+
+def report_repair(root: Path, provenance: str | None, who: str, shown: int = 20) -> None:
+    """:func:`repair` the dataset at ``root``, saying on stderr what was wrong (the first ``shown`` problems, each
+    line starting with ``who``) and how many episodes it holds."""
+    kept, problems = repair(root, provenance)
+    for problem in problems[:shown] + ([f"... and {len(problems) - shown} more problems"]
+                                       if len(problems) > shown else []):
+        print(f"{who}: {root}: {problem}", file=sys.stderr)
+    print(f"{who}: {root} holds {kept} intact episodes" + (" (nothing to repair)" if not problems else ""),
+          file=sys.stderr)
 
 
 def _renumber(intact: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -321,7 +320,9 @@ def record(
                              f"step), got {fps}", "fps")
     with exclusive(out, "recording"):  # one writer per dataset, from its provenance read to the last rename
         if repair:
-            _repair(Path(out))
+            from so101_mjx.data import dataset_repair
+
+            dataset_repair.report_repair(Path(out), PROVENANCE, "record repair")
         provenance = Path(out) / PROVENANCE
         runs = read_provenance(provenance) if resume and provenance.is_file() else []
         offset = sum(r["tried"] for r in runs if r["seed"] == seed)
@@ -384,30 +385,7 @@ def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: st
         counts["tried"] += 1
         counts["successes"] += success
         if keep:
-            _report(shown, counts["kept"], episodes, counts["tried"], counts["frames"], time.perf_counter() - start)
-
-
-def _repair(out: Path, shown: int = 20) -> None:
-    """Rewrite the dataset at ``out`` to its intact episodes, saying what was wrong on stderr (the first ``shown``
-    problems)."""
-    from so101_mjx.data import dataset_repair
-
-    kept, problems = dataset_repair.repair(out, PROVENANCE)
-    for problem in problems[:shown] + ([f"... and {len(problems) - shown} more problems"]
-                                       if len(problems) > shown else []):
-        print(f"record repair: {out}: {problem}", file=sys.stderr)
-    print(f"record repair: {out} holds {kept} intact episodes" + (" (nothing to repair)" if not problems else ""),
-          file=sys.stderr)
-
-
-def _report(shown: Any, kept: int, episodes: int, tried: int, frames: int, seconds: float) -> None:
-    """On a terminal, the bar ``shown`` advanced to ``kept`` episodes; elsewhere one stderr line every tenth of the
-    episodes."""
-    if not shown.disable:
-        shown.set_postfix_str(f"{tried} tried, {frames:,} frames, {frames / seconds:,.1f} frames/s", refresh=False)
-        shown.update(kept - shown.n)
-        return
-    if kept % max(episodes // 10, 1) and kept != episodes:
-        return
-    print(f"record: {kept}/{episodes} episodes ({tried} tried), {frames:,} frames, {frames / seconds:,.1f} frames/s",
-          file=sys.stderr, flush=True)
+            tried, frames, rate = counts["tried"], counts["frames"], counts["frames"] / (time.perf_counter() - start)
+            progress.advance(shown, counts["kept"], episodes, f"{tried} tried, {frames:,} frames, {rate:,.1f} frames/s",
+                             f"record: {counts['kept']}/{episodes} episodes ({tried} tried), {frames:,} frames, "
+                             f"{rate:,.1f} frames/s")

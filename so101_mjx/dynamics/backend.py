@@ -59,17 +59,8 @@ import mujoco
 import numpy as np
 from jax import Array
 
-from so101_mjx.dynamics.rigid_body import (
-    Chain,
-    chain_joints,
-    christoffel_coriolis,
-    homogeneous,
-    inverse_dynamics,
-    mass_matrix,
-    mat2quat,
-    poses,
-    regressor,
-)  # fmt: skip
+from so101_mjx.dynamics import rigid_body as rb
+from so101_mjx.dynamics.rigid_body import Chain
 from so101_mjx.errors import InputError
 from so101_mjx.robot.scenes import load_model
 from so101_mjx.robot.urdf import urdf_xml
@@ -235,7 +226,7 @@ class ChainBackend(DynamicsBackend):
                  include_armature: bool = False, verbose: bool = False):  # fmt: skip
         in_memory = isinstance(model_path, mujoco.MjModel)
         model = model_path if in_memory else load_mujoco_model(model_path)
-        joints = chain_joints(model, joints)
+        joints = rb.chain_joints(model, joints)
         super().__init__(None if in_memory else str(model_path), joints=joints, include_armature=bool(include_armature),
                          verbose=bool(verbose))  # fmt: skip
         self._model: mujoco.MjModel = model  # (model_path when in memory)
@@ -304,10 +295,10 @@ class JaxBackend(ChainBackend):
             return jnp.asarray(c.params, x.dtype)
 
         def mass(q):
-            return mass_matrix(c, params(q), q) + jnp.diag(jnp.asarray(arm, q.dtype))
+            return rb.mass_matrix(c, params(q), q) + jnp.diag(jnp.asarray(arm, q.dtype))
 
         def rnea(q, v, a):
-            return (inverse_dynamics(c, params(q), q, v, a, jnp.asarray(c.gravity, q.dtype))
+            return (rb.inverse_dynamics(c, params(q), q, v, a, jnp.asarray(c.gravity, q.dtype))
                     + jnp.asarray(arm, q.dtype) * a)
 
         def gravity(q):
@@ -317,10 +308,10 @@ class JaxBackend(ChainBackend):
             return rnea(q, v, jnp.zeros_like(q))
 
         def coriolis(q, v):
-            return christoffel_coriolis(jax.jacfwd(mass)(q), v)
+            return rb.christoffel_coriolis(jax.jacfwd(mass)(q), v)
 
         def body_regressor(q, v, a):
-            return regressor(c, q, v, a, jnp.asarray(c.gravity, q.dtype))
+            return rb.regressor(c, q, v, a, jnp.asarray(c.gravity, q.dtype))
 
         def forward(q, v, tau):
             return jnp.linalg.solve(mass(q), tau - bias(q, v))
@@ -339,7 +330,7 @@ class JaxBackend(ChainBackend):
         def jacobians(q):
             """World-aligned Jacobians (nf, 6, nv) of every frame origin."""
             pos = frames(q)[0]
-            _, _, s = poses(c, q)
+            _, _, s = rb.poses(c, q)
             lin = s[:, 3:] + jnp.cross(s[:, :3], pos[:, None, :])  # (nf, nv, 3): v_O + ω × p
             jac = jnp.concatenate([lin, jnp.broadcast_to(s[:, :3], lin.shape)], -1)
             return jnp.swapaxes(jnp.asarray(c.frame_support, q.dtype)[:, :, None] * jac, -1, -2)
@@ -391,7 +382,7 @@ class JaxBackend(ChainBackend):
 
     def compute_forward_kinematics(self, q) -> dict[str, dict[str, Array]]:
         pos, rot = self._fn["frames"](*self._args(q=q))
-        quat, tf = mat2quat(rot), homogeneous(pos, rot, jnp)
+        quat, tf = rb.mat2quat(rot), rb.homogeneous(pos, rot, jnp)
         return {name: {"position": pos[..., i, :], "orientation": rot[..., i, :, :], "quaternion": quat[..., i, :],
                        "transformation": tf[..., i, :, :]}
                 for i, name in enumerate(self.chain.frame_names)}  # fmt: skip

@@ -156,7 +156,7 @@ def train(
 ) -> tuple[Path, dict[str, Any]]:
     """Train (or resume) into ``out``, holding its writer lock. Returns the last checkpoint and the last eval's metrics.
     Every size is checked before ``out`` is created; a resumed state before anything is written.
-    :class:`~so101_mjx.training.ppo_loop.NonFiniteError` when an epoch makes the training state
+    :class:`~so101_mjx.training.finite.NonFiniteError` when an epoch makes the training state
     non-finite (that step is not written)."""
     import jax
 

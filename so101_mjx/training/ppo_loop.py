@@ -48,6 +48,7 @@ from jax import Array
 from jax.experimental import multihost_utils
 
 from so101_mjx.errors import InputError
+from so101_mjx.training.finite import check_finite, strip_weak_type
 
 AXIS = "i"  # Brax's pmap axis name
 EXTRA_FIELDS = ("truncation", "episode_metrics", "episode_done")
@@ -57,30 +58,6 @@ Params = tuple[Any, Any, Any]  # (normalizer, policy, value), as Brax's ppo.trai
 def unpmap(tree: Any) -> Any:
     """The first device's copy of every leaf of a device-replicated ``tree`` (as Brax's loop reads it)."""
     return jax.tree_util.tree_map(lambda x: x.addressable_shards[0].data.squeeze(0), tree)
-
-
-def strip_weak_type(tree: Any) -> Any:
-    """``tree`` with weakly typed leaves made strong, so an epoch never recompiles for a weak type."""
-
-    def strong(leaf: Any) -> Array:
-        x = jnp.asarray(leaf)
-        return jnp.astype(x, x.dtype)
-
-    return jax.tree_util.tree_map(strong, tree)
-
-
-class NonFiniteError(RuntimeError):
-    """An epoch made the training state non-finite (NaN or inf): the run stops before that step is written."""
-
-
-def check_finite(step: int, tree: Any) -> None:
-    """:class:`NonFiniteError` naming ``step`` and the first leaf of ``tree`` (host arrays) holding a NaN or inf."""
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
-        leaf = np.asarray(leaf)
-        if leaf.dtype.kind == "f" and not np.isfinite(leaf).all():
-            raise NonFiniteError(f"step {step:,}: the training state went non-finite (NaN or inf) in "
-                                 f"{jax.tree_util.keystr(path)}; stopped before writing this step (try a lower "
-                                 "learning rate, or resume from an earlier checkpoint)")
 
 
 def device_sharding(devices: list[jax.Device]) -> jax.sharding.NamedSharding:

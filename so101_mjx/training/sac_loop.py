@@ -36,7 +36,7 @@ from brax.training.agents.sac.train import TrainingState
 from jax import Array
 
 from so101_mjx import _checks as checks
-from so101_mjx.training.ppo_loop import check_finite, strip_weak_type
+from so101_mjx.training.finite import check_finite, strip_weak_type
 from so101_mjx.training.preset import check_sac_sizes, sac_schedule
 
 ALPHA_LEARNING_RATE = 3e-4  # Brax's

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import Array
+from scipy.stats import qmc
 
 from so101_mjx.errors import InputError
 from so101_mjx.ik import iterative as ik
@@ -153,6 +154,13 @@ def solve(kin, cfg, pos, direction, seed, lower, upper, tcp_pos, tcp_rot, weight
     # Valid candidates first, by cost; then the invalid ones by position error.
     order = jnp.lexsort((jnp.where(valid, cost, err), ~valid), axis=-1)
     return jnp.take_along_axis(valid, order, -1), jnp.take_along_axis(q, order[..., None], -2)
+
+
+def halton_samples(lower: np.ndarray, upper: np.ndarray, n: int) -> np.ndarray:
+    """``n`` scrambled-Halton joint samples (n, len(lower)) within [lower, upper] (an infinite bound: ±π), seed 0."""
+    lo = np.where(np.isfinite(lower), lower, -np.pi)
+    hi = np.where(np.isfinite(upper), upper, np.pi)
+    return lo + qmc.Halton(d=len(lo), scramble=True, seed=0).random(n) * (hi - lo)
 
 
 def as_vector(value, name: str, n: int) -> np.ndarray:

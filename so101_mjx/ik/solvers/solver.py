@@ -1,5 +1,4 @@
-"""Batched multi-start IK for the SO-101: the solver interface's ``PytorchSolver`` role (the EmbodiChain solver
-interface).
+"""Batched multi-start IK for the SO-101: the ``PytorchSolver`` role of the EmbodiChain solver interface.
 
 :class:`SO101Solver` runs damped least squares (:mod:`so101_mjx.ik.solvers.multistart`) with a tool centre
 point (TCP), joint limits, multi-start seeding and solution selection:
@@ -21,7 +20,7 @@ point (TCP), joint limits, multi-start seeding and solution selection:
 
 Bad input: constructor arguments raise ``ValueError`` naming the argument, as does a ``seed_db_size``
 whose database, or its distances to a batch of targets, would not fit the machine's memory; the
-seed's boolean setters (``set_qpos_limits``, ``set_ik_nearest_weight``, ``set_iteration_params``) warn
+EmbodiChain boolean setters (``set_qpos_limits``, ``set_ik_nearest_weight``, ``set_iteration_params``) warn
 and return False instead. Target values are never raised on (they may be traced, and one bad pose
 should not sink a batch): a (4, 4) target that is not an SE(3) pose (rotation not orthonormal with
 det +1 to ``max(1e-6, 100·eps)``, last row not [0, 0, 0, 1], or non-finite) is solved like a
@@ -40,7 +39,6 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 from jax import Array
-from scipy.stats import qmc
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
@@ -184,19 +182,18 @@ class SO101Solver(BaseSolver):
         """``num_samples`` as an int in [1, seed_db_size + 1] (the seed plus database starts)."""
         return checks.integer("num_samples", num_samples, ge=1, le=self.seed_db_size + 1)
 
-    # -- iteration parameters --------------------------------------------------------------------
     def get_iteration_params(self) -> dict:
         """``pos_eps``, ``rot_eps``, ``max_iterations``, ``dt``, ``damp`` (as set; 0 solves with the
         1e-9 floor), ``num_samples`` and ``is_only_position_constraint``."""
         c = self._cfg
         return {"pos_eps": c.pos_eps, "rot_eps": c.rot_eps, "max_iterations": c.iterations, "dt": c.dt,
-                "damp": self._damp,
-                "num_samples": self.num_samples, "is_only_position_constraint": self.is_only_position_constraint}
+                "damp": self._damp, "num_samples": self.num_samples,
+                "is_only_position_constraint": self.is_only_position_constraint}
 
     def set_iteration_params(self, pos_eps: float = 5e-4, rot_eps: float = 5e-4, max_iterations: int = 1000,
                              dt: float = 0.1, damp: float = 1e-6, num_samples: int = 30,
                              is_only_position_constraint: bool = False) -> bool:
-        """Set every iteration parameter (the seed's defaults); True if all are valid and set, else
+        """Set every iteration parameter (EmbodiChain's defaults); True if all are valid and set, else
         False (with a warning naming the bad one) and nothing changes. ``is_only_position_constraint=False``
         constrains the approach axis too (``approach_axis`` as set, else the TCP x axis)."""
         try:
@@ -340,9 +337,7 @@ class SO101Solver(BaseSolver):
     def _database(self) -> tuple[np.ndarray, np.ndarray]:
         """Scrambled-Halton joint samples (N, n) within the limits and their retrieval keys (N, 3 or 6)."""
         if self._db is None:
-            lo = np.where(np.isfinite(self._lower), self._lower, -np.pi)
-            hi = np.where(np.isfinite(self._upper), self._upper, np.pi)
-            q = lo + qmc.Halton(d=self.dof, scramble=True, seed=0).random(self.seed_db_size) * (hi - lo)
+            q = multistart.halton_samples(self._lower, self._upper, self.seed_db_size)
             with jax.ensure_compile_time_eval():  # concrete even when get_ik is being traced
                 pose = np.asarray(self.get_fk(q))
             key = pose[:, :3, 3]
