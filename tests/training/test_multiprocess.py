@@ -56,17 +56,29 @@ def assert_same_run(a, b) -> None:
             np.testing.assert_array_equal(left[name], right[name], err_msg=f"{x.name}: {name}")
 
 
-@pytest.mark.slow  # four training runs (~80 s)
-def test_two_processes_equal_two_devices_and_resume(tmp_path):
-    two, procs = tmp_path / "two-devices", tmp_path / "two-processes"
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> tuple:
+    """The same tiny run trained with two devices in one process and in two processes of one device each."""
+    root = tmp_path_factory.mktemp("multiprocess")
+    two, procs = root / "two-devices", root / "two-processes"
     so101_mjx(two_devices(), "--out", str(two))
     out = so101_mjx(one_device(), "--num-processes", "2", "--out", str(procs))
+    return two, procs, out
+
+
+@pytest.mark.slow  # two training runs (~40 s)
+def test_two_processes_equal_two_devices(runs):
+    two, procs, out = runs
     assert "final JAX eval" in out  # process 0 reports
     assert sorted(p.name for p in procs.iterdir()) == sorted(p.name for p in two.iterdir())
     # both processes' env states
     assert arrays(checkpoint.steps(procs)[-1])[f"{checkpoint.STATE_FILE} .env.obs"].shape == (2, 4, 20)
     assert_same_run(two, procs)
 
+
+@pytest.mark.soak  # two more training runs (~40 s) after the fixture's
+def test_a_two_process_checkpoint_resumes_in_either_layout(runs, tmp_path):
+    two, procs = (shutil.copytree(run, tmp_path / run.name) for run in runs[:2])
     shutil.rmtree(checkpoint.steps(procs)[-1])  # as if killed after the first checkpoint
     so101_mjx(one_device(), "--num-processes", "2", "--out", str(procs), "--resume")
     assert_same_run(two, procs)
