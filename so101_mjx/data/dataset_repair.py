@@ -75,8 +75,7 @@ def report_repair(root: Path, provenance: str | None, who: str, shown: int = 20)
 
 def _renumber(intact: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The intact rows as episodes 0, 1, ... with contiguous frames (the ``index`` and ``episode_index`` stats moved
-    along);
-    ``_old``: the row's episode_index and dataset_from_index."""
+    along); ``_old``: the row's episode_index and dataset_from_index."""
     kept, end = [], 0
     for new, row in enumerate(intact):
         shift = end - row["dataset_from_index"]

@@ -212,8 +212,7 @@ def identify(recording: Recording, *, task: str = "SO101Reach-v0", backend: str 
     :data:`DEFAULTS`) to ``recording``, starting from :data:`DEFAULTS`: the search, ``sweeps`` coordinate
     sweeps, then ``polish`` search iterations from the swept fit with :data:`POLISH_SPREAD`, one motor varied
     per world (a motor keeps its best candidate if it beats the sweeps). ``progress(stage, best cost (6,))`` is called
-    after each
-    iteration and sweep (``stage``: ``"search 3/12"``, ``"sweep 1/3"``, ``"polish 2/4"``)."""
+    after each iteration and sweep (``stage``: ``"search 3/12"``, ``"sweep 1/3"``, ``"polish 2/4"``)."""
     if not 2 <= elites < population:
         raise InputError(f"elites must be at least 2 and fewer than population ({population}), got {elites}")
     if iterations < 1:

@@ -8,10 +8,11 @@ Layout of a run directory (``--out``)::
     checkpoints/000000204800/  one step:
         (Orbax files), ppo_network_config.json   brax.training.agents.ppo.checkpoint format
                                (SAC: sac_network_config.json and params (normalizer, policy), brax...sac.checkpoint)
-        params.npz             the params (normalizer, policy, value; SAC: normalizer, policy, q): what :func:`load`
-        reads training_state.npz     :class:`so101_mjx.training.ppo_loop.LoopState`: params, Adam moments, normalizer,
-        env
-                               steps, the rollout's env states, the loop's and the evaluator's keys
+        params.npz             the params (normalizer, policy, value; SAC: normalizer, policy, q):
+                               what :func:`load` reads
+        training_state.npz     :class:`so101_mjx.training.ppo_loop.LoopState`: params, Adam moments,
+                               normalizer, env steps, the rollout's env states, the loop's and the
+                               evaluator's keys
                                (SAC: :class:`so101_mjx.training.sac_loop.LoopState`, with the replay buffer)
         run.json               a copy of run.json with ``step``
     checkpoints/.staging/      where a step is written before it is published

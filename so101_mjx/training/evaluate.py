@@ -3,9 +3,8 @@
 ``POLICY`` is a checkpoint (run, ``checkpoints/`` or step directory: Brax's own deterministic
 inference function), an exported ``.onnx`` / ``.npz`` (its weights rebuilt as a JAX MLP, so an ONNX
 policy runs inside jit on any backend) or a pixel student (its flax network on the frames its env
-renders: backend ``c``, or ``mjx`` with MuJoCo Warp), loaded by :func:`so101_mjx.training.policies.load`. Every episode
-    is
-one vmapped world of :func:`so101_mjx.envs.rollout.run_episodes` (stopping once all are done), in the
+renders: backend ``c``, or ``mjx`` with MuJoCo Warp), loaded by :func:`so101_mjx.training.policies.load`. Every
+episode is one vmapped world of :func:`so101_mjx.envs.rollout.run_episodes` (stopping once all are done), in the
 policy's own env config; episode ``i`` starts from the same state on every backend (one PRNG
 stream from ``--seed``), so ``--backend mjx,c`` also reports the per-episode outcome agreement.
 Float32 unless ``--x64``. The policy is checked as by ``so101-mjx replay`` (complete, finite
@@ -41,8 +40,7 @@ def evaluate(
     :class:`~so101_mjx.sim.servo.ServoModel` or its dict, when given, instead of the policy's own, or
     without one for ``"off"``; a pixel student's frames under ``visual``, a
     :class:`~so101_mjx.render.visual_randomization.VisualRandomization`, its dict or level name, instead of its
-    own randomization, or none for ``"off"``); returns
-    (and prints) per backend ``success_rate``,
+    own randomization, or none for ``"off"``); returns (and prints) per backend ``success_rate``,
     ``mean_return``, ``mean_length``, per-episode ``success`` / ``returns`` / ``length`` lists and
     ``seconds`` (compile + run), and with two backends ``agreement`` (fraction of episodes with the
     same success)."""
