@@ -67,6 +67,24 @@ def test_image_obs_features_fit_the_gym_env():
     env.close()
 
 
+def test_vector_kwargs_build_the_vector_env_of_the_gym_env():
+    """What the plugin's ``create_envs`` builds (lerobot >= 0.6, state observations) fits the features, on a task
+    with no reference env (every reset quantity drawn from the JAX key)."""
+    from so101_mjx.gym.vector import SO101VectorEnv
+
+    s = plugin.task_spec("SO101PushCube-v0", episode_length=5, observation_height=32, observation_width=48)
+    vec = SO101VectorEnv(s.task, 2, **s.vector_kwargs)
+    single = gym.make(s.gym_id, **s.gym_kwargs)
+    assert vec.single_observation_space == single.observation_space and vec.single_action_space == single.action_space
+    assert vec.call("_max_episode_steps") == (5, 5) and vec.render_size == (32, 48)
+    obs, _ = vec.reset(seed=[3, 4])
+    first, _ = single.reset(seed=4)
+    np.testing.assert_allclose(obs["environment_state"][1], first["environment_state"], atol=1e-5)
+    _, _, _, _, info = vec.step(np.zeros((2, 4), np.float32))
+    assert info["is_success"].shape == (2,)
+    vec.close(), single.close()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [

@@ -60,6 +60,13 @@ def timestep(args: argparse.Namespace) -> None:
     benchmark.bench(args.env, args.physics_dt, args.episodes, args.seed)
 
 
+def vector(args: argparse.Namespace) -> None:
+    """``bench vector``: :func:`so101_mjx.benchmarks.vector.bench`."""
+    from so101_mjx.benchmarks import vector as benchmark
+
+    benchmark.bench(args.env, args.batch, args.steps, args.repeats)
+
+
 def device(args: argparse.Namespace) -> None:
     """``bench device``: :func:`so101_mjx.benchmarks.device.bench`."""
     from so101_mjx.benchmarks import device as benchmark
@@ -70,7 +77,7 @@ def device(args: argparse.Namespace) -> None:
 
 RUNS: dict[str, Callable[[argparse.Namespace], None]] = {
     "fk": fk, "ik": ik, "env": env, "dynamics": dynamics, "render": render, "train": train, "timestep": timestep,
-    "device": device,
+    "vector": vector, "device": device,
 }
 
 

@@ -105,6 +105,13 @@ def _device(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=types.steps, default=None, help="control steps per env program (default 25)")
 
 
+def _vector(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--env", default="SO101PickCube-v0")
+    _batches(parser, [8, 64])
+    parser.add_argument("--steps", type=types.steps, default=50, help="control steps per timed run (after a reset)")
+    _repeats(parser, 3)
+
+
 def _timestep(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default=None, help="one task (default: every registered task)")
     parser.add_argument("--physics-dt", type=types.positive_float, nargs="+", default=[0.002, 0.004, 0.005],
@@ -121,6 +128,8 @@ BENCHES: dict[str, Command] = {
     "render": Command("batched camera frames/s vs a plain mujoco.Renderer loop; pixel env cost",
                       bench.__name__, _render),
     "train": Command("PPO env-steps/s vs the raw env rate (collection and SGD shares)", bench.__name__, _train),
+    "vector": Command("SO101VectorEnv's env-steps/s vs gymnasium's SyncVectorEnv over the gym env", bench.__name__,
+                      _vector),
     "timestep": Command("a coarser physics step per task: scripted success, deviation and speed vs 2 ms",
                         bench.__name__, _timestep),
     "device": Command("the prepared accelerator check: env, IK, dynamics, PPO; JSON + markdown",

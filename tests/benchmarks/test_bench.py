@@ -198,6 +198,14 @@ def test_render_bench_reports_frames_and_env_rates(capsys):
             and float(ratio) == pytest.approx(float(pix) / float(plain), rel=3e-3))
 
 
+@pytest.mark.slow  # two vector envs compiled and stepped
+def test_vector_bench_reports_both_vector_envs_and_their_ratio(capsys):
+    assert cli.main(["bench", "vector", "--batch", "2", "--steps", "3", "--repeats", "1"]) == 0
+    worlds, ours, sync, ratio = capsys.readouterr().out.strip().splitlines()[-1].split()
+    assert int(worlds) == 2 and float(ours) > 0 and float(sync) > 0
+    assert float(ratio) == pytest.approx(float(ours) / float(sync), rel=3e-3)
+
+
 @pytest.mark.slow
 def test_timestep_study_compares_each_step_with_the_baseline(capsys, monkeypatch):
     """The baseline row deviates from itself by nothing; a 5 ms step deviates, with 20 substeps per

@@ -66,6 +66,17 @@ class SO101MjxEnv(EnvConfig):
             reward_type=self.reward_type,
         )
 
+    def create_envs(self, n_envs: int, use_async_envs: bool = False) -> dict[str, dict[int, Any]]:
+        """lerobot >= 0.6's hook behind ``make_env``: with state observations, one
+        :class:`~so101_mjx.gym.vector.SO101VectorEnv` of ``n_envs`` worlds stepped together in this process
+        (``use_async_envs`` has nothing to spread); with ``image_obs``, lerobot's vector env of gym envs."""
+        if self.image_obs:
+            return super().create_envs(n_envs, use_async_envs)
+        from so101_mjx.gym.vector import SO101VectorEnv  # imported on use: loads JAX and MuJoCo
+
+        spec = self._spec()
+        return {self.type: {0: SO101VectorEnv(spec.task, n_envs, **spec.vector_kwargs)}}
+
     @property
     def package_name(self) -> str:
         """``so101_mjx.gym``: lerobot imports it when ``gym_id`` is not registered yet."""

@@ -46,6 +46,8 @@ class TaskSpec:
     features: dict[str, tuple[str, tuple[int, ...]]]
     features_map: dict[str, str]
     gym_kwargs: dict[str, Any]
+    # SO101VectorEnv's keyword arguments (state observations): the task options, episode length and frame size
+    vector_kwargs: dict[str, Any]
 
 
 def task_spec(
@@ -126,4 +128,5 @@ def task_spec(
         features=features,
         features_map={key: LEROBOT_KEYS[key] for key in features},
         gym_kwargs=gym_kwargs,
+        vector_kwargs={**options, "episode_length": config.episode_length, "render_size": (height, width)},
     )

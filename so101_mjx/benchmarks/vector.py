@@ -1,0 +1,47 @@
+"""``so101-mjx bench vector``: :class:`~so101_mjx.gym.vector.SO101VectorEnv` against gymnasium's ``SyncVectorEnv``
+over the gym env (what ``lerobot-eval`` builds for a plugin env without a vector env of its own), the same task,
+batch and actions, as env-steps/s."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from so101_mjx import _progress
+from so101_mjx.benchmarks import interleaved_times, print_table
+from so101_mjx.envs import registry
+from so101_mjx.gym.vector import SO101VectorEnv
+
+
+def stepper(env: gym.vector.VectorEnv, actions: np.ndarray):
+    """A timed run: ``len(actions)`` steps of ``env`` (autoresets included), reset with seed 0 first."""
+
+    def run() -> None:
+        env.reset(seed=0)
+        for action in actions:
+            env.step(action)
+
+    return run
+
+
+def bench(task: str, batch: list[int], steps: int, repeats: int) -> None:
+    """Print env-steps/s of both vector envs at each batch size (``steps`` steps per timed run, the median of
+    ``repeats`` interleaved runs) and their ratio."""
+    import so101_mjx.gym  # noqa: F401  # registers the gym ids
+
+    name = registry.canonical(task)
+    rows = []
+    for n in batch:
+        _progress.phase(f"bench vector: {n} worlds of {name}")
+        ours = SO101VectorEnv(name, n)
+        sync = gym.vector.SyncVectorEnv([lambda: gym.make(registry.NAMESPACE + name) for _ in range(n)],
+                                        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        actions = np.random.default_rng(0).uniform(ours.single_action_space.low, ours.single_action_space.high,
+                                                   (steps, n, ours.single_action_space.shape[0])).astype(np.float32)
+        ours_t, sync_t = (np.median(t) for t in interleaved_times([stepper(ours, actions), stepper(sync, actions)],
+                                                                  repeats))
+        rows.append([n, n * steps / ours_t, n * steps / sync_t, sync_t / ours_t])
+        ours.close(), sync.close()
+    print(f"{name}: env-steps/s of SO101VectorEnv and of gymnasium's SyncVectorEnv over gym.make (backend c, "
+          f"{steps} steps per run after a reset, median of {repeats})")
+    print_table(["worlds", "vector/s", "sync/s", "ratio"], rows)

@@ -1,0 +1,181 @@
+"""A task's worlds as one gymnasium ``VectorEnv``, stepped together in one jitted, vmapped call.
+
+``gymnasium.vector.SyncVectorEnv`` over the gym env (:mod:`so101_mjx.gym.task_env`) steps B copies one after
+another; :class:`SO101VectorEnv` steps B worlds of the same functional env (backend ``c``, the gym env's
+jitted functions, :mod:`so101_mjx.gym.compiled`) at once and returns numpy arrays (B, ...) in the gym env's
+state-observation layout (``agent_pos``, ``environment_state``; float32). Its episodes are the gym env's:
+
+- a world reset with seed ``s`` starts where the gym env's ``reset(seed=s)`` does: its initial quantities
+  drawn from the same numpy generator, a JAX key drawn after them, the IK target at the controlled point
+  (the gym env's ``reset_robot``). A reset without seeds continues each world's generator;
+- the actions are the gym env's (Cartesian ``[dx, dy, dz, grasp]`` with the reference's IK-target update,
+  or joint-mode motor targets), one row per world;
+- ``terminated``: the task's success or failure; ``truncated``: ``episode_length`` steps (the gym env's
+  ``max_episode_steps``);
+- autoreset: gymnasium's ``NEXT_STEP``. A world whose episode ended resets on its next ``step``, which
+  ignores that world's action and returns its first observation with reward 0 and both flags false;
+- ``info["is_success"]`` (B,) bool: each world's success after the step (what ``lerobot-eval`` reads).
+
+``call(name)`` gives one value per world, as ``SyncVectorEnv.call`` does: ``_max_episode_steps``,
+``task_description`` and ``task`` (the task's instruction) and ``render`` (the front camera's frames,
+:attr:`render_size`, from the ``shadowed`` render model with the task's markers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from so101_mjx import _checks as checks
+from so101_mjx.envs import registry
+from so101_mjx.errors import InputError
+from so101_mjx.gym.compiled import compiled, control_step
+
+MAX_WORLDS = 65_536
+KEY_HIGH = 2**31 - 1  # the gym env draws its JAX key's seed from [0, KEY_HIGH)
+
+
+class SO101VectorEnv(VectorEnv):
+    """``num_envs`` worlds of task ``task`` (a registered name) with config fields ``options`` (as ``gym.make``
+    takes them, e.g. ``control_mode="joint"``); see the module docstring."""
+
+    def __init__(self, task: str, num_envs: int, render_size: tuple[int, int] = (480, 640), **options: Any):
+        self.num_envs = checks.integer("num_envs", num_envs, ge=1, le=MAX_WORLDS)
+        self.render_size = tuple(checks.integer(n, v, ge=1, le=8192) for n, v in zip(("height", "width"), render_size))
+        if options.get("image_obs"):
+            raise InputError("image_obs: SO101VectorEnv observes the state (agent_pos, environment_state); "
+                             "for frames use the gym env, or make(..., image_obs=True) batched")
+        self._compiled = compiled(registry.task(task), None, {k: v for k, v in options.items() if k != "image_obs"})
+        env = self.env = self._compiled.env
+        self._dtype = jnp.result_type(float)
+        low, high = env.arm.action_bounds()
+        self.single_action_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
+        self.single_observation_space = spaces.Dict({
+            "agent_pos": spaces.Box(-np.inf, np.inf, (env.agent_pos_size,), np.float32),
+            "environment_state": spaces.Box(-np.inf, np.inf, (env.task_obs_size(),), np.float32)})
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.metadata = {"render_fps": round(1.0 / env.config.periods()[0]), "autoreset_mode": AutoresetMode.NEXT_STEP}
+        self.render_mode = "rgb_array"
+        self._max_episode_steps = env.episode_length
+        self._start = jax.jit(jax.vmap(self._start_one))
+        self._advance = jax.jit(jax.vmap(self._advance_one))
+        self._rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
+        self._state: Any = None
+        self._elapsed = np.zeros(self.num_envs, np.int64)
+        self._ended = np.zeros(self.num_envs, bool)
+        self._renderer: Any = None
+
+    # -- one world, jitted and vmapped ------------------------------------------------------------
+    def _start_one(self, key: jax.Array, fixed: dict[str, jax.Array]):
+        """A world's first state: the gym env's reset (``fixed``: the reference's draws, or none), then its
+        ``reset_robot``."""
+        c = self._compiled
+        state = c.reset_to(key, **fixed) if fixed else c.reset(key)
+        info = state.info.replace(ik_target=c.ik_point(state.physics), last_action_zero=jnp.zeros((), bool))
+        return state.replace(info=info)
+
+    def _advance_one(self, state, action: jax.Array, fresh, restart: jax.Array):
+        """A world's next state: ``fresh`` where it ``restart``s, else one step with ``action``."""
+        env = self.env
+        if env.arm.joint_mode is not None:
+            stepped = env.step(state, action)
+        else:
+            scale = jnp.asarray(env.config.action_scale, self._dtype)
+            stepped = control_step(env, state, action, scale, jnp.asarray(env.config.cartesian_bounds, self._dtype))
+        return jax.tree_util.tree_map(lambda a, b: jnp.where(restart, a, b), fresh, stepped)
+
+    # -- host side --------------------------------------------------------------------------------
+    def _draws(self, worlds: np.ndarray) -> tuple[jax.Array, dict[str, jax.Array]]:
+        """Keys (B, 2) and reset quantities for a restart of ``worlds`` (B,) bool, drawn from their generators as the
+        gym env's ``reset`` draws them; the other worlds get placeholders (their generators untouched)."""
+        env, keys, fixed = self.env, [], []
+        for i, restart in enumerate(worlds):
+            draw = env.reference_initial(self._rngs[i]) if restart and env.reference_env else None
+            keys.append(jax.random.PRNGKey(self._rngs[i].integers(0, KEY_HIGH)) if restart else jax.random.PRNGKey(0))
+            fixed.append(draw if draw is not None else env.fixed_reset if env.reference_env else {})
+        stacked = {k: jnp.asarray(np.stack([np.asarray(f[k], np.float64) for f in fixed]), self._dtype)
+                   for k in fixed[0]}
+        return jnp.stack(keys), stacked
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        obs = np.asarray(self._state.obs, np.float32)
+        size = self.env.agent_pos_size
+        return {"agent_pos": obs[:, :size], "environment_state": obs[:, size:]}
+
+    def reset(self, *, seed: int | Sequence[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Every world's first observation. ``seed``: one int (world ``i`` takes ``seed + i``, as ``SyncVectorEnv``),
+        one per world (None: fresh entropy), or None (each world's generator continues); ``options`` are ignored."""
+        if seed is not None:
+            seeds = [seed + i for i in range(self.num_envs)] if isinstance(seed, (int, np.integer)) else list(seed)
+            if len(seeds) != self.num_envs:
+                raise InputError(f"seed must be an int or {self.num_envs} seeds (one per world), got {len(seeds)}")
+            self._rngs = [seeding.np_random(None if s is None else checks.integer("seed", s, ge=0))[0] for s in seeds]
+        everyone = np.ones(self.num_envs, bool)
+        self._state = self._start(*self._draws(everyone))
+        self._elapsed[:], self._ended[:] = 0, False
+        return self._observation(), {}
+
+    def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One control step of every world (``actions`` (num_envs, action size)); see the module docstring."""
+        if self._state is None:
+            raise InputError("step before reset: call reset() first")
+        shape = (self.num_envs, *self.single_action_space.shape)
+        actions = checks.real_array("actions", actions, shape, layout=f" (one {self.env.arm.action_layout} per world)")
+        restart = self._ended.copy()
+        keys, fixed = self._draws(restart)
+        fresh = self._start(keys, fixed) if restart.any() else self._state
+        self._state = self._advance(self._state, jnp.asarray(actions, self._dtype), fresh, jnp.asarray(restart))
+        success = np.asarray(self._state.info.succeed, bool) & ~restart
+        terminated = (np.asarray(self._state.done) > 0) & ~restart
+        self._elapsed = np.where(restart, 0, self._elapsed + 1)
+        truncated = (self._elapsed >= self._max_episode_steps) & ~restart
+        reward = np.where(restart, 0.0, np.asarray(self._state.reward, np.float64))
+        self._ended = terminated | truncated
+        return self._observation(), reward, terminated, truncated, {"is_success": success}
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """One value per world of ``name``: ``_max_episode_steps``, ``task_description`` / ``task`` (the
+        instruction), or ``render`` (that world's frame); AttributeError for another name."""
+        if name == "render":
+            return tuple(self.render())
+        values = {"_max_episode_steps": self._max_episode_steps, "task_description": self.env.instruction,
+                  "task": self.env.instruction}
+        if name not in values:
+            raise AttributeError(f"SO101VectorEnv has no per-world attribute {name!r} (it has {sorted(values)}, "
+                                 "render)")
+        return (values[name],) * self.num_envs
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """:meth:`call`'s values (``SyncVectorEnv.get_attr``)."""
+        return self.call(name)
+
+    def render(self) -> np.ndarray:
+        """The front camera's frames (num_envs, height, width, 3) uint8 of the current states."""
+        if self._state is None:
+            raise InputError("render before reset: call reset() first")
+        if self._renderer is None:
+            from so101_mjx.render.batch import BatchRenderer, render_model
+
+            model = render_model(self.env.scene, "shadowed")
+            height, width = self.render_size
+            model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+            model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+            self._renderer = BatchRenderer(model, height, width, "front", markers=tuple(self.env.markers))
+        markers = self.env.marker_positions(self._state.info)
+        marks = np.stack([np.asarray(markers[site]) for site in self.env.markers], axis=1) if self.env.markers else None
+        return self._renderer.render(np.asarray(self._state.physics.qpos), marks)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None

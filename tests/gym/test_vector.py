@@ -1,0 +1,108 @@
+"""SO101VectorEnv (so101_mjx.gym.vector): the gym env's episodes, B worlds per call, without lerobot."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import so101_mjx.gym  # noqa: F401  # registers the gym ids
+from so101_mjx.gym.vector import SO101VectorEnv
+
+TASK = "SO101PickCube-v0"
+
+
+@pytest.fixture(scope="module")
+def vec():
+    env = SO101VectorEnv(TASK, 3)
+    yield env
+    env.close()
+
+
+def test_spaces_and_metadata_are_the_gym_envs_batched(vec):
+    single = gym.make(f"so101_mjx/{TASK}")
+    assert vec.single_observation_space == single.observation_space
+    assert vec.single_action_space == single.action_space
+    assert vec.observation_space["agent_pos"].shape == (3, *single.observation_space["agent_pos"].shape)
+    assert vec.action_space.shape == (3, 4)
+    assert vec.metadata["render_fps"] == 10 and vec.metadata["autoreset_mode"] == gym.vector.AutoresetMode.NEXT_STEP
+    assert vec.call("_max_episode_steps") == (single.spec.max_episode_steps,) * 3
+    assert vec.call("task_description") == (single.unwrapped.task_description,) * 3
+    with pytest.raises(AttributeError, match="no per-world attribute 'colour'"):
+        vec.call("colour")
+    single.close()
+
+
+@pytest.mark.parametrize("options", [{}, {"control_mode": "joint"}], ids=["cartesian", "joint"])
+def test_worlds_follow_the_gym_env_from_the_same_seeds(options):
+    """Each world's observations, rewards and flags equal the gym env's run from the same seed and actions."""
+    seeds, steps = [11, 12], 8
+    vec = SO101VectorEnv(TASK, 2, random_block_position=True, **options)
+    low, high = vec.single_action_space.low, vec.single_action_space.high
+    actions = np.random.default_rng(0).uniform(low, high, (steps, 2, len(low))).astype(np.float32)
+    obs, _ = vec.reset(seed=seeds)
+    batched = [vec.step(a) for a in actions]
+    for i, seed in enumerate(seeds):
+        single = gym.make(f"so101_mjx/{TASK}", random_block_position=True, **options)
+        first, _ = single.reset(seed=seed)
+        for key in first:
+            np.testing.assert_allclose(obs[key][i], first[key], atol=1e-5, err_msg=f"reset {key}")
+        for t in range(steps):
+            o, r, term, trunc, info = single.step(actions[t, i])
+            b_obs, b_r, b_term, b_trunc, b_info = batched[t]
+            for key in o:
+                np.testing.assert_allclose(b_obs[key][i], o[key], atol=1e-4, err_msg=f"step {t} {key}")
+            assert (b_term[i], b_trunc[i], b_info["is_success"][i]) == (term, trunc, info["is_success"])
+            assert b_r[i] == pytest.approx(r, abs=1e-4)
+        single.close()
+    vec.close()
+
+
+def test_an_ended_world_resets_on_its_next_step_alone():
+    env = SO101VectorEnv(TASK, 2, episode_length=3, random_block_position=True)
+    obs, _ = env.reset(seed=5)
+    hold = np.zeros((2, 4), np.float32)
+    for _ in range(3):
+        _, _, terminated, truncated, _ = env.step(hold)
+    assert truncated.all() and not terminated.any()
+    again, reward, terminated, truncated, info = env.step(hold)  # NEXT_STEP: the reset step
+    assert not (terminated.any() or truncated.any() or info["is_success"].any()) and (reward == 0).all()
+    assert not np.array_equal(again["environment_state"], obs["environment_state"])  # each generator went on
+    fresh = SO101VectorEnv(TASK, 2, episode_length=3, random_block_position=True)
+    first, _ = fresh.reset(seed=5)
+    np.testing.assert_array_equal(first["environment_state"], obs["environment_state"])  # the same seeds
+    assert not np.array_equal(obs["environment_state"][0], obs["environment_state"][1])  # seed + i per world
+    _, _, _, truncated, _ = env.step(hold)
+    assert not truncated.any()  # the episode counter restarted
+    env.close(), fresh.close()
+
+
+@pytest.mark.parametrize(("actions", "match"), [(np.zeros((2, 3)), r"actions must have shape \(2, 4\)"),
+                                                 (np.full((2, 4), "x"), "actions must")])
+def test_bad_actions_are_one_line(actions, match):
+    env = SO101VectorEnv(TASK, 2)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match=match):
+        env.step(actions)
+    env.close()
+
+
+def test_bad_construction_and_seeds_are_one_line():
+    with pytest.raises(ValueError, match="num_envs"):
+        SO101VectorEnv(TASK, 0)
+    with pytest.raises(ValueError, match="image_obs"):
+        SO101VectorEnv(TASK, 2, image_obs=True)
+    env = SO101VectorEnv(TASK, 2)
+    with pytest.raises(ValueError, match="2 seeds"):
+        env.reset(seed=[1, 2, 3])
+    with pytest.raises(ValueError, match="step before reset"):
+        env.step(np.zeros((2, 4)))
+    env.close()
+
+
+@pytest.mark.slow  # render workers
+def test_render_gives_each_worlds_front_frame():
+    env = SO101VectorEnv(TASK, 2, render_size=(24, 32), random_block_position=True)
+    env.reset(seed=0)
+    frames = np.stack(env.call("render"))
+    assert frames.shape == (2, 24, 32, 3) and frames.dtype == np.uint8
+    assert not np.array_equal(frames[0], frames[1])  # two block positions
+    env.close()
