@@ -36,12 +36,13 @@ def bench(task: str, batch: list[int], steps: int, repeats: int) -> None:
         ours = SO101VectorEnv(name, n)
         sync = gym.vector.SyncVectorEnv([lambda: gym.make(registry.NAMESPACE + name) for _ in range(n)],
                                         autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
-        actions = np.random.default_rng(0).uniform(ours.single_action_space.low, ours.single_action_space.high,
-                                                   (steps, n, ours.single_action_space.shape[0])).astype(np.float32)
+        low, high = ours.env.arm.action_bounds()
+        actions = np.random.default_rng(0).uniform(low, high, (steps, n, len(low))).astype(np.float32)
         ours_t, sync_t = (np.median(t) for t in interleaved_times([stepper(ours, actions), stepper(sync, actions)],
                                                                   repeats))
         rows.append([n, n * steps / ours_t, n * steps / sync_t, sync_t / ours_t])
-        ours.close(), sync.close()
+        ours.close()
+        sync.close()
     print(f"{name}: env-steps/s of SO101VectorEnv and of gymnasium's SyncVectorEnv over gym.make (backend c, "
           f"{steps} steps per run after a reset, median of {repeats})")
     print_table(["worlds", "vector/s", "sync/s", "ratio"], rows)

@@ -120,8 +120,8 @@ class SO101VectorEnv(VectorEnv):
             if len(seeds) != self.num_envs:
                 raise InputError(f"seed must be an int or {self.num_envs} seeds (one per world), got {len(seeds)}")
             self._rngs = [seeding.np_random(None if s is None else checks.integer("seed", s, ge=0))[0] for s in seeds]
-        everyone = np.ones(self.num_envs, bool)
-        self._state = self._start(*self._draws(everyone))
+        keys, fixed = self._draws(np.ones(self.num_envs, bool))
+        self._state = self._start(keys, fixed)
         self._elapsed[:], self._ended[:] = 0, False
         return self._observation(), {}
 
@@ -129,7 +129,7 @@ class SO101VectorEnv(VectorEnv):
         """One control step of every world (``actions`` (num_envs, action size)); see the module docstring."""
         if self._state is None:
             raise InputError("step before reset: call reset() first")
-        shape = (self.num_envs, *self.single_action_space.shape)
+        shape = (self.num_envs, self.env.arm.action_size)
         actions = checks.real_array("actions", actions, shape, layout=f" (one {self.env.arm.action_layout} per world)")
         restart = self._ended.copy()
         keys, fixed = self._draws(restart)
@@ -147,7 +147,7 @@ class SO101VectorEnv(VectorEnv):
         """One value per world of ``name``: ``_max_episode_steps``, ``task_description`` / ``task`` (the
         instruction), or ``render`` (that world's frame); AttributeError for another name."""
         if name == "render":
-            return tuple(self.render())
+            return self.render()
         values = {"_max_episode_steps": self._max_episode_steps, "task_description": self.env.instruction,
                   "task": self.env.instruction}
         if name not in values:
@@ -159,8 +159,8 @@ class SO101VectorEnv(VectorEnv):
         """:meth:`call`'s values (``SyncVectorEnv.get_attr``)."""
         return self.call(name)
 
-    def render(self) -> np.ndarray:
-        """The front camera's frames (num_envs, height, width, 3) uint8 of the current states."""
+    def render(self) -> tuple[np.ndarray, ...]:
+        """The front camera's frame (height, width, 3) uint8 of each world's current state."""
         if self._state is None:
             raise InputError("render before reset: call reset() first")
         if self._renderer is None:
@@ -173,7 +173,7 @@ class SO101VectorEnv(VectorEnv):
             self._renderer = BatchRenderer(model, height, width, "front", markers=tuple(self.env.markers))
         markers = self.env.marker_positions(self._state.info)
         marks = np.stack([np.asarray(markers[site]) for site in self.env.markers], axis=1) if self.env.markers else None
-        return self._renderer.render(np.asarray(self._state.physics.qpos), marks)
+        return tuple(self._renderer.render(np.asarray(self._state.physics.qpos), marks))
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._renderer is not None:
