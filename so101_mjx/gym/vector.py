@@ -75,10 +75,10 @@ class SO101VectorEnv(VectorEnv):
         self._renderer: Any = None
 
     # -- one world, jitted and vmapped ------------------------------------------------------------
-    def _start_one(self, key: jax.Array, fixed: dict[str, jax.Array]):
-        """A world's first state: the gym env's reset (``fixed``: the reference's draws, or none), then its
-        ``reset_robot``."""
-        c = self._compiled
+    def _start_one(self, seed: jax.Array, fixed: dict[str, jax.Array]):
+        """A world's first state: the gym env's reset from ``PRNGKey(seed)`` (``fixed``: the reference's draws, or
+        none), then its ``reset_robot``."""
+        c, key = self._compiled, jax.random.PRNGKey(seed)
         state = c.reset_to(key, **fixed) if fixed else c.reset(key)
         info = state.info.replace(ik_target=c.ik_point(state.physics), last_action_zero=jnp.zeros((), bool))
         return state.replace(info=info)
@@ -94,17 +94,16 @@ class SO101VectorEnv(VectorEnv):
         return jax.tree_util.tree_map(lambda a, b: jnp.where(restart, a, b), fresh, stepped)
 
     # -- host side --------------------------------------------------------------------------------
-    def _draws(self, worlds: np.ndarray) -> tuple[jax.Array, dict[str, jax.Array]]:
-        """Keys (B, 2) and reset quantities for a restart of ``worlds`` (B,) bool, drawn from their generators as the
-        gym env's ``reset`` draws them; the other worlds get placeholders (their generators untouched)."""
-        env, keys, fixed = self.env, [], []
-        for i, restart in enumerate(worlds):
-            draw = env.reference_initial(self._rngs[i]) if restart and env.reference_env else None
-            keys.append(jax.random.PRNGKey(self._rngs[i].integers(0, KEY_HIGH)) if restart else jax.random.PRNGKey(0))
-            fixed.append(draw if draw is not None else env.fixed_reset if env.reference_env else {})
-        stacked = {k: jnp.asarray(np.stack([np.asarray(f[k], np.float64) for f in fixed]), self._dtype)
-                   for k in fixed[0]}
-        return jnp.stack(keys), stacked
+    def _draws(self, worlds: np.ndarray) -> tuple[np.ndarray, dict[str, jax.Array]]:
+        """Key seeds (B,) and reset quantities for a restart of ``worlds`` (B,) bool, drawn from their generators as
+        the gym env's ``reset`` draws them; the other worlds get placeholders (their generators untouched)."""
+        env, seeds = self.env, np.zeros(self.num_envs, np.int32)
+        per_world: list[dict[str, Any]] = [dict(env.fixed_reset) if env.reference_env else {}] * self.num_envs
+        for i in np.flatnonzero(worlds):
+            per_world[i] = (env.reference_initial(self._rngs[i]) or {}) if env.reference_env else {}
+            seeds[i] = self._rngs[i].integers(0, KEY_HIGH)
+        return seeds, {k: jnp.asarray(np.stack([np.asarray(f[k], np.float64) for f in per_world]), self._dtype)
+                       for k in per_world[0]}
 
     def _observation(self) -> dict[str, np.ndarray]:
         obs = np.asarray(self._state.obs, np.float32)
@@ -120,8 +119,7 @@ class SO101VectorEnv(VectorEnv):
             if len(seeds) != self.num_envs:
                 raise InputError(f"seed must be an int or {self.num_envs} seeds (one per world), got {len(seeds)}")
             self._rngs = [seeding.np_random(None if s is None else checks.integer("seed", s, ge=0))[0] for s in seeds]
-        keys, fixed = self._draws(np.ones(self.num_envs, bool))
-        self._state = self._start(keys, fixed)
+        self._state = self._start(*self._draws(np.ones(self.num_envs, bool)))
         self._elapsed[:], self._ended[:] = 0, False
         return self._observation(), {}
 
@@ -132,8 +130,7 @@ class SO101VectorEnv(VectorEnv):
         shape = (self.num_envs, self.env.arm.action_size)
         actions = checks.real_array("actions", actions, shape, layout=f" (one {self.env.arm.action_layout} per world)")
         restart = self._ended.copy()
-        keys, fixed = self._draws(restart)
-        fresh = self._start(keys, fixed) if restart.any() else self._state
+        fresh = self._start(*self._draws(restart)) if restart.any() else self._state
         self._state = self._advance(self._state, jnp.asarray(actions, self._dtype), fresh, jnp.asarray(restart))
         success = np.asarray(self._state.info.succeed, bool) & ~restart
         terminated = (np.asarray(self._state.done) > 0) & ~restart
