@@ -1,6 +1,6 @@
 """gymnasium's ``check_env`` through ``gym.make`` (so every declared render mode, ``human`` included,
 is made), on a machine without a display with ``MUJOCO_GL=egl``: on a task the reference has and one
-it has not (every registered id: marked slow); and on one id with ``MUJOCO_GL`` unset (the GL
+it has not (every registered id: a soak); and on one id with ``MUJOCO_GL`` unset (the GL
 backend is chosen before any task code runs). Human mode
 then warns once that no window can open and renders offscreen, as the reference renders; the process goes on and writes
 nothing into its working directory."""
@@ -39,7 +39,9 @@ print("checked", len(ids), "ids;", no_window[0])
 
 @pytest.mark.parametrize("mujoco_gl, ids", [
     ("egl", ["SO101PickCube-v0", "SO101StackCube-v0"]),
-    pytest.param("egl", [], marks=pytest.mark.slow, id="egl-every-id"),
+    # every id headless in human mode (34 s): a soak; the default run checks every id with check_env
+    # (tests/gym/test_gym.py) and this headless path on two ids
+    pytest.param("egl", [], marks=pytest.mark.soak, id="egl-every-id"),
     (None, ["SO101PickCube-v0"]),
 ])
 def test_check_env_passes_without_a_display(tmp_path, mujoco_gl, ids):
