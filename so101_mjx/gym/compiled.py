@@ -20,6 +20,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.registry import split_options
@@ -115,6 +116,14 @@ def control_step(env: SO101Env, state: State, action: jax.Array, scale: jax.Arra
     held = state.replace(info=info.replace(ik_target=target, last_action_zero=jnp.ones((), bool)))
     out = env.step(held, jnp.concatenate([jnp.where(finite, 0.0, action[:3]), action[3:]]))
     return out.replace(info=out.info.replace(last_action_zero=is_zero))
+
+
+def reset_draws(env: SO101Env, np_random: np.random.Generator) -> tuple[int, dict[str, Any] | None]:
+    """What a gym env's ``reset`` draws from its ``np_random``, in order: a task mirroring the reference env first
+    draws the reference's :meth:`~so101_mjx.envs.base.SO101Env.reset_to` quantities (else None), then the seed in
+    [0, 2**31 - 1) of the JAX key that draws the rest. Every reset of a gym env or of a vector env's world."""
+    fixed = env.reference_initial(np_random) if env.reference_env else None
+    return int(np_random.integers(0, 2**31 - 1)), fixed
 
 
 def success_and_reward(env: SO101Env, physics, info) -> tuple[jax.Array, jax.Array]:

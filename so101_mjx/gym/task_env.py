@@ -22,6 +22,7 @@ from so101_mjx.envs.base import layout_text
 from so101_mjx.envs.registry import NAMESPACE
 from so101_mjx.envs.tasks.pick_cube import LIFT_SUCCESS_HEIGHT, PickCube
 from so101_mjx.errors import InputError
+from so101_mjx.gym.compiled import reset_draws
 from so101_mjx.gym.mujoco_env import CAMERA, GymRenderingSpec
 from so101_mjx.gym.so101_env import CARTESIAN_BOUNDS, HOME_POSITION, SO101GymEnv
 
@@ -140,8 +141,8 @@ class SO101MjxGymEnv(SO101GymEnv):
         positions); a JAX key drawn after them seeds the rest (randomization). Other tasks draw
         everything from that key. The arm then goes to ``home_position`` (:meth:`reset_robot`)."""
         super().reset(seed=seed)
-        fixed = self.env.reference_initial(self.np_random) if self.env.reference_env else None
-        key = jax.random.PRNGKey(self.np_random.integers(0, 2**31 - 1))
+        seed, fixed = reset_draws(self.env, self.np_random)
+        key = jax.random.PRNGKey(seed)
         if fixed is None:
             self._set_state(self._compiled.reset(key))
         else:

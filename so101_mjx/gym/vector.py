@@ -37,10 +37,9 @@ from gymnasium.vector.utils import batch_space
 from so101_mjx import _checks as checks
 from so101_mjx.envs import registry
 from so101_mjx.errors import InputError
-from so101_mjx.gym.compiled import compiled, control_step
+from so101_mjx.gym.compiled import compiled, control_step, reset_draws
 
 MAX_WORLDS = 65_536
-KEY_HIGH = 2**31 - 1  # the gym env draws its JAX key's seed from [0, KEY_HIGH)
 
 
 class SO101VectorEnv(VectorEnv):
@@ -100,8 +99,8 @@ class SO101VectorEnv(VectorEnv):
         env, seeds = self.env, np.zeros(self.num_envs, np.int32)
         per_world: list[dict[str, Any]] = [dict(env.fixed_reset) if env.reference_env else {}] * self.num_envs
         for i in np.flatnonzero(worlds):
-            per_world[i] = (env.reference_initial(self._rngs[i]) or {}) if env.reference_env else {}
-            seeds[i] = self._rngs[i].integers(0, KEY_HIGH)
+            seeds[i], fixed = reset_draws(env, self._rngs[i])
+            per_world[i] = fixed or {}
         return seeds, {k: jnp.asarray(np.stack([np.asarray(f[k], np.float64) for f in per_world]), self._dtype)
                        for k in per_world[0]}
 
