@@ -245,10 +245,10 @@ class _Frames:
     def __init__(self, env: SO101Env, size: int, cameras: list[str], quality: str = "fast",
                  visual: VisualRandomization | None = None, specs: dict[str, Any] | None = None):
         from so101_mjx.render.batch import BatchRenderer, render_model
+        from so101_mjx.render.frames import fit_offscreen
 
         model = render_model(env.scene, quality)
-        model.vis.global_.offwidth = max(model.vis.global_.offwidth, size)
-        model.vis.global_.offheight = max(model.vis.global_.offheight, size)
+        fit_offscreen(model, size, size)
         self.model, self.visual, self.markers = model, visual, tuple(env.markers)
         self.specs = specs or {}
         self.renderers = {c: BatchRenderer(model, size, size, c, markers=self.markers, spec=self.specs.get(c))

@@ -22,7 +22,7 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.render.frames import FrameRenderer, display, mujoco_gl
+from so101_mjx.render.frames import FrameRenderer, display, fit_offscreen, mujoco_gl
 from so101_mjx.robot.scenes import load_model
 
 if TYPE_CHECKING:
@@ -132,8 +132,7 @@ class MujocoGymEnv(gymnasium.Env):
             model = load_model(Path(xml_path))
             model.opt.timestep = physics_dt
         self._model = model
-        self._model.vis.global_.offwidth = max(self._model.vis.global_.offwidth, render_spec.width)
-        self._model.vis.global_.offheight = max(self._model.vis.global_.offheight, render_spec.height)
+        fit_offscreen(self._model, render_spec.height, render_spec.width)
         self._mjdata = mujoco.MjData(self._model)
         self._control_dt = control_dt
         self._n_substeps = int(control_dt // physics_dt)

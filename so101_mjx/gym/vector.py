@@ -161,11 +161,11 @@ class SO101VectorEnv(VectorEnv):
             raise InputError("render before reset: call reset() first")
         if self._renderer is None:
             from so101_mjx.render.batch import BatchRenderer, render_model
+            from so101_mjx.render.frames import fit_offscreen
 
             model = render_model(self.env.scene, "shadowed")
             height, width = self.render_size
-            model.vis.global_.offheight = max(model.vis.global_.offheight, height)
-            model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+            fit_offscreen(model, height, width)
             self._renderer = BatchRenderer(model, height, width, "front", markers=tuple(self.env.markers))
         markers = self.env.marker_positions(self._state.info)
         marks = np.stack([np.asarray(markers[site]) for site in self.env.markers], axis=1) if self.env.markers else None

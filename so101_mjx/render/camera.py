@@ -38,6 +38,7 @@ import numpy as np
 from so101_mjx import _checks as checks, _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.render import distortion
+from so101_mjx.render.frames import fit_offscreen
 from so101_mjx.robot import rotations
 from so101_mjx.robot.scenes import scenes_dir
 
@@ -289,8 +290,7 @@ def _set_intrinsics(model: mujoco.MjModel, cam: int, fx: float, fy: float, cx: f
     model.cam_sensorsize[cam] = (width, height)  # in pixels: MuJoCo uses ratios only
     model.cam_intrinsic[cam] = (fx, fy, (width - 1) / 2 - cx, (height - 1) / 2 - cy)
     model.cam_resolution[cam] = (width, height)
-    model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
-    model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+    fit_offscreen(model, height, width)
 
 
 def camera_setup(model: mujoco.MjModel, camera: str | int, spec: CameraSpec | None, height: int,
