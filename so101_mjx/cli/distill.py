@@ -16,7 +16,8 @@ IMAGE_SIZES = (36, 1024)
 CONFIG_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps,
                  "updates": types.steps, "batch_size": types.positive_int,
                  "learning_rate": types.positive_float, "seed": types.seed, "shift": types.int_in(0, 16, "shift"),
-                 "state_loss": types.non_negative_float}
+                 "state_loss": types.non_negative_float, "student": str}
+STUDENTS = ("direct", "estimator")  # so101_mjx.training.distill.STUDENTS (not imported: the CLI loads lazily)
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,7 +39,8 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         help="distil under this servo model instead of the teacher's (so101_mjx.sim.servo.ServoModel's "
                              "fields as a JSON object, {} for the defaults, or a .json file), or without one: off")
     for name, kind in CONFIG_FIELDS.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help="default: DistillConfig's")
+        parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help="default: DistillConfig's",
+                            choices=STUDENTS if name == "student" else None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,11 +41,17 @@ from so101_mjx._lock import exclusive
 from so101_mjx.envs import SO101Env
 from so101_mjx.errors import InputError
 from so101_mjx.sim import servo
+from so101_mjx.training import estimator
+from so101_mjx.training.estimator import Estimator
 from so101_mjx.training.pixel_policy import MIN_IMAGE_SIZE, Bounds, PixelStudent, Spec, conv_sides
+from so101_mjx.training.policy import NumpyPolicy
 
 if TYPE_CHECKING:
     from so101_mjx.render.camera import CameraSpec
     from so101_mjx.render.visual_randomization import VisualRandomization
+
+
+STUDENTS = ("direct", "estimator")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +70,9 @@ class DistillConfig:
     # weight of the auxiliary loss: the privileged observation (obs["state"] after agent_pos) predicted from the
     # student's hidden layer, each entry standardized over the dataset; the head is for training only (not saved)
     state_loss: float = 0.0
+    # "direct": the student's head is the action, fitted to the teacher's; "estimator": its head estimates the
+    # privileged state, fitted to the true state, and the frozen teacher acts on it (training.estimator)
+    student: str = "direct"
 
     def __post_init__(self) -> None:
         for name in ("iterations", "episodes", "steps", "updates", "batch_size"):
@@ -72,6 +81,11 @@ class DistillConfig:
         checks.real("learning_rate", self.learning_rate, gt=0)
         checks.real("state_loss", self.state_loss, ge=0)
         checks.integer("seed", self.seed, ge=0)
+        if self.student not in STUDENTS:
+            raise InputError(f"student must be one of {STUDENTS}, got {self.student!r}")
+        if self.student == "estimator" and self.state_loss:
+            raise InputError("state_loss applies to student='direct' only (an estimator student's whole loss is "
+                             "the state's)")
 
 
 def spec_of(env: SO101Env) -> Spec:
@@ -117,24 +131,28 @@ class StateProbe(nn.Module):
 
     @nn.compact
     def __call__(self, pixels: Sequence[Array], agent_pos: Array) -> tuple[Array, Array]:
-        action, hidden = self.student(pixels, agent_pos, with_hidden=True)
+        action, hidden = self.student(pixels, agent_pos, output="hidden")
         return action, nn.Dense(self.state_size, name="state_head")(hidden)
 
 
 def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelStudent, steps: int):
-    """Jitted ``collect(params, keys (B, 2), teacher_drives) -> per-step arrays (B, T, ...)``: each
+    """Jitted ``collect(variables, keys (B, 2), teacher_drives) -> per-step arrays (B, T, ...)``: each
     camera's frames (``pixels/<camera>``), agent_pos and the privileged rest of the teacher's observation
-    (``state``) before each step, the teacher's label, and done / success after it."""
+    (``state``) before each step, the teacher's label, and done / success after it; an estimator student's
+    estimate of ``state`` too (``estimate``)."""
     spec = spec_of(env)
 
-    def one(params, key, teacher_drives):
+    def one(variables, key, teacher_drives):
         def body(state, _):
             label = teacher(state.obs["state"])
-            own = student.apply(params, spec.frames(state.obs), state.obs["agent_pos"])
+            own, raw = student.apply(variables, spec.frames(state.obs), state.obs["agent_pos"], output="estimate")
             after = env.step(state, jnp.where(teacher_drives, label, own.astype(label.dtype)))
             out = {**{f"pixels/{c}": f for c, f in zip(spec.cameras, spec.frames(state.obs))},
                    "agent_pos": state.obs["agent_pos"], "state": state.obs["state"][spec.agent_pos:],
                    "label": label, "done": after.done > 0, "success": after.info.succeed}
+            if student.estimator is not None:
+                teacher_arrays = variables[estimator.COLLECTION]
+                out["estimate"] = raw * teacher_arrays["estimate_std"] + teacher_arrays["estimate_mean"]
             return after, out
 
         return jax.lax.scan(body, env.reset(key), None, length=steps)[1]
@@ -161,23 +179,32 @@ def shifted(pixels: Array, shift: int, key: Array) -> Array:
     return jax.vmap(lambda frame, o: jax.lax.dynamic_slice(frame, (o[0], o[1], 0), (h, w, 3)))(padded, offsets)
 
 
-def fit(probe: StateProbe, params, data: dict[str, np.ndarray], spec: Spec, config: DistillConfig, key: Array):
-    """``updates`` Adam steps on the mean squared error to the labels (summed over the action) plus
-    ``config.state_loss`` times the probe's mean squared error to the standardized privileged state,
-    minibatches drawn uniformly with replacement, their frames shifted by up to ``config.shift`` px
-    (:func:`shifted`); (params, mean action loss of the last tenth of the updates)."""
+def fit(model: StateProbe | PixelStudent, variables, data: dict[str, np.ndarray], spec: Spec, config: DistillConfig,
+        key: Array):
+    """``updates`` Adam steps on the ``params`` of ``variables``, minibatches drawn uniformly with replacement,
+    their frames shifted by up to ``config.shift`` px (:func:`shifted`). The loss: for a :class:`StateProbe` the
+    mean squared error to the labels (summed over the action) plus ``config.state_loss`` times the probe's mean
+    squared error to the privileged state standardized over ``data``; for an estimator student the mean squared
+    error of its head to the privileged state standardized by its teacher arrays. Returns (variables, mean loss
+    of the last tenth of the updates: the action's, or the estimator's)."""
     optimizer = optax.adam(config.learning_rate)
-    opt_state = optimizer.init(params)
-    mean, std = data["state"].mean(0), data["state"].std(0) + 1e-6
+    opt_state = optimizer.init(variables["params"])
+    if isinstance(model, PixelStudent):  # an estimator student
+        teacher = variables[estimator.COLLECTION]
+        mean, std, weights = teacher["estimate_mean"], teacher["estimate_std"], (0.0, 1.0)
+    else:
+        mean, std, weights = data["state"].mean(0), data["state"].std(0) + 1e-6, (1.0, config.state_loss)
 
     @jax.jit
     def update(params, opt_state, pixels, agent_pos, label, state, key):
         pixels = tuple(shifted(p, config.shift, k) for p, k in zip(pixels, jax.random.split(key, len(pixels))))
 
         def loss_fn(p):
-            action, predicted = probe.apply(p, pixels, agent_pos)
-            loss = jnp.mean(jnp.sum((action - label) ** 2, axis=-1))
-            return loss + config.state_loss * jnp.mean((predicted - (state - mean) / std) ** 2), loss
+            inputs = ({**variables, "params": p}, pixels, agent_pos)
+            action, predicted = model.apply(*inputs, output="estimate") if weights[0] == 0 else model.apply(*inputs)
+            action_loss = jnp.mean(jnp.sum((action - label) ** 2, axis=-1))
+            state_loss = jnp.mean((predicted - (state - mean) / std) ** 2)
+            return weights[0] * action_loss + weights[1] * state_loss, action_loss if weights[0] else state_loss
 
         (_, loss), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
         updates, opt_state = optimizer.update(grads, opt_state, params)
@@ -185,32 +212,51 @@ def fit(probe: StateProbe, params, data: dict[str, np.ndarray], spec: Spec, conf
 
     n = len(data["label"])
     losses = []
+    params = variables["params"]
     for k in _progress.each(range(config.updates), config.updates, "fit", "update"):
         draw, move = jax.random.split(jax.random.fold_in(key, k))
         idx = np.asarray(jax.random.randint(draw, (min(config.batch_size, n),), 0, n))
         params, opt_state, loss = update(params, opt_state, tuple(f[idx] for f in spec.frames(data)),
                                          data["agent_pos"][idx], data["label"][idx], data["state"][idx], move)
         losses.append(loss)
-    return params, float(np.mean(jax.device_get(losses[-max(config.updates // 10, 1):])))
+    return {**variables, "params": params}, float(np.mean(jax.device_get(losses[-max(config.updates // 10, 1):])))
 
 
 def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillConfig = DistillConfig(),
-            student: PixelStudent | None = None, log: Callable[[dict[str, Any]], None] = lambda row: None):
-    """DAgger; returns ``(student, params, rows)``, one row per iteration: ``driver``, ``success``
-    (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds``; then a last
-    row (``driver`` "final student") for the final student on ``episodes`` fresh episodes, nothing added."""
+            student: PixelStudent | None = None, log: Callable[[dict[str, Any]], None] = lambda row: None,
+            teacher_weights: NumpyPolicy | None = None):
+    """DAgger; returns ``(student, variables, rows)``, one row per iteration: ``driver``, ``success``
+    (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds`` (an estimator student:
+    ``estimate_error``, the median distance in m of its estimate from the privileged state over the frames);
+    then a last row (``driver`` "final student") for the final student on ``episodes`` fresh episodes, nothing
+    added. An estimator student (``config.student``) needs the teacher's ``teacher_weights``."""
     if env.cameras is None:
         raise InputError("distill needs an env made with image_obs=True (backend c)")
     spec = spec_of(env)
-    student = student or PixelStudent(bounds=spec.bounds)
-    if student.bounds != spec.bounds:
-        raise InputError(f"the student's action bounds {student.bounds} are not the env's {spec.bounds}")
     key = jax.random.PRNGKey(config.seed)
+    blank = (tuple(jnp.zeros((1, spec.size, spec.size, 3), jnp.uint8) for _ in spec.cameras),
+             jnp.zeros((1, spec.agent_pos)))
+    if config.student == "estimator":
+        if teacher_weights is None:
+            raise InputError("an estimator student needs its teacher's weights (teacher_weights)")
+        est = Estimator.of_teacher(teacher_weights.weights, spec.agent_pos)
+        if est.actions != spec.actions:
+            raise InputError(f"the teacher gives {est.actions} actions, the env takes {spec.actions}")
+        student = student or PixelStudent(bounds=spec.bounds, estimator=est)
+        size = est.state_size
+        model: StateProbe | PixelStudent = student
+        variables = {**student.init(jax.random.fold_in(key, 1), *blank), estimator.COLLECTION: estimator.teacher_arrays(
+            teacher_weights.weights, teacher_weights.scale, teacher_weights.offset, np.zeros(size), np.ones(size))}
+        own = lambda v: v  # noqa: E731
+    else:
+        student = student or PixelStudent(bounds=spec.bounds)
+        model = StateProbe(student, env.obs_size() - spec.agent_pos)
+        variables = dict(model.init(jax.random.fold_in(key, 1), *blank))
+        own = lambda v: {"params": v["params"]["student"]}  # noqa: E731  # the student's params within the probe's
+    if student.bounds != spec.bounds or (student.estimator is None) != (config.student == "direct"):
+        raise InputError(f"the student (action bounds {student.bounds}, estimator {student.estimator}) does not "
+                         f"suit the env's bounds {spec.bounds} and student={config.student!r}")
     check_sizes(config, spec, student)
-    blank = tuple(jnp.zeros((1, spec.size, spec.size, 3), jnp.uint8) for _ in spec.cameras)
-    probe = StateProbe(student, env.obs_size() - spec.agent_pos)
-    params = probe.init(jax.random.fold_in(key, 1), blank, jnp.zeros((1, spec.agent_pos)))
-    own = lambda p: {"params": p["params"]["student"]}  # noqa: E731  # the student's params within the probe's
     collect = collector(env, teacher, student, config.steps)
     data: dict[str, list[np.ndarray]] = {**{f"pixels/{c}": [] for c in spec.cameras}, "agent_pos": [], "state": [],
                                          "label": []}
@@ -220,25 +266,38 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
         keys = jax.random.split(jax.random.fold_in(key, 1000 + it), config.episodes)
         _progress.phase(f"distill: iteration {it}: the {'teacher' if it == 0 else 'student'} drives "
                         f"{config.episodes} episodes of {config.steps} steps")
-        out = jax.device_get(collect(own(params), keys, it == 0))
+        out = jax.device_get(collect(own(variables), keys, it == 0))
         mask, success = visited(out)
         for name in data:
             data[name].append(np.asarray(out[name])[mask])
         dataset = {name: np.concatenate(parts) for name, parts in data.items()}
-        params, loss = fit(probe, params, dataset, spec, config, jax.random.fold_in(key, 2000 + it))
+        if it == 0 and config.student == "estimator":  # the estimate's standardization, fixed from here on
+            variables = {**variables, estimator.COLLECTION: {
+                **variables[estimator.COLLECTION], "estimate_mean": jnp.asarray(dataset["state"].mean(0), jnp.float32),
+                "estimate_std": jnp.asarray(dataset["state"].std(0) + 1e-6, jnp.float32)}}
+        variables, loss = fit(model, variables, dataset, spec, config, jax.random.fold_in(key, 2000 + it))
         row = {"iteration": it, "driver": "teacher" if it == 0 else "student", "success": float(success.mean()),
                "frames": int(mask.sum()), "dataset": len(dataset["label"]), "loss": loss,
-               "seconds": time.perf_counter() - start}
+               "seconds": time.perf_counter() - start, **estimate_error(out, mask)}
         rows.append(row)
         log(row)
     start = time.perf_counter()
-    _, success = visited(jax.device_get(
-        collect(own(params), jax.random.split(jax.random.fold_in(key, 3000), config.episodes), False)))
+    out = jax.device_get(collect(own(variables), jax.random.split(jax.random.fold_in(key, 3000), config.episodes),
+                                 False))
+    mask, success = visited(out)
     rows.append({"iteration": config.iterations, "driver": "final student",
-                 "success": float(success.mean()), "frames": 0,
-                 "dataset": rows[-1]["dataset"], "loss": rows[-1]["loss"], "seconds": time.perf_counter() - start})
+                 "success": float(success.mean()), "frames": 0, "dataset": rows[-1]["dataset"],
+                 "loss": rows[-1]["loss"], "seconds": time.perf_counter() - start, **estimate_error(out, mask)})
     log(rows[-1])
-    return student, own(params), rows
+    return student, own(variables), rows
+
+
+def estimate_error(out: dict[str, np.ndarray], mask: np.ndarray) -> dict[str, float]:
+    """``{"estimate_error": median distance (m) of an estimator student's estimate from the privileged state over
+    the ``mask``ed steps}``; empty for another student."""
+    if "estimate" not in out:
+        return {}
+    return {"estimate_error": float(np.median(np.linalg.norm(out["estimate"] - out["state"], axis=-1)[mask]))}
 
 
 def save(out: Path, params, meta: dict[str, Any]) -> Path:
@@ -277,12 +336,16 @@ def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = 
         print(f"distill {teacher} ({policy.env}) into a pixel student: {config}", flush=True)
         log = lambda r: print(  # noqa: E731
             f"  iteration {r['iteration']}: {r['driver']} drove, success {r['success']:.3f}, +{r['frames']} frames "
-            f"(dataset {r['dataset']}), loss {r['loss']:.4f}, {r['seconds']:.0f} s", flush=True)
-        _, params, rows = distill(env, policy.jax_fn, config, log=log)
+            f"(dataset {r['dataset']}), loss {r['loss']:.4f}"
+            + (f", estimate error {1000 * r['estimate_error']:.1f} mm" if "estimate_error" in r else "")
+            + f", {r['seconds']:.0f} s", flush=True)
+        student, params, rows = distill(env, policy.jax_fn, config, log=log, teacher_weights=policy.weights)
         path = save(Path(out), params, {"teacher": str(teacher), "env": policy.env,
                                         "env_config": {**policy.env_config, **overrides},
                                         **({} if spec.bounds is None
                                            else {"action_bounds": [list(b) for b in spec.bounds]}),
+                                        **({} if student.estimator is None
+                                           else {"estimator": student.estimator.as_json()}),
                                         "config": dataclasses.asdict(config), "iterations": rows})
         print(f"student: {path}")
         try:

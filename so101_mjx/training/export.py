@@ -20,6 +20,7 @@ non-finite or edited networks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,19 +68,43 @@ def onnx_model(weights: PolicyWeights, meta: dict[str, Any], action_scale: np.nd
 def policy_graph(weights: PolicyWeights, action_scale: np.ndarray, action_offset: np.ndarray):
     """The policy's ``onnx.GraphProto``: what :func:`onnx_model` writes and :func:`so101_mjx.training.policies.load`
     compares a file with."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
-    inits, nodes = [], []
+    inits: list = []
+    nodes: list = []
+    policy_nodes(weights, "obs", action_scale, action_offset, graph_builders(inits, nodes))
+    return helper.make_graph(
+        nodes, "so101_mjx_policy",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", weights.obs_size])],
+        [helper.make_tensor_value_info("actions", TensorProto.FLOAT, ["batch", weights.action_size])],
+        inits,
+    )
 
-    def const(name: str, value) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
+
+def graph_builders(inits: list, nodes: list, prefix: str = "") -> tuple[Callable[..., str], Callable[..., str]]:
+    """``(const(name, value, dtype=float32), node(op, inputs, name, **attributes))``: each appends an initializer or
+    a one-output node named ``prefix + name`` to ``inits`` / ``nodes`` and returns that name; a node named
+    ``actions`` keeps its name (the graph's output)."""
+    from onnx import helper, numpy_helper
+
+    def const(name: str, value, dtype=np.float32) -> str:
+        inits.append(numpy_helper.from_array(np.asarray(value, dtype), prefix + name))
+        return prefix + name
+
+    def node(op: str, inputs: list[str], name: str, **attributes) -> str:
+        name = name if name == "actions" else prefix + name
+        nodes.append(helper.make_node(op, inputs, [name], name=name, **attributes))
         return name
 
-    def node(op: str, inputs: list[str], name: str) -> str:
-        nodes.append(helper.make_node(op, inputs, [name], name=name))
-        return name
+    return const, node
 
-    x = node("Sub", ["obs", const("obs_mean", weights.mean)], "centered")
+
+def policy_nodes(weights: PolicyWeights, obs: str, action_scale: np.ndarray, action_offset: np.ndarray,
+                 builders: tuple[Callable[..., str], Callable[..., str]]) -> None:
+    """The policy's forward pass on graph value ``obs`` (batch, obs_size) through the ``actions`` node, built with
+    :func:`graph_builders`' ``(const, node)``."""
+    const, node = builders
+    x = node("Sub", [obs, const("obs_mean", weights.mean)], "centered")
     x = node("Div", [x, const("obs_std", weights.std)], "normalized")
     last = len(weights.kernels) - 1
     for i, (kernel, bias) in enumerate(zip(weights.kernels, weights.biases)):
@@ -93,19 +118,12 @@ def policy_graph(weights: PolicyWeights, action_scale: np.ndarray, action_offset
             x = node(weights.activation.capitalize(), [x], f"hidden_{i}")
         else:
             raise InputError(f"activation must be one of {sorted(ACTIVATIONS)} for ONNX, got {weights.activation!r}")
-    for name, value in (("loc_start", 0), ("loc_end", weights.action_size), ("loc_axis", 1)):
-        inits.append(numpy_helper.from_array(np.asarray([value], np.int64), name))
-    x = node("Slice", [x, "loc_start", "loc_end", "loc_axis"], "loc")
+    bounds = [const(name, [value], np.int64)
+              for name, value in (("loc_start", 0), ("loc_end", weights.action_size), ("loc_axis", 1))]
+    x = node("Slice", [x, *bounds], "loc")
     x = node("Tanh", [x], "squashed")
     x = node("Mul", [x, const("action_scale", action_scale)], "scaled")
-    nodes.append(helper.make_node("Add", [x, const("action_offset", action_offset)], ["actions"], name="actions"))
-
-    return helper.make_graph(
-        nodes, "so101_mjx_policy",
-        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", weights.obs_size])],
-        [helper.make_tensor_value_info("actions", TensorProto.FLOAT, ["batch", weights.action_size])],
-        inits,
-    )
+    node("Add", [x, const("action_offset", action_offset)], "actions")
 
 
 def export(checkpoint_path: str | Path, out: str | Path) -> tuple[Path | None, Path]:

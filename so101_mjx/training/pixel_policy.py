@@ -40,7 +40,8 @@ from so101_mjx._files import atomic_path, check_out
 from so101_mjx.envs.arm import AGENT_POS_SIZE, agent_pos_layout
 from so101_mjx.envs.config import MAX_IMAGE_SIZE
 from so101_mjx.errors import InputError, ParameterError
-from so101_mjx.training import npz
+from so101_mjx.training import estimator, npz
+from so101_mjx.training.estimator import Estimator
 from so101_mjx.training.onnx_graph import graph_model
 
 KIND = "pixel"
@@ -85,12 +86,14 @@ def as_frames(pixels: Any) -> tuple[Any, ...]:
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """What a student observes and does: ``size`` x ``size`` frames of each of ``cameras``, ``agent_pos``
-    entries, and its actions' ``bounds`` (low, high) in joint mode (None: the Cartesian head)."""
+    entries, and its actions' ``bounds`` (low, high) in joint mode (None: the Cartesian head); an ``estimator``
+    student acts through its teacher (:mod:`so101_mjx.training.estimator`), None: through its own head."""
 
     size: int
     cameras: tuple[str, ...] = ("front",)
     agent_pos: int = AGENT_POS_SIZE
     bounds: Bounds | None = None
+    estimator: Estimator | None = None
 
     @classmethod
     def of(cls, meta: dict[str, Any]) -> Spec:
@@ -102,14 +105,25 @@ class Spec:
                           and all(isinstance(b, list) and len(b) == len(bounds[0]) > 0 for b in bounds)):
             raise InputError("action_bounds must be [low, high] (two equal-length lists) for a joint-mode student, "
                              f"got {bounds!r}")
-        return cls(int(config["image_size"]), tuple(config.get("image_cameras") or ("front",)),
-                   sum(n for _, n in agent_pos_layout(config.get("control_mode", "cartesian"))),
-                   None if bounds is None else (tuple(map(float, bounds[0])), tuple(map(float, bounds[1]))))
+        agent_pos = sum(n for _, n in agent_pos_layout(config.get("control_mode", "cartesian")))
+        estimator = meta.get("estimator")
+        if estimator is not None:
+            estimator = Estimator.of(estimator, "metadata")
+            if estimator.layers[0] != agent_pos + estimator.state_size or estimator.actions != action_size(bounds):
+                raise InputError(f"estimator.layers {list(estimator.layers)} must take agent_pos ({agent_pos}) and the "
+                                 f"{estimator.state_size} estimated entries and give {action_size(bounds)} actions")
+        return cls(int(config["image_size"]), tuple(config.get("image_cameras") or ("front",)), agent_pos,
+                   None if bounds is None else (tuple(map(float, bounds[0])), tuple(map(float, bounds[1]))), estimator)
 
     @property
     def actions(self) -> int:
         """The action's size (:func:`action_size`)."""
         return action_size(self.bounds)
+
+    @property
+    def head(self) -> int:
+        """The student's head's outputs: the estimated entries of an estimator student, else the action's."""
+        return self.estimator.state_size if self.estimator else self.actions
 
     def frames(self, obs: dict[str, Any]) -> tuple[Any, ...]:
         """The student's frames of an image env's observation (or a dataset of them), by camera: ``pixels/<camera>``."""
@@ -140,26 +154,35 @@ def squash(x: Array, bounds: Bounds | None) -> Array:
 
 class PixelStudent(nn.Module):
     """One conv tower per camera on its frames (..., H, W, 3) uint8; their features with ``agent_pos`` (..., P)
-    through a hidden layer to the action (..., A), squashed into ``bounds`` (:func:`squash`)."""
+    through a hidden layer to the head: the action (..., A) squashed into ``bounds`` (:func:`squash`), or with an
+    ``estimator`` the standardized privileged state (..., state_size) that the teacher (the ``teacher`` variable
+    collection) turns into the action (:func:`so101_mjx.training.estimator.act`)."""
 
     channels: tuple[int, ...] = (32, 64, 64)
     hidden: int = 256
     bounds: Bounds | None = None
+    estimator: Estimator | None = None
 
     @nn.compact
     def __call__(self, pixels: Array | Sequence[Array], agent_pos: Array,
-                 with_hidden: bool = False) -> Array | tuple[Array, Array]:
-        """The action (..., A); with ``with_hidden``, ``(action, hidden layer (..., hidden))``."""
+                 output: str = "action") -> Array | tuple[Array, Array]:
+        """The action (..., A); ``output="hidden"``: ``(action, hidden layer (..., hidden))``; ``"estimate"``:
+        ``(action, head output)`` (an estimator student's standardized estimate)."""
         features = []
         for frames in as_frames(pixels):
             x = frames.astype(jnp.float32) / 255.0
             for channels, kernel, stride in zip(self.channels, CONV_KERNELS, CONV_STRIDES, strict=True):
                 x = nn.relu(nn.Conv(channels, (kernel, kernel), (stride, stride), padding="VALID")(x))
             features.append(x.reshape(*x.shape[:-3], -1))
-        head = nn.Dense(action_size(self.bounds))  # built first, so named Dense_0 as in every saved student
+        est = self.estimator
+        head = nn.Dense(est.state_size if est else action_size(self.bounds))  # built first: Dense_0 in every student
         hidden = nn.relu(nn.Dense(self.hidden)(jnp.concatenate([*features, agent_pos.astype(jnp.float32)], axis=-1)))
-        action = squash(head(hidden), self.bounds)
-        return (action, hidden) if with_hidden else action
+        raw = head(hidden)
+        if est is None:
+            action = squash(raw, self.bounds)
+        else:
+            action = estimator.act(estimator.variables(self, est), est, agent_pos, raw, jnp)
+        return action if output == "action" else (action, hidden if output == "hidden" else raw)
 
 
 def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -179,7 +202,8 @@ def read_run(run_dir: str | Path) -> tuple[dict[str, np.ndarray], dict[str, Any]
     mode = JointMode.of(env_config)
     meta = {"kind": KIND, "env": env, "env_config": env_config, "teacher": run.get("teacher"), "version": __version__,
             "inputs": spec.inputs, "action_layout": task(env).action_layout if mode is None else mode.action_layout,
-            **({} if spec.bounds is None else {"action_bounds": [list(b) for b in spec.bounds]})}
+            **({} if spec.bounds is None else {"action_bounds": [list(b) for b in spec.bounds]}),
+            **({} if spec.estimator is None else {"estimator": spec.estimator.as_json()})}
     return params, meta
 
 
@@ -225,6 +249,11 @@ def check_params(params: dict[str, np.ndarray], source: str | Path, spec: Spec |
     (:func:`_dense`), finite floats; with ``spec``, one tower per camera, the hidden layer as wide as their
     features and ``agent_pos``, and the head as wide as the action. ValueError naming ``source`` and the array
     otherwise."""
+    all_params, (params, teacher) = params, estimator.split(params)
+    if spec is not None and spec.estimator is not None:
+        estimator.check(teacher, spec.estimator, str(source))
+    elif teacher:
+        raise InputError(f"{source}: teacher arrays {sorted(teacher)[:4]} in a student without an estimator")
     for name, value in params.items():
         schema.array(source, name, value)
     convs, dense = _count(params, "Conv"), _count(params, "Dense")
@@ -245,14 +274,14 @@ def check_params(params: dict[str, np.ndarray], source: str | Path, spec: Spec |
                 raise InputError(f"{source}: Conv kernel {kernel.shape} and bias {bias.shape}; expected ({size}, "
                                  f"{size}, {width}, {out}) and ({out},), as the first camera's")
             width, side = out, side and (side - size) // stride + 1
-    _, hidden = _dense(params, source, None if spec is None else spec.actions)
+    _, hidden = _dense(params, source, None if spec is None else spec.head)
     if spec is not None and side is not None and (  # side: spec.size's, so not None with spec
             side < 1 or hidden[0].shape[0] != towers * side * side * width + spec.agent_pos):
         cams = f"{towers} x " if towers > 1 else ""
         raise InputError(f"{source}: image_size {spec.size} gives {cams}{max(side, 0)}x{max(side, 0)}x{width} "
                          f"conv features + {spec.agent_pos} agent_pos, but the hidden layer takes "
                          f"{hidden[0].shape[0]} inputs")
-    return params
+    return all_params
 
 
 def student(params: dict[str, np.ndarray], spec: Spec) -> tuple[PixelStudent, Any]:
@@ -261,7 +290,8 @@ def student(params: dict[str, np.ndarray], spec: Spec) -> tuple[PixelStudent, An
     from flax import traverse_util
 
     channels = tuple(int(kernel.shape[-1]) for kernel, _ in _layers(params, "Conv")[:len(CONV_KERNELS)])
-    net = PixelStudent(channels=channels, hidden=int(_dense(params)[1][0].shape[1]), bounds=spec.bounds)
+    net = PixelStudent(channels=channels, hidden=int(_dense(params)[1][0].shape[1]), bounds=spec.bounds,
+                       estimator=spec.estimator)
     return net, traverse_util.unflatten_dict({tuple(k.split("/")): jnp.asarray(v) for k, v in params.items()})
 
 
@@ -301,18 +331,13 @@ def onnx_model(params: dict[str, np.ndarray], meta: dict[str, Any]):
 def student_graph(params: dict[str, np.ndarray], spec: Spec):
     """The student's ``onnx.GraphProto`` for ``spec`` (params checked by :func:`check_params`): what
     :func:`onnx_model` writes and :func:`so101_mjx.training.policies.load` compares a file with."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
-    inits, nodes = [], []
+    from so101_mjx.training.export import graph_builders
 
-    def const(name: str, value, dtype=np.float32) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(value, dtype), name))
-        return name
-
-    def node(op: str, inputs: list[str], name: str, **attrs) -> str:
-        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
-        return name
-
+    inits: list = []
+    nodes: list = []
+    const, node = graph_builders(inits, nodes)
     convs, (head, hidden) = _layers(params, "Conv"), _dense(params)
     const("byte_scale", 255.0)
     features = []
@@ -329,22 +354,25 @@ def student_graph(params: dict[str, np.ndarray], spec: Spec):
             x = node("Relu", [x], f"conv_{i}_relu")
         x = node("Transpose", [x], f"features{suffix}_nhwc", perm=[0, 2, 3, 1])  # flatten in flax's (H, W, C) order
         features.append(node("Flatten", [x], f"features{suffix}", axis=1))
-    x = node("Concat", [*features, node("Cast", ["agent_pos"], "agent_pos_float", to=TensorProto.FLOAT)],
-             "joined", axis=1)
+    agent_pos = node("Cast", ["agent_pos"], "agent_pos_float", to=TensorProto.FLOAT)
+    x = node("Concat", [*features, agent_pos], "joined", axis=1)
     x = node("Relu", [node("Add", [node("MatMul", [x, const("dense_0_kernel", hidden[0])], "matmul_0"),
                                    const("dense_0_bias", hidden[1])], "dense_0")], "hidden")
     x = node("Add", [node("MatMul", [x, const("dense_1_kernel", head[0])], "matmul_1"),
                      const("dense_1_bias", head[1])], "head")
-    if spec.bounds is None:
+    if spec.estimator is not None:
+        estimator.graph_nodes(estimator.split(params)[1], spec.estimator, agent_pos, x,
+                              graph_builders(inits, nodes, "teacher_"))
+    elif spec.bounds is None:
         for name, value in {"move_start": 0, "move_end": 3, "grasp_start": 3, "grasp_end": 4, "axis": 1}.items():
             const(name, [value], np.int64)
         move = node("Tanh", [node("Slice", [x, "move_start", "move_end", "axis"], "move_raw")], "move")
         grasp = node("Sigmoid", [node("Slice", [x, "grasp_start", "grasp_end", "axis"], "grasp_raw")], "grasp")
-        nodes.append(helper.make_node("Concat", [move, grasp], ["actions"], name="actions", axis=1))
+        node("Concat", [move, grasp], "actions", axis=1)
     else:
         mid, half = mid_half(spec.bounds)
         x = node("Mul", [node("Tanh", [x], "squashed"), const("action_half", half)], "scaled")
-        nodes.append(helper.make_node("Add", [x, const("action_mid", mid)], ["actions"], name="actions"))
+        node("Add", [x, const("action_mid", mid)], "actions")
     frames = [helper.make_tensor_value_info(input_name(c), TensorProto.UINT8, ["batch", spec.size, spec.size, 3])
               for c in spec.cameras]
     return helper.make_graph(

@@ -345,7 +345,7 @@ def _pixel_onnx(path: Path, model) -> Policy:
     ``env_config.image_size``), its weights (:func:`~so101_mjx.training.pixel_policy.check_params`, from the
     initializers) and its graph against the one :func:`~so101_mjx.training.pixel_policy.student_graph` builds
     from them."""
-    from so101_mjx.training import pixel_policy as pp
+    from so101_mjx.training import estimator, pixel_policy as pp
 
     meta = onnx_graph.read_metadata(model, path)
     schema.fields(path, meta, {"kind": schema.one_of([pp.KIND])}, label="metadata field")
@@ -355,6 +355,8 @@ def _pixel_onnx(path: Path, model) -> Policy:
     names = {f"params/Dense_{1 - i}/{part}": f"dense_{i}_{part}" for i in range(2) for part in ("kernel", "bias")}
     names |= {f"params/Conv_{i}/{part}": f"conv_{i}_{'weight' if part == 'kernel' else 'bias'}"
               for i in range(convs) for part in ("kernel", "bias")}
+    if spec.estimator is not None:  # the teacher's arrays, "teacher_<name>" (pixel_policy.student_graph)
+        names |= {f"{estimator.COLLECTION}/{name}": f"teacher_{name}" for name in spec.estimator.shapes()}
     missing = sorted(v for v in names.values() if v not in inits)
     if missing:
         raise InputError(f"{path} is not an exported so101_mjx pixel student: initializers {missing} missing")
