@@ -1,10 +1,12 @@
-"""``so101-mjx evaluate POLICY --suite NAME``: a state policy over a suite of conditions a real arm presents.
+"""``so101-mjx evaluate POLICY --suite NAME``: a policy over a suite of conditions a real arm presents.
 
 A condition is a named change of the policy's own env config (:data:`CONDITIONS`): the servo model at
 its nominal values and at the edges of PickCube's training ranges, one and two extra ticks of latency,
-the block's friction and mass at the edges of a typical randomization, and (joint-mode policies) a
-calibration off by ±2° on every motor. A suite is data: a list of conditions and an episode count
-(:data:`SUITES`, or a JSON file ``{"episodes": N, "conditions": [NAME | {"name", "env_config"}, ...]}``).
+the block's friction and mass at the edges of a typical randomization, (joint-mode policies) a
+calibration off by ±2° on every motor, and (pixel students) the frames without visual randomization,
+under the ``standard`` and ``wide`` levels, and one more tick of frame latency on every camera. A suite is
+data: a list of conditions and an episode count (:data:`SUITES`, or a JSON file ``{"episodes": N,
+"conditions": [NAME | {"name", "env_config"}, ...]}``).
 
 Every cell runs the same seeded episodes (episode ``i`` starts from the same key in every cell and for
 every policy), so two policies' outcomes pair up episode by episode: ``--compare`` reports per-cell
@@ -84,6 +86,39 @@ def _calibration_off(degrees: float) -> Callable[[dict[str, Any]], dict[str, Any
     return change
 
 
+def _visual(level: str | None) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """A pixel student's frames under visual randomization ``level`` (None: none)."""
+
+    def change(config: dict[str, Any]) -> dict[str, Any] | None:
+        if not config.get("image_obs"):
+            return None  # a state policy renders no frames
+        from so101_mjx.render import visual_randomization as vr
+
+        return {"visual_randomization": None if level is None else dataclasses.asdict(vr.LEVELS[level])}
+
+    return change
+
+
+def _frame_latency(extra: int) -> Callable[[dict[str, Any]], dict[str, Any] | None]:
+    """A pixel student's every camera ``extra`` control ticks later than its own camera files say (a camera without
+    one: the scene camera's own field of view, ``extra`` ticks late)."""
+
+    def change(config: dict[str, Any]) -> dict[str, Any] | None:
+        if not config.get("image_obs"):
+            return None
+        from so101_mjx.robot import scenes
+
+        model = scenes.load_model()
+        own = dict(config.get("camera_specs") or ())
+        specs = {}
+        for camera in config.get("image_cameras") or ("front",):
+            spec = dict(own.get(camera) or {"fovy": float(model.cam(camera).fovy[0])})
+            specs[camera] = {**spec, "latency": int(spec.get("latency") or 0) + extra}
+        return {"camera_specs": specs}
+
+    return change
+
+
 # condition name -> its change of the policy's env config (None: it does not apply to this policy)
 CONDITIONS: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "nominal": lambda config: {},
@@ -97,6 +132,10 @@ CONDITIONS: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "mass-2x": _scaled("block_mass", 2.0),
     "calibration-2deg": _calibration_off(-DEGREES_OFF),
     "calibration+2deg": _calibration_off(DEGREES_OFF),
+    "visual-off": _visual(None),
+    "visual-standard": _visual("standard"),
+    "visual-wide": _visual("wide"),
+    "frame-latency+1": _frame_latency(1),
 }
 SUITES: dict[str, dict[str, Any]] = {
     "smoke": {"episodes": 16, "conditions": ["nominal", "servo", "latency+1"]},
@@ -143,17 +182,19 @@ def suite(spec: str | dict[str, Any], source: str = "suite") -> tuple[int, list[
 
 def run_suite(path: str | Path, spec: str | dict[str, Any], seed: int = 0, backend: str = "c",
               episodes: int | None = None, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the state policy at ``path`` over the suite ``spec`` on ``backend`` (float32, as ``eval``); returns
-    ``{"policy", "env", "seed", "backend", "episodes", "cells": [table_row()], "skipped"}``."""
+    """Run the policy at ``path`` (a state policy, or a pixel student on its frames) over the suite ``spec`` on
+    ``backend`` (float32, as ``eval``); returns ``{"policy", "env", "seed", "backend", "episodes", "cells":
+    [table_row()], "skipped"}``."""
     from so101_mjx.training import evaluate, policies
 
     count, cells = suite(spec)
     count = episodes or count
     rows, skipped = [], []
     with _precision.x64(False):  # float32, as eval
-        policy = policies.load(path).require_state("evaluate")
+        policy = policies.load(path)
         name, base = policy.env_for()
-        base = policies.without_cameras(base)
+        if not policy.pixel:
+            base = policies.without_cameras(base)  # it reads the flat observation: no frames rendered
         for i, (condition, change) in enumerate(cells):
             overrides = change(base)
             if overrides is None:

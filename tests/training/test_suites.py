@@ -39,15 +39,24 @@ def test_a_policy_compared_with_itself_differs_nowhere(result):
         assert row["difference"] == 0 and row["p_value"] == 1.0 and row["verdict"].startswith("no difference")
 
 
-@pytest.mark.parametrize("control_mode", ["cartesian", "joint"])
-def test_every_condition_makes_a_valid_env(control_mode):
+@pytest.mark.parametrize("control_mode, pixels", [("cartesian", False), ("joint", False), ("joint", True)])
+def test_every_condition_makes_a_valid_env(control_mode, pixels):
     base = {"control_mode": control_mode, "servo_model": {"ranges": {"delay_ticks": (0, 1)}}}
+    if pixels:  # a two-camera student's config, its wrist camera one tick late
+        base |= {"image_obs": True, "image_size": 36, "image_cameras": ["front", "wrist"],
+                 "visual_randomization": {"colour_shift": 0.1}, "camera_specs": {"wrist": {"fovy": 60.0, "latency": 1}}}
     for name, change in suites.CONDITIONS.items():
         overrides = change(base)
         if overrides is None:
-            assert name.startswith("calibration") and control_mode == "cartesian"
+            assert ((name.startswith("calibration") and control_mode == "cartesian")
+                    or ((name.startswith("visual") or name.startswith("frame")) and not pixels))
             continue
         make("SO101PickCube-v0", "c", **{**base, **overrides})  # InputError for a field the env refuses
+    if pixels:
+        specs = suites.CONDITIONS["frame-latency+1"](base)["camera_specs"]
+        assert specs["wrist"] == {"fovy": 60.0, "latency": 2} and specs["front"]["latency"] == 1
+        assert suites.CONDITIONS["visual-off"](base) == {"visual_randomization": None}
+        assert suites.CONDITIONS["visual-wide"](base)["visual_randomization"]["noise"] > 0
     latency = suites.CONDITIONS["latency+2"](base)["servo_model"]["ranges"]["delay_ticks"]
     assert latency == (2, 3)
     assert suites.CONDITIONS["latency+1"]({})["servo_model"]["delay_ticks"] == 1
