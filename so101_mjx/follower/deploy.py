@@ -75,6 +75,7 @@ class Plan:
     task_policy: bool = True  # False: commands that read no object state and run whatever the task's outcome
     camera_specs: dict[str, Any] = dataclasses.field(default_factory=dict)  # the pixel policy's camera files, by camera
     cameras: tuple[str, ...] = ()  # the cameras a pixel policy sees
+    image_quality: str = "full"  # the simulated follower's render model: a pixel policy's own (its training frames')
     ranges: np.ndarray | None = None  # (6, 2) rad: the motors' joint ranges (the units' nominal calibration)
     arm: Any = None  # the follower's own calibration (robot.calibration.Calibration) when it differs from the policy's
 
@@ -175,7 +176,8 @@ def plan(path: str | Path) -> Plan:
     adapter = CartesianAdapter(name, state_config, units) if mode is None else None
     return Plan(str(path), policy.gym_fn, name, mode, round(fps), config.episode_length, policy.image_size, options,
                 limits, adapter, camera_specs=policies.camera_files(env_config) if policy.image_size else {},
-                cameras=policy.cameras, ranges=ranges)
+                cameras=policy.cameras, ranges=ranges,
+                image_quality=env_config.get("image_quality", "fast") if policy.pixel else "full")
 
 
 class Sequence:
@@ -217,7 +219,8 @@ def make_robot(robot_type: str, p: Plan, *, port: str | None = None, robot_id: s
             task=p.task, use_degrees=p.units == "degrees", max_relative_target=max_relative_target,
             camera_names=p.cameras, camera_height=size, camera_width=size, fps=p.fps,
             camera_specs={c: s for c, s in p.camera_specs.items() if c in p.cameras} or None,
-            real_time=real_time, seed=seed, task_options=p.task_options, calibration=p.arm or p.calibration))
+            image_quality=p.image_quality, real_time=real_time, seed=seed, task_options=p.task_options,
+            calibration=p.arm or p.calibration))
     if robot_type != "so101_follower":
         raise ParameterError(f"robot_type must be one of {ROBOTS}, got {robot_type!r}", "robot_type")
     if p.image_size is None and p.task_policy:

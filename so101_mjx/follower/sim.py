@@ -32,6 +32,7 @@ from so101_mjx.follower.actions import (
     motor_targets,
 )
 from so101_mjx.render import camera, latency
+from so101_mjx.render.frames import QUALITIES
 from so101_mjx.robot import calibration as calib
 
 if TYPE_CHECKING:  # the gym env pulls in JAX: imported only when connecting
@@ -69,6 +70,9 @@ class SimFollowerConfig:
             actions back; docs/camera_calibration.md); None: the scene's cameras as they are.
         camera_height, camera_width: pixels of each camera frame (1 to 8192).
         shadows: render the lights' shadows (a software GL renders a frame about 4x faster without).
+        image_quality: the cameras' render model (:func:`so101_mjx.render.batch.render_model`): ``"full"``, the
+            scene as shipped, or ``"shadowed"`` / ``"fast"``, the lighter meshes a camera policy is trained on
+            (``"fast"`` draws no shadows).
         fps: control rate in Hz; the physics rate (``physics_dt``, 480 Hz by default) must be a whole multiple of it.
         real_time: pace ``send_action`` to the wall clock; else as fast as possible.
         out_of_range: ``"error"`` (a ValueError naming the motor) or ``"clip"`` (to the motor range).
@@ -88,6 +92,7 @@ class SimFollowerConfig:
     camera_height: int = 480
     camera_width: int = 640
     shadows: bool = True
+    image_quality: str = "full"
     fps: int = 30
     real_time: bool = False
     out_of_range: str = "error"
@@ -110,6 +115,8 @@ class SimFollowerConfig:
         checks.integer("camera_height", self.camera_height, ge=1, le=MAX_CAMERA_SIZE)
         checks.integer("camera_width", self.camera_width, ge=1, le=MAX_CAMERA_SIZE)
         checks.integer("fps", self.fps, ge=1), checks.flag("shadows", self.shadows)
+        if self.image_quality not in QUALITIES:
+            raise InputError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
         checks.flag("real_time", self.real_time)
         if self.out_of_range not in OUT_OF_RANGE:
             raise InputError(f"out_of_range must be one of {OUT_OF_RANGE}, got {self.out_of_range!r}")
@@ -197,6 +204,7 @@ class SimFollower:
         if self.is_connected:
             raise DeviceAlreadyConnectedError(f"{self.name} is already connected")
         from so101_mjx.gym.task_env import gym_class  # the gym env pulls in JAX: only when connecting
+        from so101_mjx.render.batch import render_model
         from so101_mjx.render.frames import FrameRenderer
 
         env = gym_class(self.config.task)(self.config.seed, **self.config.env_config())
@@ -210,7 +218,10 @@ class SimFollower:
         self.limits = joint_mode.limits(env.env.arm.motor_ranges)
         height, width, specs = self.config.camera_height, self.config.camera_width, self.config._camera_specs
         try:
-            self._renderers = {c: FrameRenderer(env._model, height, width, c, self.config.shadows, specs.get(c))
+            model = env._model if self.config.image_quality == "full" else render_model(env.env.scene,
+                                                                                        self.config.image_quality)
+            shadows = self.config.shadows and model.vis.quality.shadowsize > 0
+            self._renderers = {c: FrameRenderer(model, height, width, c, shadows, specs.get(c))
                                for c in self.config.camera_names}
         except InputError as err:
             env.close()

@@ -43,10 +43,9 @@ import numpy as np
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError, SetupError
 from so101_mjx.render.camera import CameraSpec, camera_setup
+from so101_mjx.render.frames import QUALITIES
 from so101_mjx.robot.scenes import scene_path
 
-# render models: light meshes (without / with shadows), or the scene as shipped
-QUALITIES = ("fast", "shadowed", "full")
 CLUSTER_CELL = 0.002  # m: the fast meshes' vertex-clustering grid
 SHADOWED_MAP_SIZE = 1024  # shadow-map side (pixels) of "shadowed"; the scenes ship 4096
 # s a worker may stay silent: its start (a few seconds) or one frame (under one) with a wide margin

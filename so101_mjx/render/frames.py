@@ -32,6 +32,10 @@ if TYPE_CHECKING:  # render workers import this module: camera.py's checks would
     from so101_mjx.render.camera import CameraSpec
 
 
+# render models (so101_mjx.render.batch.render_model): light meshes without / with shadows, or the scene as shipped
+QUALITIES = ("fast", "shadowed", "full")
+
+
 def fit_offscreen(model: mujoco.MjModel, height: int, width: int) -> None:
     """Grow ``model``'s offscreen buffer (``vis.global_.offheight`` / ``offwidth``, px) to hold ``height`` x
     ``width`` frames; a larger buffer is kept."""

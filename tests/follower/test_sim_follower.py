@@ -133,12 +133,33 @@ def test_connection_errors_and_config_checks():
     ({"task_options": {"reward_type": "sometimes"}}, "task_options: reward_type must be one of"),
     ({"task_options": {"servo_model": {"voltage_sag": {"per_torque": 1e300}}}},
      "task_options: servo_model.voltage_sag.per_torque"),
+    ({"image_quality": "best"}, r"image_quality must be one of \('fast', 'shadowed', 'full'\), got 'best'"),
 ])
 def test_bad_values_fail_at_construction_not_at_connect(kwargs, message):
     """What connect() would refuse (the rate, the task's config) and what it would try to allocate (a frame's
     size) is refused by the config itself: the lerobot plugin's config (``--robot.<field>``) is one."""
     with pytest.raises(ValueError, match=message):
         SimFollowerConfig(camera_names=(), **kwargs)
+
+
+def test_a_lighter_render_model_draws_the_same_scene_as_the_batch_renderer():
+    """With ``image_quality`` the follower's frames come from the render model a camera policy is trained on: at
+    ``fast`` the batch renderer's frame of the same state, and not the full scene's."""
+    from so101_mjx.render.batch import BatchRenderer, render_model
+
+    frames = {}
+    for quality in ("fast", "full"):
+        with SimFollower(SimFollowerConfig(camera_names=("front",), image_quality=quality, **SIZE)) as follower:
+            frames[quality] = follower.get_observation()["front"]
+            qpos = np.asarray(follower.env.data.qpos)
+            scene = follower.env.env.scene
+    renderer = BatchRenderer(render_model(scene, "fast"), 48, 64, "front", workers=1)
+    try:
+        batch = renderer.render(qpos[None])[0]
+    finally:
+        renderer.close()
+    np.testing.assert_array_equal(frames["fast"], batch)
+    assert np.abs(frames["fast"].astype(int) - frames["full"]).mean() > 1.0
 
 
 def test_the_frame_size_bound_is_the_gym_envs():

@@ -156,7 +156,9 @@ def test_the_exported_students_inputs_are_exactly_what_a_follower_returns(joint_
     graph = onnx.load(str(path)).graph
     inputs = {i.name: [d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in graph.input}
     p = plan(path)
+    assert p.image_quality == JOINT_CONFIG["image_quality"]  # the simulated follower renders the student's frames
     with make_robot("so101_mjx", p) as follower:
+        assert follower.config.image_quality == p.image_quality
         features = follower.observation_features
         cameras = [k for k, v in features.items() if isinstance(v, tuple)]
         assert sorted(k for k in features if k not in cameras) == sorted(FEATURE_KEYS)
