@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from typing import Any
 
 from so101_mjx.cli import argtypes as types
 from so101_mjx.cli.options import QUALITY, QUALITY_HELP, add_camera_spec, add_visual_randomization
@@ -13,10 +15,10 @@ from so101_mjx.cli.options import QUALITY, QUALITY_HELP, add_camera_spec, add_vi
 # renders up to 1024 (so101_mjx.envs.config.MAX_IMAGE_SIZE).
 IMAGE_SIZES = (36, 1024)
 # DistillConfig's fields (so101_mjx.training.distill), each an option; None keeps the dataclass default.
-CONFIG_FIELDS = {"iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps,
-                 "updates": types.steps, "batch_size": types.positive_int,
-                 "learning_rate": types.positive_float, "seed": types.seed, "shift": types.int_in(0, 16, "shift"),
-                 "state_loss": types.non_negative_float, "student": str}
+CONFIG_FIELDS: dict[str, Callable[[str], Any]] = {
+    "iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps, "updates": types.steps,
+    "batch_size": types.positive_int, "learning_rate": types.positive_float, "seed": types.seed,
+    "shift": types.int_in(0, 16, "shift"), "state_loss": types.non_negative_float, "student": str}
 STUDENTS = ("direct", "estimator")  # so101_mjx.training.distill.STUDENTS (not imported: the CLI loads lazily)
 
 

@@ -41,7 +41,7 @@ from so101_mjx.render import visual_randomization
 from so101_mjx.render.batch import camera_names
 from so101_mjx.render.visual_randomization import VisualRandomization
 from so101_mjx.robot.motors import FEATURE_NAMES
-from so101_mjx.robot.scenes import ARM_JOINTS
+from so101_mjx.robot.scenes import ARM_JOINTS, fit_offscreen
 
 ROBOT_TYPE = "so101"
 VISUAL_STREAM = 0x715A  # folded into the seed's key: the visual draws' own stream
@@ -245,7 +245,6 @@ class _Frames:
     def __init__(self, env: SO101Env, size: int, cameras: list[str], quality: str = "fast",
                  visual: VisualRandomization | None = None, specs: dict[str, Any] | None = None):
         from so101_mjx.render.batch import BatchRenderer, render_model
-        from so101_mjx.render.frames import fit_offscreen
 
         model = render_model(env.scene, quality)
         fit_offscreen(model, size, size)

@@ -22,8 +22,8 @@ import numpy as np
 
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
-from so101_mjx.render.frames import FrameRenderer, display, fit_offscreen, mujoco_gl
-from so101_mjx.robot.scenes import load_model
+from so101_mjx.render.frames import FrameRenderer, display, mujoco_gl
+from so101_mjx.robot.scenes import fit_offscreen, load_model
 
 if TYPE_CHECKING:
     from so101_mjx.render.camera import CameraSpec

@@ -161,7 +161,7 @@ class SO101VectorEnv(VectorEnv):
             raise InputError("render before reset: call reset() first")
         if self._renderer is None:
             from so101_mjx.render.batch import BatchRenderer, render_model
-            from so101_mjx.render.frames import fit_offscreen
+            from so101_mjx.robot.scenes import fit_offscreen
 
             model = render_model(self.env.scene, "shadowed")
             height, width = self.render_size

@@ -38,9 +38,8 @@ import numpy as np
 from so101_mjx import _checks as checks, _schema as schema
 from so101_mjx.errors import InputError, MissingFileError
 from so101_mjx.render import distortion
-from so101_mjx.render.frames import fit_offscreen
 from so101_mjx.robot import rotations
-from so101_mjx.robot.scenes import scenes_dir
+from so101_mjx.robot.scenes import fit_offscreen, scenes_dir
 
 DIST_NAMES = ("k1", "k2", "p1", "p2", "k3")  # OpenCV's distortion coefficients, in its order
 MAX_IMAGE_SIZE = 8192  # px, largest calibration resolution

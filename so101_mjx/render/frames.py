@@ -36,13 +36,6 @@ if TYPE_CHECKING:  # render workers import this module: camera.py's checks would
 QUALITIES = ("fast", "shadowed", "full")
 
 
-def fit_offscreen(model: mujoco.MjModel, height: int, width: int) -> None:
-    """Grow ``model``'s offscreen buffer (``vis.global_.offheight`` / ``offwidth``, px) to hold ``height`` x
-    ``width`` frames; a larger buffer is kept."""
-    model.vis.global_.offheight = max(model.vis.global_.offheight, height)
-    model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
-
-
 _OPEN: weakref.WeakSet[FrameRenderer] = weakref.WeakSet()  # renderers whose GL context is still held
 
 

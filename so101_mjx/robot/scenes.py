@@ -77,6 +77,13 @@ def load_model(scene: str | Path = "pick_cube", *, jaw_pads: bool = False) -> mu
     return model
 
 
+def fit_offscreen(model: mujoco.MjModel, height: int, width: int) -> None:
+    """Grow ``model``'s offscreen buffer (``vis.global_.offheight`` / ``offwidth``, px) to hold ``height`` x
+    ``width`` frames; a larger buffer is kept."""
+    model.vis.global_.offheight = max(model.vis.global_.offheight, height)
+    model.vis.global_.offwidth = max(model.vis.global_.offwidth, width)
+
+
 def set_jaw_pads(model: mujoco.MjModel, enabled: bool) -> None:
     """Switch the fingertip pad collisions on (low-link bits) or off (inert bits 2/2), in place."""
     ids = [model.geom(name).id for name in JAW_PADS]
