@@ -64,7 +64,8 @@ def test_distill_needs_an_image_env():
 
 @pytest.mark.parametrize(("argv", "argument"),
                          [(["--iterations", "0"], "--iterations"), (["--learning-rate", "-1"], "--learning-rate"),
-                          (["--state-loss", "-1"], "--state-loss"), (["--state-loss", "nan"], "--state-loss")])
+                          (["--state-loss", "-1"], "--state-loss"), (["--state-loss", "nan"], "--state-loss"),
+                          (["--student", "big"], "--student")])
 def test_bad_cli_sizes_are_one_line(argv, argument, capsys, tmp_path):
     assert cli.main(["distill", "teacher.onnx", "--out", str(tmp_path / "s"), *argv]) == 2
     assert f"argument {argument}" in capsys.readouterr().err
