@@ -142,12 +142,12 @@ def test_estimator_options_are_checked():
         Estimator.of_teacher(weights, 9)
 
 
-@pytest.mark.slow  # four pixel envs compiled
+@pytest.mark.slow  # two pixel envs compiled
 def test_evaluate_runs_a_pixel_student_under_visual_and_frame_latency_conditions(estimator_student):
     from so101_mjx.training import suites
 
     out, *_ = estimator_student
-    spec = {"episodes": 2, "conditions": ["nominal", "visual-wide", "frame-latency+1", "latency+1"]}
+    spec = {"episodes": 2, "conditions": ["visual-wide", "frame-latency+1"]}
     result = suites.run_suite(out / pixel_policy.STUDENT_FILE, spec, seed=1, progress=lambda line: None)
     assert [row["condition"] for row in result["cells"]] == spec["conditions"] and not result["skipped"]
     assert all(row["episodes"] == 2 and row["mean_length"] == 3 for row in result["cells"])  # ran to the episode end
