@@ -9,9 +9,11 @@ iteration 0 lets the teacher drive; every later iteration lets the current stude
 visited frame with the teacher's action, adds the frames to the dataset and refits the student on all
 of it (mean squared error, each minibatch's frames shifted by up to ``shift`` px as in DrQ; with
 ``state_loss`` > 0 plus that weight times an auxiliary error: a linear head on the student's hidden layer
-predicts the privileged part of the teacher's observation, the block's position, standardized). The
-student-driven episodes of iteration k measure the student fitted after iteration k − 1 (success rate
-from the task's normal reset), so the learning curve costs no extra rollouts.
+predicts the privileged part of the teacher's observation, the block's position, standardized). With
+``student="estimator"`` the student's head estimates that privileged part instead, fitted to its true value,
+and the frozen teacher acts on it (:mod:`so101_mjx.training.estimator`). The student-driven episodes of
+iteration k measure the student fitted after iteration k − 1 (success rate from the task's normal reset), so
+the learning curve costs no extra rollouts.
 
 Runs on backend ``c`` (the cameras are MuJoCo C, :mod:`so101_mjx.render.batch`). Writes ``student.npz``
 (the flax params, flattened by path), ``distill.json`` (config and per-iteration figures) and,
@@ -224,12 +226,12 @@ def fit(model: StateProbe | PixelStudent, variables, data: dict[str, np.ndarray]
 
 def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillConfig = DistillConfig(),
             student: PixelStudent | None = None, log: Callable[[dict[str, Any]], None] = lambda row: None,
-            teacher_weights: NumpyPolicy | None = None):
+            teacher_policy: NumpyPolicy | None = None):
     """DAgger; returns ``(student, variables, rows)``, one row per iteration: ``driver``, ``success``
     (of the driven episodes), ``frames`` added, ``dataset`` size, ``loss``, ``seconds`` (an estimator student:
     ``estimate_error``, the median distance in m of its estimate from the privileged state over the frames);
     then a last row (``driver`` "final student") for the final student on ``episodes`` fresh episodes, nothing
-    added. An estimator student (``config.student``) needs the teacher's ``teacher_weights``."""
+    added. An estimator student (``config.student``) needs the teacher's numpy policy ``teacher_policy``."""
     if env.cameras is None:
         raise InputError("distill needs an env made with image_obs=True (backend c)")
     spec = spec_of(env)
@@ -237,16 +239,16 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     blank = (tuple(jnp.zeros((1, spec.size, spec.size, 3), jnp.uint8) for _ in spec.cameras),
              jnp.zeros((1, spec.agent_pos)))
     if config.student == "estimator":
-        if teacher_weights is None:
-            raise InputError("an estimator student needs its teacher's weights (teacher_weights)")
-        est = Estimator.of_teacher(teacher_weights.weights, spec.agent_pos)
+        if teacher_policy is None:
+            raise InputError("an estimator student needs its teacher's weights (teacher_policy)")
+        est = Estimator.of_teacher(teacher_policy.weights, spec.agent_pos)
         if est.actions != spec.actions:
             raise InputError(f"the teacher gives {est.actions} actions, the env takes {spec.actions}")
         student = student or PixelStudent(bounds=spec.bounds, estimator=est)
         size = est.state_size
         model: StateProbe | PixelStudent = student
         variables = {**student.init(jax.random.fold_in(key, 1), *blank), estimator.COLLECTION: estimator.teacher_arrays(
-            teacher_weights.weights, teacher_weights.scale, teacher_weights.offset, np.zeros(size), np.ones(size))}
+            teacher_policy.weights, teacher_policy.scale, teacher_policy.offset, np.zeros(size), np.ones(size))}
         own = lambda v: v  # noqa: E731
     else:
         student = student or PixelStudent(bounds=spec.bounds)
@@ -339,7 +341,7 @@ def train_student(teacher: str | Path, out: str | Path, config: DistillConfig = 
             f"(dataset {r['dataset']}), loss {r['loss']:.4f}"
             + (f", estimate error {1000 * r['estimate_error']:.1f} mm" if "estimate_error" in r else "")
             + f", {r['seconds']:.0f} s", flush=True)
-        student, params, rows = distill(env, policy.jax_fn, config, log=log, teacher_weights=policy.weights)
+        student, params, rows = distill(env, policy.jax_fn, config, log=log, teacher_policy=policy.weights)
         path = save(Path(out), params, {"teacher": str(teacher), "env": policy.env,
                                         "env_config": {**policy.env_config, **overrides},
                                         **({} if spec.bounds is None
