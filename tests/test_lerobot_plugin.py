@@ -146,3 +146,9 @@ def test_lerobot_discovers_the_plugin_and_makes_the_env(caplog):
     assert features[constants.ACTION].shape == vec.single_action_space.shape
     assert np.isfinite(reward).all() and not terminated.any() and not truncated.any()
     vec.close()
+    from so101_mjx.gym.vector import SO101VectorEnv
+
+    assert isinstance(vec, SO101VectorEnv)  # state observations: the worlds stepped together
+    sync = make_env(make_env_config("so101_mjx", task="SO101PickPlace-v0", vector=False), n_envs=2)["so101_mjx"][0]
+    assert not isinstance(sync, SO101VectorEnv) and sync.num_envs == 2  # vector=False: lerobot's own vector env
+    sync.close()

@@ -18,13 +18,15 @@ state-observation layout (``agent_pos``, ``environment_state``; float32). Its ep
 
 ``call(name)`` gives one value per world, as ``SyncVectorEnv.call`` does: ``_max_episode_steps``,
 ``task_description`` and ``task`` (the task's instruction) and ``render`` (the front camera's frames,
-:attr:`render_size`, from the ``shadowed`` render model with the task's markers).
+:attr:`render_size`, from the ``shadowed`` render model with the task's markers). ``call("render")`` renders a
+world's frame when it is first read (:class:`Frames`): ``lerobot-eval`` keeps ``call("render")[:10]`` of a
+batch of 64, and renders 10 frames a step, as it does over ``SyncVectorEnv``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 import jax
 import jax.numpy as jnp
@@ -40,6 +42,35 @@ from so101_mjx.errors import InputError
 from so101_mjx.gym.compiled import compiled, control_step, reset_draws
 
 MAX_WORLDS = 65_536
+
+
+class Frames(Sequence[np.ndarray]):
+    """Each world's front frame (height, width, 3) uint8 at the state it was taken from, rendered on first read:
+    an index or a slice renders the worlds it names that were not rendered yet, in one batch."""
+
+    def __init__(self, render: Callable[[np.ndarray], np.ndarray], count: int):
+        self._render, self._count = render, count  # render: world indices (k,) -> frames (k, H, W, 3)
+        self._frames: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self[:])  # every world in one batch
+
+    @overload
+    def __getitem__(self, index: int) -> np.ndarray: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[np.ndarray, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> np.ndarray | tuple[np.ndarray, ...]:
+        worlds = range(self._count)[index]  # IndexError / TypeError as a tuple's
+        wanted = [worlds] if isinstance(worlds, int) else list(worlds)
+        missing = [i for i in dict.fromkeys(wanted) if i not in self._frames]
+        if missing:
+            self._frames.update(zip(missing, self._render(np.asarray(missing))))
+        return self._frames[worlds] if isinstance(worlds, int) else tuple(self._frames[i] for i in wanted)
 
 
 class SO101VectorEnv(VectorEnv):
@@ -143,7 +174,7 @@ class SO101VectorEnv(VectorEnv):
         """One value per world of ``name``: ``_max_episode_steps``, ``task_description`` / ``task`` (the
         instruction), or ``render`` (that world's frame); AttributeError for another name."""
         if name == "render":
-            return self.render()
+            return self._frames()  # type: ignore[return-value]  # a Sequence read as the tuple of frames
         values = {"_max_episode_steps": self._max_episode_steps, "task_description": self.env.instruction,
                   "task": self.env.instruction}
         if name not in values:
@@ -157,6 +188,10 @@ class SO101VectorEnv(VectorEnv):
 
     def render(self) -> tuple[np.ndarray, ...]:
         """The front camera's frame (height, width, 3) uint8 of each world's current state."""
+        return tuple(self._frames())
+
+    def _frames(self) -> Frames:
+        """Each world's frame of the current state, rendered when read."""
         if self._state is None:
             raise InputError("render before reset: call reset() first")
         if self._renderer is None:
@@ -167,9 +202,11 @@ class SO101VectorEnv(VectorEnv):
             height, width = self.render_size
             fit_offscreen(model, height, width)
             self._renderer = BatchRenderer(model, height, width, "front", markers=tuple(self.env.markers))
+        renderer, qpos = self._renderer, np.array(self._state.physics.qpos)
         markers = self.env.marker_positions(self._state.info)
         marks = np.stack([np.asarray(markers[site]) for site in self.env.markers], axis=1) if self.env.markers else None
-        return tuple(self._renderer.render(np.asarray(self._state.physics.qpos), marks))
+        return Frames(lambda worlds: renderer.render(qpos[worlds], None if marks is None else marks[worlds]),
+                      self.num_envs)
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._renderer is not None:

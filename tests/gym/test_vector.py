@@ -106,3 +106,25 @@ def test_render_gives_each_worlds_front_frame():
     assert frames.shape == (2, 24, 32, 3) and frames.dtype == np.uint8
     assert not np.array_equal(frames[0], frames[1])  # two block positions
     env.close()
+
+
+@pytest.mark.slow  # render workers
+def test_a_render_call_renders_the_frames_read_and_keeps_their_state():
+    """lerobot-eval keeps ``call("render")[:n]``: only those worlds are rendered, in one batch, at the state of
+    the call."""
+    env = SO101VectorEnv(TASK, 3, render_size=(24, 32), random_block_position=True)
+    env.reset(seed=0)
+    everything = env.render()
+    frames = env.call("render")
+    batches = []
+    render = env._renderer.render
+    env._renderer.render = lambda qpos, marks: batches.append(len(qpos)) or render(qpos, marks)
+    env.step(np.ones((3, 4), np.float32))  # the frames read below are still of the reset state
+    first = frames[:1]
+    assert batches == [1] and np.array_equal(first[0], everything[0])
+    assert frames[0] is first[0] and frames[-1] is not None and batches == [1, 1]
+    assert all(np.array_equal(a, b) for a, b in zip(frames, everything)) and batches == [1, 1, 1]
+    assert len(frames) == 3 and frames[1:3] == tuple(frames)[1:3]
+    with pytest.raises(IndexError):
+        frames[3]
+    env.close()
