@@ -94,10 +94,8 @@ class Estimator:
 def teacher_arrays(weights: PolicyWeights, action_scale: np.ndarray, action_offset: np.ndarray,
                    estimate_mean: np.ndarray, estimate_std: np.ndarray) -> dict[str, np.ndarray]:
     """The teacher collection (float32) of a teacher's weights and action map, and the estimate's standardization."""
-    arrays = {"obs_mean": weights.mean, "obs_std": weights.std,
-              **{f"kernel_{i}": k for i, k in enumerate(weights.kernels)},
-              **{f"bias_{i}": b for i, b in enumerate(weights.biases)},
-              "action_scale": action_scale, "action_offset": action_offset,
+    layers = {f"obs_{name}" if name in ("mean", "std") else name: value for name, value in weights.arrays().items()}
+    arrays = {**layers, "action_scale": action_scale, "action_offset": action_offset,
               "estimate_mean": estimate_mean, "estimate_std": estimate_std}
     return {name: np.asarray(value, np.float32) for name, value in arrays.items()}
 

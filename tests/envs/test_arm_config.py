@@ -34,7 +34,9 @@ def test_home_and_bounds_reach_the_functional_env():
     np.testing.assert_array_equal(target, BOUNDS[1])  # action_scale 1 m per unit: clipped to the box's max
 
 
-@pytest.mark.slow  # MJX's compile on a CPU
+# soak: the home and bounds are backend-independent JAX (test_home_and_bounds_reach_the_functional_env, on c), and
+# MJX equals C for reset and steps in test_joint_mode, test_push_cube and test_stack_cube (slow)
+@pytest.mark.soak  # MJX's compile on a CPU
 def test_home_and_bounds_are_the_same_on_mjx():
     c_reset, c_target, c_q = _run("c")
     mjx_reset, mjx_target, mjx_q = _run("mjx")

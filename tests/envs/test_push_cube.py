@@ -147,7 +147,7 @@ def scripted_success(num_envs: int) -> float:
     return float(np.mean(np.asarray(out["success"])))
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # the 256-placement test below asserts the same (slow)
 def test_scripted_push_succeeds_on_32_random_placements():
     assert scripted_success(32) >= 0.95
 

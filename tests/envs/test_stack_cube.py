@@ -198,7 +198,7 @@ def scripted_success(n: int) -> float:
     return float(np.mean(run_episodes(env, "scripted", jax.random.PRNGKey(7), n, stop_when_done=True)["success"]))
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # the 256-placement test below asserts the same (slow)
 def test_scripted_controller_stacks_32_random_placements():
     assert scripted_success(32) >= 0.95
 

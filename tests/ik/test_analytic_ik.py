@@ -172,7 +172,7 @@ def smooth_paths(solver, rng, paths: int, waypoints: int) -> np.ndarray:
     return np.clip(start[:, None] + (end - start)[:, None] * (0.5 - 0.5 * np.cos(np.pi * t)) + wiggle, lo, hi)
 
 
-@pytest.mark.parametrize("paths", [100, pytest.param(1000, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("paths", [100, pytest.param(1000, marks=pytest.mark.soak)])  # 1000: the same checks as 100
 def test_continuous_path_has_no_jump_where_a_continuous_branch_exists(solver, paths):
     rng = np.random.default_rng(4)
     q = smooth_paths(solver, rng, paths, 50)

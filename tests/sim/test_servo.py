@@ -146,8 +146,9 @@ def test_neutral_settings_leave_the_trajectory_bitwise_unchanged():
     np.testing.assert_array_equal(joint_run("c", IDEAL, 30), joint_run("c", None, 30))
     cartesian = [make("SO101PickCube-v0", "c", servo_model=m) for m in (IDEAL, None)]
     states = [jax.jit(e.reset)(jax.random.PRNGKey(0)) for e in cartesian]
+    steps = [jax.jit(e.step) for e in cartesian]  # compiled once each for the five steps
     for _ in range(5):
-        states = [jax.jit(e.step)(s, np.array([0.3, -0.2, 0.1, 0.5])) for e, s in zip(cartesian, states)]
+        states = [step(s, np.array([0.3, -0.2, 0.1, 0.5])) for step, s in zip(steps, states)]
     np.testing.assert_array_equal(states[0].physics.qpos, states[1].physics.qpos)
 
 
@@ -181,7 +182,9 @@ def test_c_and_mjx_are_equal_with_every_effect_on():
     np.testing.assert_allclose(np.array(mjx), np.array(c), rtol=0, atol=1e-9)
 
 
-@pytest.mark.slow  # a second MJX compile on a CPU
+# soak: the draws are backend-independent JAX (test_ranges_draw_per_motor_per_world_and_per_episode, on c), and
+# the servo on MJX equals C in test_c_and_mjx_are_equal_with_every_effect_on (slow)
+@pytest.mark.soak  # a second MJX compile on a CPU
 def test_c_and_mjx_draw_the_same_per_motor_values():
     """Per-motor draws from ranges: the same from the same reset key on both backends."""
     model = ServoModel(ranges=ServoRanges(delay_ticks=(0, 3), backlash=(0.01, 0.04), max_velocity=(2.0, 6.0),

@@ -35,7 +35,9 @@ def assert_same_episodes(a: dict, b: dict) -> None:
     np.testing.assert_allclose(a["returns"], b["returns"], rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.slow
+# soak: the .npz equals the inference function (test_export), and the .onnx on c gives the checkpoint's episodes
+# (test_onnx_on_mjx_agrees_with_checkpoint_on_c, slow)
+@pytest.mark.soak
 def test_checkpoint_onnx_and_npz_agree_on_c(tiny_run):
     runs = {p: evaluate(tiny_run / p, backends=("c",), episodes=16, x64=True)["backends"]["c"]
             for p in ("checkpoints", "policy.onnx", "policy.npz")}
