@@ -240,7 +240,7 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
              jnp.zeros((1, spec.agent_pos)))
     if config.student == "estimator":
         if teacher_policy is None:
-            raise InputError("an estimator student needs its teacher's weights (teacher_policy)")
+            raise InputError("an estimator student needs its teacher's numpy policy (teacher_policy)")
         est = Estimator.of_teacher(teacher_policy.weights, spec.agent_pos)
         if est.actions != spec.actions:
             raise InputError(f"the teacher gives {est.actions} actions, the env takes {spec.actions}")

@@ -121,8 +121,8 @@ def test_distilling_an_estimator_fits_the_state_and_keeps_the_teacher_frozen():
     env = make("SO101PickCube-v0", backend="c", **{**CONFIG, "episode_length": 4})
     policy = teacher()
     config = distill.DistillConfig(iterations=2, episodes=3, steps=4, updates=20, batch_size=8, student="estimator")
-    student, variables, rows = distill.distill(env, lambda obs: policy.weights and forward(
-        policy.weights, obs, policy.scale, policy.offset, jnp), config, teacher_policy=policy)
+    act = lambda obs: forward(policy.weights, obs, policy.scale, policy.offset, jnp)  # noqa: E731
+    student, variables, rows = distill.distill(env, act, config, teacher_policy=policy)
     assert student.estimator == Estimator(STATE, (AGENT_POS + STATE, 16, 2 * ACTIONS), "swish")
     assert [r["driver"] for r in rows] == ["teacher", "student", "final student"]
     errors = [r["estimate_error"] for r in rows]  # m, on every row; the block does not move in 4 steps
