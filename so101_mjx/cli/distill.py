@@ -18,8 +18,10 @@ IMAGE_SIZES = (36, 1024)
 CONFIG_FIELDS: dict[str, Callable[[str], Any]] = {
     "iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps, "updates": types.steps,
     "batch_size": types.positive_int, "learning_rate": types.positive_float, "seed": types.seed,
-    "shift": types.int_in(0, 16, "shift"), "state_loss": types.non_negative_float, "student": str}
-STUDENTS = ("direct", "estimator")  # so101_mjx.training.distill.STUDENTS (not imported: the CLI loads lazily)
+    "shift": types.int_in(0, 16, "shift"), "state_loss": types.non_negative_float, "student": str,
+    "estimate_origin": str}
+# so101_mjx.training.distill.STUDENTS and estimator.ORIGINS (not imported: the CLI loads lazily)
+CHOICES = {"student": ("direct", "estimator"), "estimate_origin": ("world", "gripper")}
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +44,7 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                              "fields as a JSON object, {} for the defaults, or a .json file), or without one: off")
     for name, kind in CONFIG_FIELDS.items():
         parser.add_argument(f"--{name.replace('_', '-')}", type=kind, default=None, help="default: DistillConfig's",
-                            choices=STUDENTS if name == "student" else None)
+                            choices=CHOICES.get(name))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,7 +38,7 @@ GRIPPER_SPAN = 100.0  # the gripper's RANGE_0_100
 RAD_COUNTS = COUNTS_PER_TURN / (2 * np.pi)  # raw encoder counts per radian
 
 
-def _gain_offset(ranges: np.ndarray, units: str,
+def gain_offset(ranges: np.ndarray, units: str,
                  calibration: Calibration | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(gain, offset)`` (6,) with ``value = gain * q + offset`` for joint ``ranges`` (6, 2) rad, or under
     ``calibration`` (:func:`_calibrated`)."""
@@ -88,7 +88,7 @@ def to_motor(q: np.ndarray | Array, ranges: np.ndarray, units: str,
     """Joint angles (..., 6) rad -> motor values (..., 6) in ``units`` (the gripper in 0..100), under a
     follower's ``calibration`` when given (else ``ranges`` stand for it); a numpy array stays one (host
     code keeps float64 whatever JAX's precision)."""
-    gain, offset = _gain_offset(ranges, units, calibration)
+    gain, offset = gain_offset(ranges, units, calibration)
     if isinstance(q, np.ndarray):
         return q * gain + offset
     return q * jnp.asarray(gain, q.dtype) + jnp.asarray(offset, q.dtype)
@@ -103,7 +103,7 @@ def from_motor(value: np.ndarray | Array, ranges: np.ndarray, units: str,
                calibration: Calibration | None = None) -> np.ndarray | Array:
     """Motor values (..., 6) in ``units`` -> joint angles (..., 6) rad (the inverse of :func:`to_motor`;
     numpy stays numpy)."""
-    gain, offset = _gain_offset(ranges, units, calibration)
+    gain, offset = gain_offset(ranges, units, calibration)
     if isinstance(value, np.ndarray):
         return (value - offset) / gain
     return (value - jnp.asarray(offset, value.dtype)) / jnp.asarray(gain, value.dtype)
@@ -117,7 +117,7 @@ def joint_ranges(model) -> np.ndarray:
 def motor_limits(ranges: np.ndarray, units: str, calibration: Calibration | None = None) -> np.ndarray:
     """The joint ``ranges`` (6, 2) rad as motor values (6, 2): ``[lower, upper]`` per motor; under a
     ``calibration``, the part of them inside its ``[range_min, range_max]`` (where the motors stop)."""
-    gain, offset = _gain_offset(ranges, units, calibration)
+    gain, offset = gain_offset(ranges, units, calibration)
     limits = np.asarray(ranges, np.float64) * gain[:, None] + offset[:, None]
     if calibration is None:
         return limits

@@ -75,6 +75,9 @@ class DistillConfig:
     # "direct": the student's head is the action, fitted to the teacher's; "estimator": its head estimates the
     # privileged state, fitted to the true state, and the frozen teacher acts on it (training.estimator)
     student: str = "direct"
+    # an estimator student's estimate: "world" positions, or positions relative to the gripper point, which the
+    # student computes from the motor positions (joint mode; training.estimator)
+    estimate_origin: str = "world"
 
     def __post_init__(self) -> None:
         for name in ("iterations", "episodes", "steps", "updates", "batch_size"):
@@ -88,6 +91,10 @@ class DistillConfig:
         if self.student == "estimator" and self.state_loss:
             raise InputError("state_loss applies to student='direct' only (an estimator student's whole loss is "
                              "the state's)")
+        if self.estimate_origin not in estimator.ORIGINS:
+            raise InputError(f"estimate_origin must be one of {estimator.ORIGINS}, got {self.estimate_origin!r}")
+        if self.estimate_origin != "world" and self.student != "estimator":
+            raise InputError("estimate_origin applies to student='estimator' only")
 
 
 def spec_of(env: SO101Env) -> Spec:
@@ -99,6 +106,18 @@ def spec_of(env: SO101Env) -> Spec:
         low, high = env.arm.action_bounds()
         bounds = (tuple(map(float, low)), tuple(map(float, high)))
     return Spec(config.image_size, tuple(config.image_cameras), env.agent_pos_size, bounds)
+
+
+def origin_arrays(env: SO101Env) -> dict[str, np.ndarray]:
+    """The gripper point's chain of a joint-mode env (:func:`so101_mjx.training.estimator.origin_arrays`), its motor
+    map in the env's units and calibration; InputError in Cartesian mode (agent_pos is not the motor positions)."""
+    from so101_mjx.robot import motors
+
+    joint = env.arm.joint_mode
+    if joint is None:
+        raise InputError("estimate_origin 'gripper' needs a joint-mode teacher (agent_pos the six motor positions)")
+    gain, offset = motors.gain_offset(env.arm.motor_ranges, joint.units, joint.calibration)
+    return estimator.origin_arrays(env.arm.kin, gain, offset)
 
 
 def check_sizes(config: DistillConfig, spec: Spec, student: PixelStudent) -> None:
@@ -153,8 +172,8 @@ def collector(env: SO101Env, teacher: Callable[[Array], Array], student: PixelSt
                    "agent_pos": state.obs["agent_pos"], "state": state.obs["state"][spec.agent_pos:],
                    "label": label, "done": after.done > 0, "success": after.info.succeed}
             if student.estimator is not None:
-                teacher_arrays = variables[estimator.COLLECTION]
-                out["estimate"] = raw * teacher_arrays["estimate_std"] + teacher_arrays["estimate_mean"]
+                out["estimate"] = estimator.estimated_state(variables[estimator.COLLECTION], student.estimator,
+                                                            state.obs["agent_pos"], raw, jnp)
             return after, out
 
         return jax.lax.scan(body, env.reset(key), None, length=steps)[1]
@@ -192,10 +211,12 @@ def fit(model: StateProbe | PixelStudent, variables, data: dict[str, np.ndarray]
     optimizer = optax.adam(config.learning_rate)
     opt_state = optimizer.init(variables["params"])
     if isinstance(model, PixelStudent):  # an estimator student
-        teacher = variables[estimator.COLLECTION]
+        teacher, est = variables[estimator.COLLECTION], cast(Estimator, model.estimator)
         mean, std, weights = teacher["estimate_mean"], teacher["estimate_std"], (0.0, 1.0)
+        origin = lambda agent_pos: estimator.origin_of(teacher, est, agent_pos, jnp)  # noqa: E731
     else:
         mean, std, weights = data["state"].mean(0), data["state"].std(0) + 1e-6, (1.0, config.state_loss)
+        origin = lambda agent_pos: 0.0  # noqa: E731
 
     @jax.jit
     def update(params, opt_state, pixels, agent_pos, label, state, key):
@@ -205,7 +226,7 @@ def fit(model: StateProbe | PixelStudent, variables, data: dict[str, np.ndarray]
             inputs = ({**variables, "params": p}, pixels, agent_pos)
             action, predicted = model.apply(*inputs, output="estimate") if weights[0] == 0 else model.apply(*inputs)
             action_loss = jnp.mean(jnp.sum((action - label) ** 2, axis=-1))
-            state_loss = jnp.mean((predicted - (state - mean) / std) ** 2)
+            state_loss = jnp.mean((predicted - (state - origin(agent_pos) - mean) / std) ** 2)
             return weights[0] * action_loss + weights[1] * state_loss, action_loss if weights[0] else state_loss
 
         (_, loss), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
@@ -241,14 +262,16 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
     if config.student == "estimator":
         if teacher_policy is None:
             raise InputError("an estimator student needs its teacher's numpy policy (teacher_policy)")
-        est = Estimator.of_teacher(teacher_policy.weights, spec.agent_pos)
+        origin = None if config.estimate_origin == "world" else origin_arrays(env)
+        est = Estimator.of_teacher(teacher_policy.weights, spec.agent_pos, config.estimate_origin,
+                                   0 if origin is None else len(origin["origin_qpos0"]))
         if est.actions != spec.actions:
             raise InputError(f"the teacher gives {est.actions} actions, the env takes {spec.actions}")
         student = student or PixelStudent(bounds=spec.bounds, estimator=est)
         size = est.state_size
         model: StateProbe | PixelStudent = student
         variables = {**student.init(jax.random.fold_in(key, 1), *blank), estimator.COLLECTION: estimator.teacher_arrays(
-            teacher_policy.weights, teacher_policy.scale, teacher_policy.offset, np.zeros(size), np.ones(size))}
+            teacher_policy.weights, teacher_policy.scale, teacher_policy.offset, np.zeros(size), np.ones(size), origin)}
         own = lambda v: v  # noqa: E731
     else:
         student = student or PixelStudent(bounds=spec.bounds)
@@ -273,10 +296,12 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
         for name in data:
             data[name].append(np.asarray(out[name])[mask])
         dataset = {name: np.concatenate(parts) for name, parts in data.items()}
-        if it == 0 and config.student == "estimator":  # the estimate's standardization, fixed from here on
+        if student.estimator is not None and it == 0:  # the estimate's standardization, fixed from here on
+            teacher_arrays = {name: np.asarray(v) for name, v in variables[estimator.COLLECTION].items()}
+            target = dataset["state"] - estimator.origin_of(teacher_arrays, student.estimator, dataset["agent_pos"])
             variables = {**variables, estimator.COLLECTION: {
-                **variables[estimator.COLLECTION], "estimate_mean": jnp.asarray(dataset["state"].mean(0), jnp.float32),
-                "estimate_std": jnp.asarray(dataset["state"].std(0) + 1e-6, jnp.float32)}}
+                **variables[estimator.COLLECTION], "estimate_mean": jnp.asarray(target.mean(0), jnp.float32),
+                "estimate_std": jnp.asarray(target.std(0) + 1e-6, jnp.float32)}}
         variables, loss = fit(model, variables, dataset, spec, config, jax.random.fold_in(key, 2000 + it))
         row = {"iteration": it, "driver": "teacher" if it == 0 else "student", "success": float(success.mean()),
                "frames": int(mask.sum()), "dataset": len(dataset["label"]), "loss": loss,

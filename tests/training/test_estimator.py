@@ -31,23 +31,32 @@ def teacher(seed: int = 0) -> NumpyPolicy:
     return NumpyPolicy(weights, {}, np.full(ACTIONS, 6.0), np.zeros(ACTIONS))
 
 
-def student_variables(policy: NumpyPolicy, seed: int = 1):
-    est = Estimator.of_teacher(policy.weights, AGENT_POS)
+@pytest.fixture(scope="module")
+def joint_env():
+    return make("SO101PickCube-v0", backend="c", **{**CONFIG, "image_obs": False})
+
+
+def student_variables(policy: NumpyPolicy, seed: int = 1, origin: dict[str, np.ndarray] | None = None):
+    """A random student of ``policy``; with ``origin`` (a chain's arrays) estimating relative to the gripper."""
+    est = Estimator.of_teacher(policy.weights, AGENT_POS, "world" if origin is None else "gripper",
+                               0 if origin is None else len(origin["origin_qpos0"]))
     student = pixel_policy.PixelStudent(channels=(4, 6, 5), hidden=16, bounds=BOUNDS, estimator=est)
     blank = (jnp.zeros((1, SIZE, SIZE, 3), jnp.uint8),) * 2
     variables = student.init(jax.random.PRNGKey(seed), blank, jnp.zeros((1, AGENT_POS)))
     params = jax.tree.map(lambda x: 3.0 * x, variables["params"])
     teacher_arrays = estimator.teacher_arrays(policy.weights, policy.scale, policy.offset,
-                                              np.array([0.3, 0.0, 0.03]), np.array([0.05, 0.05, 0.02]))
+                                              np.array([0.3, 0.0, 0.03]), np.array([0.05, 0.05, 0.02]), origin)
     return student, {"params": params, estimator.COLLECTION: teacher_arrays}
 
 
-@pytest.fixture(scope="module")
-def estimator_student(tmp_path_factory):
-    """A random two-camera estimator student, saved as ``so101-mjx distill --student estimator`` saves one."""
+@pytest.fixture(scope="module", params=["world", "gripper"])
+def estimator_student(request, tmp_path_factory, joint_env):
+    """A random two-camera estimator student, saved as ``so101-mjx distill --student estimator`` saves one; its
+    estimate in the world or relative to the gripper."""
     out = tmp_path_factory.mktemp("estimator_student")
     policy = teacher()
-    student, variables = student_variables(policy)
+    student, variables = student_variables(
+        policy, origin=None if request.param == "world" else distill.origin_arrays(joint_env))
     distill.save(out, variables, {"teacher": "t.onnx", "env": "SO101PickCube-v0", "env_config": CONFIG,
                                   "action_bounds": [list(b) for b in BOUNDS],
                                   "estimator": student.estimator.as_json()})
@@ -116,20 +125,74 @@ def test_a_broken_estimator_student_is_one_line(estimator_student, tmp_path):
         assert "\n" not in str(err.value)
 
 
+def test_the_gripper_point_is_the_kinematics_in_numpy_jax_and_onnx(joint_env, tmp_path):
+    from so101_mjx.robot import motors
+
+    arrays = distill.origin_arrays(joint_env)
+    rng = np.random.default_rng(4)
+    ranges = joint_env.arm.motor_ranges
+    q = rng.uniform(ranges[:, 0], ranges[:, 1], (16, 6))
+    motor = motors.to_motor(q, ranges, "degrees").astype(np.float32)
+    want = np.asarray(jax.jit(lambda q: joint_env.arm.kin.point(q, "gripperframe"))(q[:, :5]))
+    got = estimator.gripper_point(arrays, motor)
+    np.testing.assert_allclose(got, want, atol=2e-6)  # m, float32 arrays
+    assert np.ptp(want, axis=0).min() > 0.05  # the draws move the gripper on every axis
+    np.testing.assert_allclose(np.asarray(estimator.gripper_point(
+        {k: jnp.asarray(v) for k, v in arrays.items()}, jnp.asarray(motor), jnp)), got, atol=1e-6)
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    from so101_mjx.training.export import graph_builders
+
+    inits, nodes = [], []
+    point = estimator.point_nodes(arrays, "agent_pos", graph_builders(inits, nodes))
+    value = lambda name, size: helper.make_tensor_value_info(name, TensorProto.FLOAT, [None, size])  # noqa: E731
+    graph = helper.make_graph(nodes, "point", [value("agent_pos", 6)], [value(point, 3)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run([point], {"agent_pos": motor})[0], got, atol=1e-6)
+
+
+def test_a_gripper_origin_estimate_is_relative_to_the_gripper(joint_env):
+    policy = teacher()
+    arrays = distill.origin_arrays(joint_env)
+    student, variables = student_variables(policy, origin=arrays)
+    assert student.estimator.origin == "gripper" and student.estimator.chain == len(arrays["origin_qpos0"])
+    rng = np.random.default_rng(5)
+    frames = tuple(rng.integers(0, 256, (5, SIZE, SIZE, 3), dtype=np.uint8) for _ in range(2))
+    motors = rng.normal(0, 30, (5, AGENT_POS)).astype(np.float32)
+    action, raw = student.apply(variables, frames, motors, output="estimate")
+    teacher_arrays = variables[estimator.COLLECTION]
+    state = (np.asarray(raw) * teacher_arrays["estimate_std"] + teacher_arrays["estimate_mean"]
+             + estimator.gripper_point(teacher_arrays, motors))
+    want = forward(policy.weights, np.concatenate([motors, state], -1), policy.scale, policy.offset)
+    np.testing.assert_allclose(np.asarray(action), want, atol=1e-4)
+    with pytest.raises(InputError, match="estimator.origin 'gripper' needs positions"):
+        Estimator(4, (10, 16, 12), "swish", "gripper", 5)
+    with pytest.raises(InputError, match="estimate_origin applies to student='estimator' only"):
+        distill.DistillConfig(estimate_origin="gripper")
+    with pytest.raises(InputError, match="needs a joint-mode teacher"):
+        distill.origin_arrays(make("SO101PickCube-v0", backend="c"))
+
+
 @pytest.mark.slow  # a DAgger run on two cameras
 def test_distilling_an_estimator_fits_the_state_and_keeps_the_teacher_frozen():
+    """Relative to the gripper: the world origin's fit is the same code with a zero origin."""
     env = make("SO101PickCube-v0", backend="c", **{**CONFIG, "episode_length": 4})
     policy = teacher()
-    config = distill.DistillConfig(iterations=2, episodes=3, steps=4, updates=20, batch_size=8, student="estimator")
+    config = distill.DistillConfig(iterations=2, episodes=3, steps=4, updates=20, batch_size=8, student="estimator",
+                                   estimate_origin="gripper")
     act = lambda obs: forward(policy.weights, obs, policy.scale, policy.offset, jnp)  # noqa: E731
     student, variables, rows = distill.distill(env, act, config, teacher_policy=policy)
-    assert student.estimator == Estimator(STATE, (AGENT_POS + STATE, 16, 2 * ACTIONS), "swish")
+    chain = len(distill.origin_arrays(env)["origin_qpos0"])
+    assert student.estimator == Estimator(STATE, (AGENT_POS + STATE, 16, 2 * ACTIONS), "swish", "gripper", chain)
     assert [r["driver"] for r in rows] == ["teacher", "student", "final student"]
     errors = [r["estimate_error"] for r in rows]  # m, on every row; the block does not move in 4 steps
     assert errors[0] > 0.1 and all(0 <= e < 0.01 for e in errors[1:])  # untrained, then standardized and fitted
     arrays = variables[estimator.COLLECTION]
     np.testing.assert_array_equal(arrays["kernel_0"], policy.weights.kernels[0])  # the teacher is frozen
-    assert np.all(np.asarray(arrays["estimate_std"]) > 0) and float(arrays["estimate_mean"][0]) > 0.1  # block x, m
+    assert np.all(np.asarray(arrays["estimate_std"]) > 0)
+    assert abs(float(arrays["estimate_mean"][0])) < 0.1  # m: the block's x from the gripper's, not from the base's
 
 
 def test_estimator_options_are_checked():
