@@ -15,11 +15,11 @@ import jax
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-import so101_mjx  # noqa: E402
-from so101_mjx.sim.servo import ServoModel  # noqa: E402
+import so101_mjx
+from so101_mjx.sim.servo import ServoModel
 
 OUT = Path(__file__).resolve().parents[1] / "img" / "servo_effects.png"
 MOTOR = 3  # wrist_flex
