@@ -125,7 +125,13 @@ class Policy:
     @functools.cached_property
     def jax_fn(self) -> Callable[..., Any]:
         """The policy in JAX: jit-traceable (a checkpoint's is Brax's jitted inference function, a pixel student's
-        its flax network, jitted)."""
+        its flax network, jitted). Its arrays are made eagerly, even where it is first read inside a trace."""
+        import jax
+
+        with jax.ensure_compile_time_eval():  # else arrays made inside a trace would be that trace's, and leak
+            return self._jax_fn()
+
+    def _jax_fn(self) -> Callable[..., Any]:
         import jax
         import jax.numpy as jnp
 

@@ -67,6 +67,22 @@ def test_checkpoint_onnx_and_npz_are_one_policy(loaded):
     np.testing.assert_array_equal(loaded["onnx"].gym_fn(gym_obs), loaded["onnx"].numpy_fn(obs[:1])[0])
 
 
+@pytest.mark.parametrize("form", [*FORMS, "pixel"])
+def test_jax_fn_first_read_inside_a_trace_serves_later_traces(form, student_dir):
+    """Its arrays are made eagerly: read first inside jit, it leaks no tracer into the next trace (another shape)."""
+    policy = policies.load(student_dir / "student.onnx" if form == "pixel" else FORMS[form])
+    if policy.pixel:
+        call = jax.jit(lambda pixels, agent_pos: policy.jax_fn(pixels, agent_pos))
+        for batch in (1, 2):
+            out = call(jnp.zeros((batch, SIZE, SIZE, 3), jnp.uint8), jnp.zeros((batch, 14)))
+            assert out.shape == (batch, 4)
+        return
+    size = policy.metadata["obs_size"]
+    call = jax.jit(lambda obs: policy.jax_fn(obs))
+    for batch in (1, 2):
+        assert call(jnp.zeros((batch, size))).shape[0] == batch
+
+
 def test_its_env_is_built_from_its_metadata(loaded):
     policy = loaded["onnx"]
     env = policy.make_env("c")
