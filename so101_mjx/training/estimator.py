@@ -25,6 +25,7 @@ import numpy as np
 
 from so101_mjx import _schema as schema
 from so101_mjx.errors import InputError
+from so101_mjx.robot.rotations import skew
 from so101_mjx.training.policy import ACTIVATIONS, PolicyWeights, forward
 
 if TYPE_CHECKING:
@@ -146,13 +147,11 @@ def origin_arrays(kin: Kinematics, motor_gain: np.ndarray, motor_offset: np.ndar
             select[k, kin.body_joint[b]] = 1.0  # kin.joints are the motors' first entries, in order
         if kin.body_joint[b] != -1:
             axes[k] = kin.joint_axis[b]
-    skew = np.zeros((len(path), 3, 3))
-    skew[:, 0, 1], skew[:, 0, 2], skew[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]
-    skew = skew - np.swapaxes(skew, 1, 2)
     arrays = {"origin_motor_gain": motor_gain, "origin_motor_offset": motor_offset, "origin_select": select,
               "origin_qpos0": np.where([kin.body_joint[b] != -1 for b in path], kin.joint_qpos0[path], 0.0),
               "origin_body_pos": kin.body_pos[path], "origin_body_rot": kin.body_rot[path],
-              "origin_axis_skew": skew, "origin_anchor": kin.joint_anchor[path] * (axes != 0).any(1, keepdims=True),
+              "origin_axis_skew": np.asarray(skew(axes)),
+              "origin_anchor": kin.joint_anchor[path] * (axes != 0).any(1, keepdims=True),
               "origin_root_pos": kin.root_pos, "origin_root_rot": kin.root_rot,
               "origin_point": kin.site_pos[kin.site_id(site)]}
     return {name: np.asarray(value, np.float32) for name, value in arrays.items()}
