@@ -278,9 +278,11 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
         model = StateProbe(student, env.obs_size() - spec.agent_pos)
         variables = dict(model.init(jax.random.fold_in(key, 1), *blank))
         own = lambda v: {"params": v["params"]["student"]}  # noqa: E731  # the student's params within the probe's
-    if student.bounds != spec.bounds or (student.estimator is None) != (config.student == "direct"):
+    if (student.bounds != spec.bounds or (student.estimator is None) != (config.student == "direct")
+            or student.estimator is not None and student.estimator.origin != config.estimate_origin):
         raise InputError(f"the student (action bounds {student.bounds}, estimator {student.estimator}) does not "
-                         f"suit the env's bounds {spec.bounds} and student={config.student!r}")
+                         f"suit the env's bounds {spec.bounds}, student={config.student!r} and "
+                         f"estimate_origin={config.estimate_origin!r}")
     check_sizes(config, spec, student)
     collect = collector(env, teacher, student, config.steps)
     data: dict[str, list[np.ndarray]] = {**{f"pixels/{c}": [] for c in spec.cameras}, "agent_pos": [], "state": [],

@@ -173,6 +173,12 @@ def test_a_gripper_origin_estimate_is_relative_to_the_gripper(joint_env):
         distill.DistillConfig(estimate_origin="gripper")
     with pytest.raises(InputError, match="needs a joint-mode teacher"):
         distill.origin_arrays(make("SO101PickCube-v0", backend="c"))
+    world_student = student_variables(policy)[0]  # a student estimating in the world, given to a gripper-origin run
+    config = distill.DistillConfig(iterations=1, episodes=1, steps=1, updates=1, student="estimator",
+                                   estimate_origin="gripper")
+    with pytest.raises(InputError, match="estimate_origin='gripper'"):
+        distill.distill(make("SO101PickCube-v0", backend="c", **CONFIG), lambda obs: obs, config,
+                        student=world_student, teacher_policy=policy)
 
 
 @pytest.mark.slow  # a DAgger run on two cameras
