@@ -11,13 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from so101_mjx.envs import make
 from so101_mjx.robot import motors
 from so101_mjx.sim.servo import ServoModel
-from so101_mjx.sysid import command, excitation, fit
+from so101_mjx.sysid import command, fit
 
 OUT = Path(__file__).resolve().parents[1] / "img" / "sysid_fit.png"
 TASK = "SO101Reach-v0"
@@ -25,22 +23,9 @@ ELBOW = motors.MOTORS.index("elbow_flex")
 TRUE = {"delay_ticks": 2, "backlash": 0.035, "max_velocity": 3.0, "deadband": 0.008, "kp": 24.0, "damping": 0.9}
 
 
-def recording() -> fit.Recording:
-    """The elbow's excitation at 30 Hz, measured in the simulator under :data:`TRUE` (from the task's reset)."""
-    env = make(TASK, "c", control_mode="joint", servo_model=ServoModel(**TRUE))
-    state = env.reset(jax.random.PRNGKey(0))
-    commands = excitation.trajectory(np.asarray(env.arm.motor_q(state.physics)), env.arm.motor_ranges, 30, (ELBOW,))
-
-    def tick(s, target):
-        return env.step(s, motors.to_motor(target, env.arm.motor_ranges, "degrees")), env.arm.motor_q(s.physics)
-
-    measured = jax.jit(lambda s, c: jax.lax.scan(tick, s, c)[1])(state, jnp.asarray(commands))
-    return fit.Recording(30.0, ((commands, np.asarray(measured)),))
-
-
 def main() -> None:
     jax.config.update("jax_enable_x64", True)  # the fit compares positions to a fraction of an encoder count
-    recorded = recording()
+    recorded = fit.simulated(ServoModel(**TRUE), (ELBOW,), TASK)
     found = fit.identify(recorded, task=TASK, backend="c", motors_fitted=(ELBOW,), population=32, iterations=10)
     for name, true in TRUE.items():
         print(f"{name}: true {true}, fitted {np.asarray(found.value[name])[ELBOW]:.4g}")

@@ -29,8 +29,10 @@ import numpy as np
 from so101_mjx import _checks as checks, _progress
 from so101_mjx.envs import make
 from so101_mjx.errors import InputError
+from so101_mjx.robot import motors
 from so101_mjx.sim import servo
 from so101_mjx.sim.randomization import Randomization
+from so101_mjx.sysid import excitation
 
 PARAMETERS = ("delay_ticks", "backlash", "max_velocity", "deadband", "kp", "damping")
 SERVO_PARAMETERS = PARAMETERS[:4]
@@ -83,6 +85,22 @@ class Identified:
                                   else [float(v) for v in self.value[k]] for k in PARAMETERS}
         servo.ServoModel(**fields)
         return fields
+
+
+def simulated(model: servo.ServoModel, moved: tuple[int, ...], task: str = "SO101Reach-v0") -> Recording:
+    """The excitation of the motors ``moved`` (:func:`~so101_mjx.sysid.excitation.trajectory`) recorded in
+    ``task``'s scene on backend ``c`` in joint mode (30 Hz) under servo ``model``, from the task's reset: a recording
+    whose true parameters are known."""
+    env = make(task, "c", control_mode="joint", servo_model=model)
+    fps = 1.0 / env.config.periods()[0]
+    state = env.reset(jax.random.PRNGKey(0))
+    commands = excitation.trajectory(np.asarray(env.arm.motor_q(state.physics)), env.arm.motor_ranges, fps, moved)
+
+    def tick(s, command):
+        return env.step(s, motors.to_motor(command, env.arm.motor_ranges, "degrees")), env.arm.motor_q(s.physics)
+
+    measured = jax.jit(lambda s, c: jax.lax.scan(tick, s, c)[1])(state, jnp.asarray(commands))
+    return Recording(fps, ((commands, np.asarray(measured)),))
 
 
 def replay_env(task: str, fps: float, backend: str | None):

@@ -4,7 +4,6 @@ fit recovering known servo parameters from a simulated recording, and the comman
 import json
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -29,19 +28,6 @@ def x64():
     jax.config.update("jax_enable_x64", previous)
 
 
-def simulated(model: ServoModel, moved: tuple[int, ...]) -> fit.Recording:
-    """The excitation of the motors ``moved`` recorded in the simulator under ``model`` (from the task's reset)."""
-    env = make(TASK, "c", control_mode="joint", servo_model=model)
-    state = env.reset(jax.random.PRNGKey(0))
-    commands = excitation.trajectory(np.asarray(env.arm.motor_q(state.physics)), env.arm.motor_ranges, 30, moved)
-
-    def tick(s, command):
-        return env.step(s, motors.to_motor(command, env.arm.motor_ranges, "degrees")), env.arm.motor_q(s.physics)
-
-    measured = jax.jit(lambda s, c: jax.lax.scan(tick, s, c)[1])(state, jnp.asarray(commands))
-    return fit.Recording(30.0, ((commands, np.asarray(measured)),))
-
-
 def test_the_excitation_moves_one_motor_at_a_time_within_the_limits():
     ranges = motors.joint_ranges(make(TASK, "c").mj_model)
     start = np.zeros(6)
@@ -59,7 +45,7 @@ def test_the_excitation_moves_one_motor_at_a_time_within_the_limits():
 
 @pytest.mark.slow
 def test_the_true_parameters_replay_the_recording_exactly(x64):
-    recording = simulated(ServoModel(**TRUE), (ELBOW,))
+    recording = fit.simulated(ServoModel(**TRUE), (ELBOW,), TASK)
     replay = fit.replayer(fit.replay_env(TASK, 30, "c"))
     candidates = {k: np.full((2, 6), v) for k, v in TRUE.items()}
     candidates["kp"][1] = 20.0
@@ -87,7 +73,7 @@ def test_the_replay_is_the_same_on_c_and_mjx(x64):
 @pytest.mark.optimized
 def test_identify_recovers_one_motors_parameters(x64):
     """Each of the six parameters within 10 % and the delay exact, from the defaults, on the elbow's excitation."""
-    recording = simulated(ServoModel(**TRUE), (ELBOW,))
+    recording = fit.simulated(ServoModel(**TRUE), (ELBOW,), TASK)
     found = fit.identify(recording, task=TASK, backend="c", motors_fitted=(ELBOW,), population=32, iterations=8,
                          sweeps=2, polish=0)
     assert found.value["delay_ticks"][ELBOW] == TRUE["delay_ticks"]
