@@ -27,6 +27,9 @@ def arguments(parser: argparse.ArgumentParser) -> None:
                         metavar="standard|wide|JSON|off",
                         help="a pixel policy's frames under this visual randomization instead of its own (a "
                              "level, or a JSON object of VisualRandomization's fields), or none: off")
+    parser.add_argument("--physics-dt", type=types.positive_float, default=None, metavar="S",
+                        help="physics step in s instead of the policy's (e.g. 0.002, the reference's, for a policy "
+                             "trained at a coarser step)")
     parser.add_argument("--json", type=types.output_file, default=None,
                         help="also write the results (per-episode outcomes too) to this file")
 
@@ -47,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import evaluate
 
     result = evaluate.evaluate(args.policy, args.env, backends(args.backend), args.episodes, args.seed, args.x64,
-                               args.force, args.servo_model, args.visual_randomization)
+                               args.force, args.servo_model, args.visual_randomization,
+                               args.physics_dt)
     if args.json:
         atomic_write(args.json, json.dumps(result, indent=1))
         print(f"results: {args.json}")

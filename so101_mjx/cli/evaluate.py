@@ -12,7 +12,12 @@ from so101_mjx.cli.options import BACKEND
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
-    parser.add_argument("policy", help="a checkpoint (run or step directory) or an exported .onnx / .npz")
+    parser.add_argument("policy", help="a checkpoint (run or step directory), an exported .onnx / .npz, a pixel "
+                        "student, or lerobot:DIR (a lerobot policy directory, e.g. lerobot-train's pretrained_model; "
+                        "needs lerobot)")
+    parser.add_argument("--env", default=None,
+                        help="the task a lerobot policy runs in (default SO101PickCube-v0); our policies run in "
+                        "their own")
     parser.add_argument("--suite", type=types.name_or_json, default="smoke",
                         help="'smoke' (3 conditions, 16 episodes), 'standard' (every condition, 128 episodes), or "
                         "a JSON file {\"episodes\": N, \"conditions\": [NAME | {\"name\": ..., "
@@ -35,10 +40,12 @@ def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import suites
 
     suites.suite(args.suite, "--suite")  # a bad suite is refused naming the option
-    result = suites.run_suite(args.policy, args.suite, seed=args.seed, backend=args.backend, episodes=args.episodes)
+    result = suites.run_suite(args.policy, args.suite, seed=args.seed, backend=args.backend, episodes=args.episodes,
+                              env=args.env)
     comparison = None
     if args.compare:
-        other = suites.run_suite(args.compare, args.suite, seed=args.seed, backend=args.backend, episodes=args.episodes)
+        other = suites.run_suite(args.compare, args.suite, seed=args.seed, backend=args.backend, episodes=args.episodes,
+                                 env=args.env)
         comparison = suites.compare(result, other)
         result = {**result, "compared_with": other, "comparison": comparison}
     table = suites.markdown(result, comparison)

@@ -19,11 +19,14 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--video-episodes", type=types.non_negative_int, default=3)
     parser.add_argument("--reference", action="store_true", help="replay in lerobot_env_so101's own env (pick tasks)")
     parser.add_argument("--force", action="store_true", help="run in an --env other than the policy's")
+    parser.add_argument("--physics-dt", type=types.positive_float, default=None, metavar="S",
+                        help="physics step in s instead of the policy's (e.g. 0.002, the reference's, for a policy "
+                             "trained at a coarser step)")
 
 
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import replay
 
     replay.replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes,
-                  args.reference, args.force)
+                  args.reference, args.force, args.physics_dt)
     return 0

@@ -35,12 +35,14 @@ from so101_mjx.training import policies
 def evaluate(
     path: str | Path, env: str | None = None, backends: tuple[str, ...] = ("c",), episodes: int = 100,
     seed: int = 0, x64: bool = False, force: bool = False, servo_model: Any = None, visual: Any = None,
+    physics_dt: float | None = None,
 ) -> dict[str, Any]:
     """Run ``episodes`` episodes per backend (under ``servo_model``, a
     :class:`~so101_mjx.sim.servo.ServoModel` or its dict, when given, instead of the policy's own, or
     without one for ``"off"``; a pixel student's frames under ``visual``, a
     :class:`~so101_mjx.render.visual_randomization.VisualRandomization`, its dict or level name, instead of its
-    own randomization, or none for ``"off"``); returns (and prints) per backend ``success_rate``,
+    own randomization, or none for ``"off"``; at ``physics_dt`` s per physics step instead of the policy's when
+    given); returns (and prints) per backend ``success_rate``,
     ``mean_return``, ``mean_length``, per-episode ``success`` / ``returns`` / ``length`` lists and
     ``seconds`` (compile + run), and with two backends ``agreement`` (fraction of episodes with the
     same success)."""
@@ -56,6 +58,8 @@ def evaluate(
                 raise InputError("a visual randomization applies to a pixel policy's frames; a state policy "
                                  "renders none")
             env_config = {**env_config, "visual_randomization": None if visual == "off" else asdict(vr.parse(visual))}
+        if physics_dt is not None:
+            env_config = {**env_config, "physics_dt": physics_dt}
         if servo_model == "off":
             env_config = {**env_config, "servo_model": None}
         elif servo_model is not None:  # as a dict: the results are JSON
@@ -76,9 +80,8 @@ def run_policy(policy: policies.Policy, name: str, env_config: dict[str, Any], b
     """The :func:`summary` of ``episodes`` episodes of ``policy`` in env ``name`` under ``env_config`` on
     ``backend``, episode ``i`` from the ``i``-th key of ``seed``'s stream (bad config fields: InputError)."""
     env = make(name, backend=backend, **env_config)
-    act = policy.jax_fn
-    if policy.pixel:  # its cameras' frames and agent_pos from the image env's observation
-        act = lambda obs: policy.jax_fn(policy.spec.frames(obs), obs["agent_pos"])  # noqa: E731
+    act = policy.env_fn(env)
+    policy.reset()
     start = time.perf_counter()
     _progress.phase(f"eval {backend}: compiling {episodes} episodes of up to {env.episode_length} steps")
     progress = _progress.bar(env.episode_length, f"eval {backend}", "step")

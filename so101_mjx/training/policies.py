@@ -18,6 +18,10 @@ What it reads (:attr:`Policy.format`):
   :attr:`Policy.cameras` (a bare array for one camera); numpy: onnxruntime for the ``.onnx``, else the
   flax student, jitted.
 
+- ``lerobot:PATH``: a lerobot policy directory (:mod:`so101_mjx.training.lerobot_policy`), in torch: it sees
+  its cameras' frames and the motor positions in the task's joint mode, and runs in any task. JAX form: a host
+  callback that takes every world of a vmapped rollout in one call.
+
 A bad file is one :class:`~so101_mjx.errors.InputError` line naming it. ``so101-mjx eval``, ``replay``,
 ``record``, ``distill`` and ``deploy`` all load their policies here.
 """
@@ -39,7 +43,7 @@ from so101_mjx.envs.arm import agent_pos_layout
 from so101_mjx.envs.base import SO101Env
 from so101_mjx.envs.config import ArmConfig
 from so101_mjx.errors import InputError, MissingFileError, ParameterError
-from so101_mjx.training import onnx_graph
+from so101_mjx.training import lerobot_policy, onnx_graph
 from so101_mjx.training.export import obs_layout, policy_graph
 from so101_mjx.training.policy import NumpyPolicy, PolicyWeights, forward
 
@@ -65,8 +69,8 @@ class Policy:
     (agent_pos, then environment_state) to env actions ``(..., action_size)``; a pixel policy maps
     ``(frames, agent_pos (B, P))`` to ``(B, A)`` (:attr:`spec`)."""
 
-    source: Path  # the checkpoint step directory, .onnx or .npz read
-    format: str  # "checkpoint", "onnx" or "npz"
+    source: Path  # the checkpoint step directory, .onnx, .npz or lerobot policy directory read
+    format: str  # "checkpoint", "onnx", "npz" or "lerobot"
     env: str  # the registered env id it was trained in
     # the run or export metadata (env, env_config, obs_size, action_map, ...)
     metadata: dict[str, Any] = dataclasses.field(repr=False)
@@ -75,6 +79,8 @@ class Policy:
     weights: NumpyPolicy | None = dataclasses.field(default=None, repr=False)
     # a checkpoint's Brax params; a pixel student's params, flattened by '/'-joined path
     params: Any = dataclasses.field(default=None, repr=False)
+    # a lerobot policy's torch runner (:class:`~so101_mjx.training.lerobot_policy.Runner`)
+    runner: Any = dataclasses.field(default=None, repr=False)
 
     @property
     def env_config(self) -> dict[str, Any]:
@@ -135,6 +141,8 @@ class Policy:
         import jax
         import jax.numpy as jnp
 
+        if self.runner is not None:
+            return self.runner.jax_fn()
         if self.pixel:
             from so101_mjx.training import pixel_policy
 
@@ -152,6 +160,10 @@ class Policy:
     def numpy_fn(self) -> Callable[..., np.ndarray]:
         """The policy on numpy arrays (batched): a ``.onnx`` in onnxruntime when it is installed, else the numpy
         runner (a pixel student: :attr:`jax_fn`)."""
+        if self.runner is not None:
+            from so101_mjx.training.pixel_policy import as_frames
+
+            return lambda frames, agent_pos: self.runner(np.asarray(agent_pos, np.float32), *as_frames(frames))
         session = _session(self.source, "flax" if self.pixel else "the numpy runner") if self.format == "onnx" else None
         if self.pixel:
             from so101_mjx.training.pixel_policy import as_frames, input_name
@@ -177,6 +189,19 @@ class Policy:
             return self.numpy_fn(tuple(obs["pixels"][c][None] for c in self.cameras), obs["agent_pos"][None])[0]
         return self.numpy_fn(np.concatenate([obs["agent_pos"], obs["environment_state"]])[None])[0]
 
+    def env_fn(self, env: SO101Env) -> Callable[[Any], Any]:
+        """The policy on one world's observation of ``env`` (its jitted env, :meth:`make_env` or ``env_for``'s),
+        traceable: a state policy's flat observation, a pixel policy's ``pixels/<camera>`` and ``agent_pos``."""
+        if not self.pixel:
+            return self.jax_fn
+        act = self.runner.jax_fn(env.instruction) if self.runner is not None else self.jax_fn
+        return lambda obs: act(self.spec.frames(obs), obs["agent_pos"])
+
+    def reset(self) -> None:
+        """Before a rollout: a lerobot policy's action queue emptied (the others keep no state)."""
+        if self.runner is not None:
+            self.runner.reset()
+
     def require_state(self, use: str) -> Policy:
         """This policy; InputError when it is a pixel student, which ``use`` cannot run (it feeds the flat
         observation)."""
@@ -191,6 +216,10 @@ class Policy:
         differs from its, or, unless ``force``, when ``env`` is another env or the metadata's ``obs_layout`` is
         not this version's layout for it (same sizes, other meaning)."""
         name = registry.canonical(env) if env else self.env
+        if self.runner is not None:  # the follower's features, in every task, from random placements
+            from so101_mjx.envs.rollout import placement_config
+
+            return name, {**self.env_config, **placement_config(name, True)}
         if self.pixel:
             if name != self.env:
                 raise ParameterError(f"{self.source} is a pixel policy of {self.env}; it runs only there, "
@@ -217,6 +246,7 @@ class Policy:
         return make(self.env, backend=backend, **{**self.env_config, **config})
 
 
+LEROBOT_ENV = "SO101PickCube-v0"  # a lerobot policy's task unless one is named
 PRETRAINED = "pretrained:"  # pretrained:<task>: the policy shipped with the package for that task
 
 
@@ -242,11 +272,13 @@ def pretrained(name: str) -> Path:
 
 def load(path: str | Path) -> Policy:
     """The checked policy at ``path``: a checkpoint (run, ``checkpoints/`` or step directory), an exported
-    ``.onnx`` / ``.npz``, a pixel student (``student.onnx``, a distill directory's ``student.npz``), or
-    ``pretrained:<task>`` (:func:`pretrained`). InputError naming the file when it is none of these
-    (MissingFileError when it does not exist)."""
+    ``.onnx`` / ``.npz``, a pixel student (``student.onnx``, a distill directory's ``student.npz``),
+    ``pretrained:<task>`` (:func:`pretrained`) or ``lerobot:<directory>`` (a lerobot policy, :func:`_lerobot`).
+    InputError naming the file when it is none of these (MissingFileError when it does not exist)."""
     if str(path).startswith(PRETRAINED):
         path = pretrained(str(path)[len(PRETRAINED):])
+    if str(path).startswith(lerobot_policy.PREFIX):
+        return _lerobot(Path(str(path)[len(lerobot_policy.PREFIX):]))
     path = Path(path)
     if path.suffix not in (".onnx", ".npz"):
         if path.is_file():
@@ -290,6 +322,20 @@ def _env(meta: dict[str, Any], source: Path) -> str:
         return registry.canonical(meta["env"])
     except ValueError as err:
         raise InputError(f"{source}: metadata env: {err}") from None
+
+
+def _lerobot(path: Path) -> Policy:
+    """The lerobot policy directory ``path`` (:mod:`~so101_mjx.training.lerobot_policy`), in PickCube until
+    ``env_for`` names another task."""
+    from so101_mjx.robot import motors, scenes
+
+    cameras, side = lerobot_policy.read_features(path)
+    limits = motors.motor_limits(motors.joint_ranges(scenes.load_model()), "degrees")
+    meta = {"env": LEROBOT_ENV, "env_config": lerobot_policy.env_config(cameras, side),
+            "action_bounds": [limits[:, 0].tolist(), limits[:, 1].tolist()],
+            "inputs": "; ".join([*(f"observation.images.{c} (3, {side}, {side})" for c in cameras),
+                                 "observation.state (6) motor positions, degrees"])}
+    return Policy(path, "lerobot", LEROBOT_ENV, meta, True, runner=lerobot_policy.Runner(path, cameras))
 
 
 def _state(source: Path, fmt: str, weights: NumpyPolicy) -> Policy:

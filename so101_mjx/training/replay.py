@@ -59,12 +59,13 @@ def make_reference_env(name: str, env_config: dict[str, Any], image_size: int | 
 
 def replay(
     path: str | Path, env: str | None = None, episodes: int = 100, seed: int = 0, video: str | None = None,
-    video_episodes: int = 3, reference: bool = False, force: bool = False,
+    video_episodes: int = 3, reference: bool = False, force: bool = False, physics_dt: float | None = None,
 ) -> dict[str, float]:
     """Run ``episodes`` episodes; print and return success rate, mean return and mean length.
 
     ``reference``: in lerobot_env_so101's env instead of ours (see :func:`make_reference_env`);
-    ``force``: run in an ``env`` other than the policy's (see :meth:`~so101_mjx.training.policies.Policy.env_for`).
+    ``force``: run in an ``env`` other than the policy's (see :meth:`~so101_mjx.training.policies.Policy.env_for`);
+    ``physics_dt``: s per physics step instead of the policy's (e.g. 0.002 for a policy trained at a coarser step).
     """
     if episodes < 1:
         raise ParameterError(f"episodes must be >= 1, got {episodes}", "episodes")
@@ -74,6 +75,8 @@ def replay(
         reference_envs.reference_class(env)  # before loading the policy: the env the user named must exist there
     policy = policies.load(path)
     name, env_config = policy.env_for(env, force)
+    if physics_dt is not None:
+        env_config = {**env_config, "physics_dt": physics_dt}
     if set(policy.cameras) - {"front"}:
         raise InputError(f"{path} sees cameras {list(policy.cameras)}; the gymnasium envs render the front "
                          "camera only: run it on the simulated follower (so101_mjx.follower.SimFollower, or "
@@ -86,6 +89,7 @@ def replay(
     _progress.phase(f"replay: {episodes} episodes on {where}")
     for episode in _progress.each(range(episodes), episodes, "replay", "episode"):
         obs, _ = gym_env.reset(seed=seed + episode)
+        policy.reset()
         ret, length, done, info = 0.0, 0, False, {"succeed": False}
         while not done:
             obs, reward, terminated, truncated, info = gym_env.step(policy.gym_fn(obs))

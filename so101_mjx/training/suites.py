@@ -181,9 +181,11 @@ def suite(spec: str | dict[str, Any], source: str = "suite") -> tuple[int, list[
 
 
 def run_suite(path: str | Path, spec: str | dict[str, Any], seed: int = 0, backend: str = "c",
-              episodes: int | None = None, progress: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run the policy at ``path`` (a state policy, or a pixel student on its frames) over the suite ``spec`` on
-    ``backend`` (float32, as ``eval``); returns ``{"policy", "env", "seed", "backend", "episodes", "cells":
+              episodes: int | None = None, progress: Callable[[str], None] = print,
+              env: str | None = None) -> dict[str, Any]:
+    """Run the policy at ``path`` (a state policy, a pixel student on its frames, or a lerobot policy) over the
+    suite ``spec`` on ``backend`` (float32, as ``eval``), in its own env or (a lerobot policy) the task ``env``;
+    returns ``{"policy", "env", "seed", "backend", "episodes", "cells":
     [table_row()], "skipped"}``."""
     from so101_mjx.training import evaluate, policies
 
@@ -192,7 +194,7 @@ def run_suite(path: str | Path, spec: str | dict[str, Any], seed: int = 0, backe
     rows, skipped = [], []
     with _precision.x64(False):  # float32, as eval
         policy = policies.load(path)
-        name, base = policy.env_for()
+        name, base = policy.env_for(env)
         if not policy.pixel:
             base = policies.without_cameras(base)  # it reads the flat observation: no frames rendered
         for i, (condition, change) in enumerate(cells):

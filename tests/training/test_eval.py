@@ -69,6 +69,21 @@ def test_float32_eval(tiny_run):
     assert len(result["backends"]["c"]["success"]) == 4 and np.all(np.isfinite(result["backends"]["c"]["returns"]))
 
 
+def test_eval_and_replay_at_another_physics_step(tiny_run, tmp_path, capsys):
+    """``--physics-dt``: a policy runs at the given physics step instead of its own (a policy trained at a coarse
+    step checked at the reference's 2 ms), and both commands say the step they ran at; one that does not fit
+    the policy's control period is one error line naming the field."""
+    result = evaluate(tiny_run / "policy.npz", episodes=2, physics_dt=0.005)
+    assert result["backends"]["c"]["physics_dt"] == result["env_config"]["physics_dt"] == 0.005  # its own is 2 ms
+    capsys.readouterr()
+    assert cli.main(["replay", str(tiny_run / "policy.npz"), "--episodes", "1", "--physics-dt", "0.005"]) == 0
+    assert "physics step 5 ms" in capsys.readouterr().out
+    assert cli.main(["eval", str(tiny_run / "policy.npz"), "--episodes", "1", "--physics-dt", "0.5"]) == 2
+    one_error_line(capsys, "physics_dt (0.5) must not exceed control_dt (0.1)")
+    assert cli.main(["replay", str(tiny_run / "policy.npz"), "--physics-dt", "-1"]) == 2
+    assert "argument --physics-dt: expected a finite number > 0, got '-1'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("command", ["eval", "replay"])
 def test_another_env_with_the_same_obs_size_needs_force(tiny_run, command, capsys):
     """A Reach policy has PickPlace's observation size (20) but not its meaning."""
