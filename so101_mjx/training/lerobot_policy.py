@@ -35,6 +35,7 @@ FILES = ("config.json", "model.safetensors", "policy_preprocessor.json", "policy
 CAMERAS = ("front", "wrist")  # the scene's cameras
 IMAGE_PREFIX = "observation.images."
 CONTROL_RATE = 30  # Hz: lerobot-record's default fps
+EPISODE_SECONDS = 10  # an episode's length in simulated time (the reference's 100 steps at 10 Hz)
 INSTALL = "pip install lerobot (Python >= 3.12) beside so101-mjx"
 
 
@@ -93,10 +94,11 @@ def read_features(path: Path) -> tuple[tuple[str, ...], int]:
 
 
 def env_config(cameras: Sequence[str], side: int) -> dict[str, Any]:
-    """The env config a lerobot policy of ``cameras`` at ``side`` px runs in: joint mode at 30 Hz, motor positions
-    in degrees, its cameras rendered at its frame size with ``record``'s default render model (``shadowed``: the
-    frames of the datasets it records here)."""
-    return {"control_mode": "joint", "control_dt": 1.0 / CONTROL_RATE, "joint_units": "degrees", "image_obs": True,
+    """The env config a lerobot policy of ``cameras`` at ``side`` px runs in: joint mode at 30 Hz for 10 s, motor
+    positions in degrees, its cameras rendered at its frame size with ``record``'s default render model
+    (``shadowed``: the frames of the datasets it records here)."""
+    return {"control_mode": "joint", "control_dt": 1.0 / CONTROL_RATE, "episode_length": EPISODE_SECONDS * CONTROL_RATE,
+            "joint_units": "degrees", "image_obs": True,
             "image_size": side, "image_cameras": list(cameras), "image_quality": "shadowed"}
 
 

@@ -39,6 +39,7 @@ def test_the_followers_features_give_the_cameras_and_frame_side(tmp_path):
     assert (cameras, side) == (("front",), SIDE)
     config = lerobot_policy.env_config(cameras, side)
     assert config["control_mode"] == "joint" and config["control_dt"] == pytest.approx(1 / 30)
+    assert config["episode_length"] == 300  # 10 s
     assert config["image_cameras"] == ["front"] and config["image_size"] == SIDE and config["joint_units"] == "degrees"
 
 
