@@ -63,6 +63,15 @@ def test_a_variant_lays_its_fields_over_any_preset():
     assert custom.env_config["control_mode"] == "joint"
 
 
+@pytest.mark.parametrize("env", sorted(presets.PRESETS))
+def test_every_task_has_the_coarse_physics_step_variant(env):
+    """``--env-config 5ms``: the preset with a 5 ms physics step, the control period unchanged."""
+    base = presets.preset(env)
+    varied = presets.resolve(env, env_config="5ms")[1]
+    assert varied.env_config == {**base.env_config, "physics_dt": 0.005}
+    assert dataclasses.replace(varied, env_config=base.env_config) == base
+
+
 def test_an_unknown_variant_is_one_line_naming_the_choices(capsys):
     assert cli.main(["train", "--env", "SO101PickCube-v0", "--preset", "tiny", "--env-config", "joint-60hz"]) == 2
     one_error_line(capsys, "unknown env config 'joint-60hz'", "'joint-30hz'")

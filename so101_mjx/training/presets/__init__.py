@@ -4,7 +4,8 @@ Each module defines ``ENV`` (the task name), ``PRESETS`` (``{name: Preset or Sac
 ``tiny`` one included: hyperparameters and the task's training env config) and ``DEFAULT`` (the preset
 ``so101-mjx train`` uses without ``--preset``: one that has been run); a task's default SAC preset, if it
 has one, is named ``sac``. A module may define ``VARIANTS`` (``{name: Variant}``: env variants such as
-joint mode, 30 Hz or servo ranges, laid over any preset with ``--env-config NAME``) and ``RENAMED``
+joint mode, 30 Hz or servo ranges, laid over any preset with ``--env-config NAME``; every task also has
+:data:`COMMON_VARIANTS`) and ``RENAMED``
 (``{old preset name: Renamed}``: names from when presets named variants too; they still resolve to the
 same run, with a FutureWarning giving the new spelling).
 ``preset(env, name, algo)`` returns a frozen :class:`~so101_mjx.training.preset.Preset` or
@@ -25,9 +26,14 @@ from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.training.preset import Preset, Renamed, SacPreset, TrainingPreset, Variant, tiny, tiny_sac
 
-__all__ = ["DEFAULT_PRESET", "PRESETS", "RENAMED", "VARIANTS", "Preset", "Renamed", "RenamedPreset", "SacPreset",
-           "TrainingPreset", "Variant", "default_preset", "preset", "resolve", "tiny", "tiny_sac", "variant",
-           "variant_label"]
+__all__ = ["COMMON_VARIANTS", "DEFAULT_PRESET", "PRESETS", "RENAMED", "VARIANTS", "Preset", "Renamed", "RenamedPreset",
+           "SacPreset", "TrainingPreset", "Variant", "default_preset", "preset", "resolve", "tiny", "tiny_sac",
+           "variant", "variant_label"]
+
+
+# env variants of every task: ``5ms``, the physics step the coarse-step study trains at (a policy trained there
+# passes at the reference's 2 ms: docs/benchmarks.md, "Physics step"); 0.1 s Cartesian control periods hold 20
+COMMON_VARIANTS = {"5ms": Variant({"physics_dt": 0.005})}
 
 
 def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, dict[str, Variant]],
@@ -40,7 +46,8 @@ def _collect() -> tuple[dict[str, dict[str, Preset]], dict[str, str], dict[str, 
             raise RuntimeError(f"{module.__name__}: DEFAULT {module.DEFAULT!r} is not one of {sorted(module.PRESETS)}")
         tiny_config = module.PRESETS["tiny"].env_config
         table[env], defaults[env] = {**module.PRESETS, "tiny-sac": tiny_sac(**tiny_config)}, module.DEFAULT
-        variants[env], renamed[env] = getattr(module, "VARIANTS", {}), getattr(module, "RENAMED", {})
+        variants[env] = {**COMMON_VARIANTS, **getattr(module, "VARIANTS", {})}
+        renamed[env] = getattr(module, "RENAMED", {})
         for old, new in renamed[env].items():
             if old in table[env] or new.preset not in table[env] or new.variant not in variants[env]:
                 raise RuntimeError(f"{module.__name__}: RENAMED[{old!r}] must name a former preset as a preset "
@@ -79,10 +86,10 @@ def variant(env: str, spec: str | dict[str, Any]) -> Variant:
     parsed ``--env-config`` JSON); InputError naming the choices for an unknown name."""
     if isinstance(spec, dict):
         return Variant(dict(spec))
-    named = VARIANTS.get(canonical(env), {})
+    named = VARIANTS.get(canonical(env), COMMON_VARIANTS)
     if spec not in named:
         raise InputError(f"unknown env config {spec!r} for {canonical(env)}: a JSON object of env config fields, "
-                         f"or one of {sorted(named) or 'its named variants (it has none)'}")
+                         f"or one of {sorted(named)}")
     return named[spec]
 
 
