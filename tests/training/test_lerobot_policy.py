@@ -104,23 +104,25 @@ def target(agent_pos, frame, xp):
 
 def test_one_call_per_control_step_for_every_world(tmp_path):
     """The rollout runs in jit; each control step calls the runner once with all worlds (B = 4), with the task's
-    instruction, and the actions taken are the runner's on each step's observations."""
+    instruction, and the actions taken are the runner's on each step's observations. The policy runs in any
+    task, from random placements."""
     path = write_policy_dir(tmp_path / "p")
     cameras, side = lerobot_policy.read_features(path)
     meta = {"env": ENV, "env_config": {**lerobot_policy.env_config(cameras, side), "image_quality": "fast",
-                                       "episode_length": 5},
+                                       "episode_length": 4},
             "action_bounds": [[-180.0] * 6, [180.0] * 6]}
     runner = NumpyRunner(cameras)
     policy = policies.Policy(path, "lerobot", ENV, meta, True, runner=runner)
-    name, config = policy.env_for("SO101PickPlace-v0")
-    assert name == "SO101PickPlace-v0" and config == {**meta["env_config"], "random_block_position": True}
+    assert policy.env_for("SO101PickPlace-v0") == ("SO101PickPlace-v0",
+                                                   {**meta["env_config"], "random_block_position": True})
+    name, config = policy.env_for("SO101Reach-v0")  # a random target per world
     env = make(name, "c", **config)
     policy.reset()
     out = run_episodes(env, policy.env_fn(env), jax.random.PRNGKey(3), 4, trajectory=True)
-    assert runner.resets == 1 and runner.calls == [(4, env.instruction)] * 5
-    states = out["states"]  # (B, T) after each step; the first action saw the reset
-    first = jax.vmap(env.reset)(jax.vmap(lambda k: jax.random.split(k)[1])(jax.random.split(jax.random.PRNGKey(3), 4)))
-    seen = jax.tree.map(lambda a, b: jnp.concatenate([a[:, None], b[:, :-1]], axis=1), first.obs, states.obs)
-    want = target(seen["agent_pos"].reshape(-1, 6), seen["pixels/front"].reshape(-1, side, side, 3), jnp)
-    np.testing.assert_allclose(np.asarray(out["actions"]).reshape(-1, 6), np.asarray(want), rtol=1e-6, atol=1e-4)
-    assert np.ptp(np.asarray(out["actions"]).reshape(-1, 6), axis=0).max() > 1  # steps differ: a real comparison
+    assert runner.resets == 1 and runner.calls == [(4, env.instruction)] * 4
+    seen = out["states"].obs  # (B, T) after each step: what the next step's call saw
+    want = target(seen["agent_pos"][:, :-1].reshape(-1, 6), seen["pixels/front"][:, :-1].reshape(-1, side, side, 3),
+                  jnp)
+    actions = np.asarray(out["actions"])[:, 1:].reshape(-1, 6)
+    np.testing.assert_allclose(actions, np.asarray(want), rtol=1e-6, atol=1e-4)
+    assert np.ptp(actions, axis=0).max() > 1  # the worlds and steps differ: a real comparison
