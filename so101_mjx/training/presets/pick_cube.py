@@ -2,7 +2,7 @@
 
 import dataclasses
 
-from so101_mjx.training.preset import BLOCK_CPU, BLOCK_GPU, Renamed, SacPreset, Variant, tiny
+from so101_mjx.training.preset import BLOCK_CPU, BLOCK_CPU_FAST, BLOCK_GPU, Renamed, SacPreset, Variant, tiny
 from so101_mjx.training.presets.pick_place import PLACE_CONFIG
 
 ENV = "SO101PickCube-v0"
@@ -54,8 +54,7 @@ _SAC = SacPreset(
 )
 # cpu's recipe with twice the gradient steps per env step (half the batch per update, 8 passes over
 # it): 5 epochs of 102,400 env steps, an eval after each. Measured: see docs/tasks.md.
-_FAST = dataclasses.replace(BLOCK_CPU, num_timesteps=5 * 102_400, num_minibatches=4,
-                            num_updates_per_batch=8, num_evals=6, env_config=PICK_TRAIN_CONFIG)
+_FAST = dataclasses.replace(BLOCK_CPU_FAST, num_timesteps=5 * 102_400, num_evals=6, env_config=PICK_TRAIN_CONFIG)
 PRESETS = {
     "tiny": tiny(**PICK_CONFIG),
     # 4 epochs of 532,480 env steps (a checkpoint and eval after each), half of the training

@@ -6,7 +6,7 @@ evals reset normally."""
 
 import dataclasses
 
-from so101_mjx.training.preset import BLOCK_CPU, BLOCK_GPU, tiny
+from so101_mjx.training.preset import BLOCK_CPU, BLOCK_CPU_FAST, BLOCK_GPU, tiny
 
 ENV = "SO101PickPlace-v0"
 DEFAULT = "cpu"
@@ -20,10 +20,10 @@ PRESETS = {
     # 1.000 from epoch 3 (3.07M steps); see docs/tasks.md.
     "cpu": dataclasses.replace(BLOCK_CPU, num_timesteps=6 * 1_024_000, num_evals=7, episode_length=150,
                                env_config=PLACE_TRAIN_CONFIG),
-    # cpu's recipe with twice the gradient steps per env step (4 minibatches, 8 passes), 6 epochs of 266,240 env
+    # cpu's recipe with twice the gradient steps per env step (BLOCK_CPU_FAST), 6 epochs of 266,240 env
     # steps; trained with --env-config 5ms (a 5 ms physics step). Measured: see docs/tasks.md.
-    "fast": dataclasses.replace(BLOCK_CPU, num_timesteps=6 * 266_240, num_evals=7, num_minibatches=4,
-                                num_updates_per_batch=8, episode_length=150, env_config=PLACE_TRAIN_CONFIG),
+    "fast": dataclasses.replace(BLOCK_CPU_FAST, num_timesteps=6 * 266_240, num_evals=7, episode_length=150,
+                                env_config=PLACE_TRAIN_CONFIG),
     "gpu": dataclasses.replace(BLOCK_GPU, num_timesteps=200_000_000, discounting=0.98, success_bonus=0.0,
                                policy_hidden_layer_sizes=(256, 256, 256), env_config=PLACE_CONFIG),
 }
