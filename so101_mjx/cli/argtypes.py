@@ -150,7 +150,7 @@ def output_dir(text: str) -> str:
 
 
 def visual_randomization(text: str):
-    """A level's name (``standard``, ``wide``) or a JSON object of
+    """A level's name (``standard``, ``wide``, ``cluttered``) or a JSON object of
     :class:`~so101_mjx.render.visual_randomization.VisualRandomization`'s fields, inline or as a file
     (:func:`json_object`)."""
     from so101_mjx.render import visual_randomization as vr

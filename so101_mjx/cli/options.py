@@ -29,7 +29,8 @@ def add_camera_spec(parser: argparse.ArgumentParser) -> None:
 def add_visual_randomization(parser: argparse.ArgumentParser, what: str) -> None:
     """``--visual-randomization``: a level or a JSON object, per episode of ``what``."""
     parser.add_argument("--visual-randomization", type=types.visual_randomization, default=None,
-                        metavar="standard|wide|JSON",
-                        help="randomize lighting, colours, camera pose and lens, and image effects per "
-                             f"episode of {what}: 'standard', 'wide' or a JSON "
+                        metavar="standard|wide|cluttered|JSON",
+                        help="randomize lighting, colours, camera pose and lens, image effects and (cluttered) "
+                             f"textures, a backdrop and distractors per episode of {what}: 'standard', 'wide', "
+                             "'cluttered' or a JSON "
                              "object of so101_mjx.render.visual_randomization.VisualRandomization's fields")

@@ -246,7 +246,7 @@ class _Frames:
                  visual: VisualRandomization | None = None, specs: dict[str, Any] | None = None):
         from so101_mjx.render.batch import BatchRenderer, render_model
 
-        model = render_model(env.scene, quality)
+        model = render_model(env.scene, quality, visual=visual)
         fit_offscreen(model, size, size)
         self.model, self.visual, self.markers = model, visual, tuple(env.markers)
         self.specs = specs or {}

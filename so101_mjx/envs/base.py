@@ -98,13 +98,17 @@ class SO101Env(abc.ABC):
         if self.physics.name == "mjx":
             from so101_mjx.render.warp import WARP_INSTALL, WarpBatchRenderer, warp_available
 
+            visual = self.config.visual_randomization
+            if visual is not None and visual.scenery:
+                raise InputError("visual_randomization's textures, backdrop and distractors render with MuJoCo C only "
+                                 "(backend 'c'), not on backend 'mjx' (MuJoCo Warp)")
             if not warp_available():
                 raise InputError(f"image_obs=True on backend 'mjx' renders with MuJoCo Warp, which is not installed: "
                                  f"{WARP_INSTALL}; or use backend 'c' (MuJoCo C renders on the CPU threads)")
             model = render_model(self.scene, self.config.image_quality, marker_geoms=markers)
             make = lambda c: WarpBatchRenderer(model, size, size, c, markers=markers, spec=specs.get(c))  # noqa: E731
         else:
-            model = render_model(self.scene, self.config.image_quality)
+            model = render_model(self.scene, self.config.image_quality, visual=self.config.visual_randomization)
             make = lambda c: BatchRenderer(model, size, size, c, markers=markers,  # noqa: E731
                                            workers=cast(CPhysics, self.physics).nthread, spec=specs.get(c))
         names = camera_names(model)

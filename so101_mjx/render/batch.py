@@ -44,6 +44,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError, SetupError
 from so101_mjx.render.camera import CameraSpec, camera_setup
 from so101_mjx.render.frames import QUALITIES
+from so101_mjx.render.visual_randomization import VisualRandomization, add_scenery
 from so101_mjx.robot.scenes import scene_path
 
 CLUSTER_CELL = 0.002  # m: the fast meshes' vertex-clustering grid
@@ -99,11 +100,13 @@ def marker_body(site: str) -> str:
 
 
 def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUSTER_CELL,
-                 marker_geoms: tuple[str, ...] = ()) -> mujoco.MjModel:
+                 marker_geoms: tuple[str, ...] = (), visual: VisualRandomization | None = None) -> mujoco.MjModel:
     """The MjModel a camera renders ``scene`` with (same bodies, joints and qpos as the physics model).
 
     ``marker_geoms``: sites to copy as collision-free geoms on mocap bodies (:func:`marker_body`),
     appended after every other body and geom, for renderers that draw geoms but not sites (MuJoCo Warp).
+    ``visual``: a visual randomization whose scenery (textures, backdrop, distractors) the model gains
+    (:func:`so101_mjx.render.visual_randomization.add_scenery`).
     """
     if quality not in QUALITIES:
         raise InputError(f"quality must be one of {QUALITIES}, got {quality!r}")
@@ -115,6 +118,7 @@ def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUS
             raise InputError(f"marker {name!r} is not a site of the {scene} scene")
         body = spec.worldbody.add_body(name=marker_body(name), mocap=True, pos=site.pos)
         body.add_geom(type=site.type, size=site.size, rgba=site.rgba, group=site.group, contype=0, conaffinity=0)
+    add_scenery(spec, visual)
     if quality != "full":
         meshdir = Path(spec.modelfiledir) / spec.meshdir
         for mesh in spec.meshes:

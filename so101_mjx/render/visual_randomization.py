@@ -20,14 +20,24 @@ and, on the rendered frames (:func:`apply_image`, in JAX: the same on every rend
 - ``white_balance``: a gain per colour channel uniform in [1 - w, 1 + w],
 - ``blur``: a Gaussian blur of standard deviation uniform in [0, blur] px (a 5-tap separable kernel),
 - ``noise``: per-pixel Gaussian noise of this standard deviation (of full scale), drawn anew each frame
-  (from the episode's key and the frame's state).
+  (from the episode's key and the frame's state);
+
+and, with scenery the render model gains (:func:`add_scenery`; the physics model never has it),
+
+- ``textures``: the floor (and the backdrop) drawn with one of :data:`TEXTURES` (procedural: checkers,
+  speckles, tiles, a gradient), tinted by a colour uniform in [0.4, 1] per channel, repeated 1 to 8 times,
+- ``backdrop``: a wall behind the table, across the front camera's view (:data:`BACKDROP`),
+- ``distractors``: this many collision-free objects (boxes, cylinders and spheres of 1 to 3.5 cm half size,
+  random colours and yaw) standing on the floor beside the task's region (:data:`DISTRACTOR_STRIPS`),
+  never inside :data:`CLEAR_REGION`, where every task's blocks and goals are.
 
 The model arrays (:data:`FIELDS`, shaped as in the render model) and the image effects' (:data:`IMAGE`)
 live in ``state.info.render_params``; the batch renderer writes the model arrays into its per-thread
 model before drawing each world (:class:`so101_mjx.render.batch.BatchRenderer`). Defaults randomize
 nothing, and a field left at its default draws nothing (its frames are bitwise as without it);
 :data:`STANDARD` is a moderate set for training camera policies, :data:`WIDE` a wider one with the lens
-and image effects of real rigs.
+and image effects of real rigs, :data:`CLUTTERED` is :data:`WIDE` with textures, a backdrop and six
+distractors.
 """
 
 from __future__ import annotations
@@ -45,7 +55,9 @@ from jax import Array
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError
 
-FIELDS = ("light_diffuse", "light_pos", "mat_rgba", "geom_rgba", "cam_pos", "cam_quat", "cam_fovy", "cam_intrinsic")
+SCENERY_FIELDS = ("geom_matid", "mat_texrepeat", "geom_pos", "geom_quat", "geom_size")  # drawn with scenery only
+FIELDS = ("light_diffuse", "light_pos", "mat_rgba", "geom_rgba", "cam_pos", "cam_quat", "cam_fovy", "cam_intrinsic",
+          *SCENERY_FIELDS)
 IMAGE = ("image_gain", "image_blur", "image_noise", "image_key")  # the image effects' draws (apply_image)
 MAX_ZOOM = 0.5  # largest relative focal length change
 MAX_BLUR = 3.0  # px: largest blur standard deviation
@@ -55,6 +67,30 @@ MAX_SHIFT = 0.5  # m: largest light / camera position offset
 MAX_TILT = float(np.pi / 4)  # rad: largest camera rotation
 # MuJoCo draws a geom with a material in the material's colour unless its own rgba differs from this default
 DEFAULT_GEOM_RGBA = np.array([0.5, 0.5, 0.5, 1.0], np.float32)
+MAX_DISTRACTORS = 16
+SCENERY = "vr_"  # the name prefix of everything add_scenery adds to a render model
+_B, _M = mujoco.mjtBuiltin, mujoco.mjtMark
+# the procedural textures of the floor and the backdrop: (builtin, rgb1, rgb2, mark, mark rgb, random)
+TEXTURES = (
+    (_B.mjBUILTIN_CHECKER, (0.25, 0.25, 0.25), (0.75, 0.75, 0.75), _M.mjMARK_NONE, (0, 0, 0), 0.0),  # checkers
+    (_B.mjBUILTIN_CHECKER, (0.55, 0.35, 0.2), (0.7, 0.5, 0.3), _M.mjMARK_RANDOM, (0.3, 0.2, 0.1), 0.2),  # speckled
+    (_B.mjBUILTIN_FLAT, (0.8, 0.8, 0.8), (0.8, 0.8, 0.8), _M.mjMARK_RANDOM, (0.2, 0.2, 0.2), 0.05),  # speckles
+    (_B.mjBUILTIN_FLAT, (0.9, 0.9, 0.85), (0.9, 0.9, 0.85), _M.mjMARK_EDGE, (0.3, 0.3, 0.3), 0.0),  # tiles
+    (_B.mjBUILTIN_GRADIENT, (0.9, 0.9, 0.9), (0.3, 0.3, 0.3), _M.mjMARK_NONE, (0, 0, 0), 0.0),  # a gradient
+    (_B.mjBUILTIN_FLAT, (0.6, 0.6, 0.6), (0.6, 0.6, 0.6), _M.mjMARK_CROSS, (0.95, 0.95, 0.95), 0.0),  # crosses
+)
+TEXTURE_SIZE = 256  # px per side
+TINT = (0.4, 1.0)  # a texture's tint per RGB channel
+TEXREPEAT = (1.0, 8.0)  # a texture's repeats over its geom
+BACKDROP = {"pos": (-0.45, 0.0, 0.5), "size": (0.01, 1.2, 0.5)}  # m: a thin box standing behind the arm's base
+# m, xy boxes [[min x, y], [max x, y]] kept free of distractors: every task's block and goal sampling region with
+# about 5 cm to spare, and the arm's base
+CLEAR_REGION = ((0.10, -0.17), (0.45, 0.17))
+# m, the xy boxes distractors stand in (one drawn uniformly per distractor, then a point uniform in it): beside the
+# clear region on either side, and between it and the front camera
+DISTRACTOR_STRIPS = (((-0.05, 0.20), (0.55, 0.35)), ((-0.05, -0.35), (0.55, -0.20)), ((0.48, -0.17), (0.6, 0.17)))
+DISTRACTOR_SIZE = (0.01, 0.035)  # m, half sizes
+DISTRACTOR_SHAPES = (mujoco.mjtGeom.mjGEOM_BOX, mujoco.mjtGeom.mjGEOM_CYLINDER, mujoco.mjtGeom.mjGEOM_SPHERE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +107,9 @@ class VisualRandomization:
     white_balance: float = 0.0  # relative gain change per colour channel
     blur: float = 0.0  # px: largest Gaussian blur standard deviation
     noise: float = 0.0  # per-pixel Gaussian noise standard deviation, of full scale
+    textures: bool = False  # the floor's (and backdrop's) texture, tint and repeats drawn per episode
+    backdrop: bool = False  # a textured wall behind the table
+    distractors: int = 0  # collision-free objects beside the task's region
 
     def __post_init__(self) -> None:
         """Check every field (naming it) and store plain floats (lists from JSON accepted)."""
@@ -83,6 +122,15 @@ class VisualRandomization:
                           ("camera_zoom", MAX_ZOOM), ("white_balance", 1.0), ("blur", MAX_BLUR), ("noise", 1.0)):
             object.__setattr__(self, name,
                                checks.real(f"visual_randomization.{name}", getattr(self, name), ge=0, le=top))
+        for name in ("textures", "backdrop"):
+            object.__setattr__(self, name, checks.flag(f"visual_randomization.{name}", getattr(self, name)))
+        object.__setattr__(self, "distractors", checks.integer("visual_randomization.distractors", self.distractors,
+                                                               ge=0, le=MAX_DISTRACTORS))
+
+    @property
+    def scenery(self) -> bool:
+        """Whether the render model gains scenery (:func:`add_scenery`): textures, a backdrop or distractors."""
+        return self.textures or self.backdrop or self.distractors > 0
 
     @property
     def image_effects(self) -> bool:
@@ -96,7 +144,8 @@ STANDARD = VisualRandomization(light_intensity=(0.6, 1.4), light_shift=0.2, colo
 WIDE = VisualRandomization(light_intensity=(0.4, 1.6), light_shift=0.3, colour_shift=0.2, camera_shift=0.02,
                            camera_tilt=0.08,
                            camera_zoom=0.05, exposure=(0.7, 1.3), white_balance=0.1, blur=1.0, noise=0.02)
-LEVELS = {"standard": STANDARD, "wide": WIDE}
+CLUTTERED = dataclasses.replace(WIDE, textures=True, backdrop=True, distractors=6)
+LEVELS = {"standard": STANDARD, "wide": WIDE, "cluttered": CLUTTERED}
 
 
 def parse(value: VisualRandomization | dict | str | None) -> VisualRandomization | None:
@@ -122,9 +171,77 @@ def _names() -> list[str]:
     return [f.name for f in dataclasses.fields(VisualRandomization)]
 
 
+def add_scenery(spec: mujoco.MjSpec, config: VisualRandomization | None) -> None:
+    """Add ``config``'s scenery to a render model's ``spec``: with ``textures`` or ``backdrop`` a material per
+    :data:`TEXTURES`; with ``backdrop`` the wall :data:`BACKDROP`; ``distractors`` geoms on the world body, all
+    collision-free and named with the :data:`SCENERY` prefix. Nothing without scenery."""
+    if config is None or not config.scenery:
+        return
+    if config.textures or config.backdrop:
+        for k, (builtin, rgb1, rgb2, mark, markrgb, random) in enumerate(TEXTURES):
+            spec.add_texture(name=f"{SCENERY}texture{k}", type=mujoco.mjtTexture.mjTEXTURE_2D, builtin=builtin,
+                             rgb1=rgb1, rgb2=rgb2, mark=mark, markrgb=markrgb, random=random,
+                             width=TEXTURE_SIZE, height=TEXTURE_SIZE)
+            material = spec.add_material(name=f"{SCENERY}material{k}", texuniform=True, texrepeat=(2.0, 2.0))
+            material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = f"{SCENERY}texture{k}"
+    if config.backdrop:
+        spec.worldbody.add_geom(name=f"{SCENERY}backdrop", type=mujoco.mjtGeom.mjGEOM_BOX,
+                                material=f"{SCENERY}material0", contype=0, conaffinity=0, **BACKDROP)
+    for i in range(config.distractors):
+        spec.worldbody.add_geom(name=f"{SCENERY}distractor{i}", type=DISTRACTOR_SHAPES[i % len(DISTRACTOR_SHAPES)],
+                                size=(DISTRACTOR_SIZE[1],) * 3, pos=(0.0, 0.5, DISTRACTOR_SIZE[1]),
+                                rgba=(0.8, 0.2, 0.2, 1.0), contype=0, conaffinity=0)
+
+
+def _scenery(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype,
+             draw: dict[str, Array]) -> dict[str, Array]:
+    """``draw`` with the scenery's arrays (``geom_matid``, ``mat_texrepeat``, ``mat_rgba``, ``geom_pos``,
+    ``geom_quat``, ``geom_size``, ``geom_rgba``) drawn from ``rng``; InputError when ``model`` lacks the scenery."""
+    def ids(kind: mujoco.mjtObj, names: list[str]) -> np.ndarray:
+        found = np.array([mujoco.mj_name2id(model, kind, n) for n in names], np.int32)
+        if (found < 0).any():
+            raise InputError(f"the render model lacks the visual randomization's scenery {names}: build it with "
+                             "render_model(..., visual=config)")
+        return found
+
+    k = jax.random.split(rng, 9)
+    out = dict(draw)
+    if config.textures or config.backdrop:
+        materials = ids(mujoco.mjtObj.mjOBJ_MATERIAL, [f"{SCENERY}material{i}" for i in range(len(TEXTURES))])
+        tint = jax.random.uniform(k[0], (len(materials), 3), dtype, *TINT)
+        out["mat_rgba"] = out["mat_rgba"].at[materials, :3].set(tint)
+        repeat = jax.random.uniform(k[1], (len(materials), 1), dtype, *TEXREPEAT)
+        out["mat_texrepeat"] = jnp.asarray(model.mat_texrepeat, dtype).at[materials].set(repeat)
+        textured = ((["floor"] if config.textures else []) + ([f"{SCENERY}backdrop"] if config.backdrop else []))
+        geoms = ids(mujoco.mjtObj.mjOBJ_GEOM, textured)
+        chosen = jax.random.choice(k[2], materials, (len(geoms),))
+        out["geom_matid"] = jnp.asarray(model.geom_matid, jnp.int32).at[geoms].set(chosen)
+    if config.distractors:
+        geoms = ids(mujoco.mjtObj.mjOBJ_GEOM, [f"{SCENERY}distractor{i}" for i in range(config.distractors)])
+        n = len(geoms)
+        strips = jnp.asarray(np.asarray(DISTRACTOR_STRIPS), dtype)[jax.random.randint(k[3], (n,), 0,
+                                                                                       len(DISTRACTOR_STRIPS))]
+        xy = strips[:, 0] + jax.random.uniform(k[4], (n, 2), dtype) * (strips[:, 1] - strips[:, 0])
+        size = jax.random.uniform(k[5], (n, 3), dtype, *DISTRACTOR_SIZE)
+        types = model.geom_type[geoms]
+        # standing on the floor: half height is size[2] (box), size[1] (cylinder), size[0] (sphere)
+        height = jnp.where(types == mujoco.mjtGeom.mjGEOM_BOX, size[:, 2],
+                           jnp.where(types == mujoco.mjtGeom.mjGEOM_CYLINDER, size[:, 1], size[:, 0]))
+        yaw = jax.random.uniform(k[6], (n,), dtype, 0.0, np.pi)
+        out["geom_pos"] = jnp.asarray(model.geom_pos, dtype).at[geoms].set(
+            jnp.concatenate([xy, height[:, None]], axis=-1))
+        out["geom_quat"] = jnp.asarray(model.geom_quat, dtype).at[geoms].set(
+            jnp.stack([jnp.cos(yaw / 2), 0 * yaw, 0 * yaw, jnp.sin(yaw / 2)], axis=-1))
+        out["geom_size"] = jnp.asarray(model.geom_size, dtype).at[geoms].set(size)
+        colour = jax.random.uniform(k[7], (n, 3), dtype)
+        out["geom_rgba"] = out["geom_rgba"].at[geoms, :3].set(colour)
+    return out
+
+
 def sample(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype) -> dict[str, Array]:
     """One world's draws, finite for any key: the render model's arrays (:data:`FIELDS`, shapes as in ``model``;
-    ``cam_fovy`` and ``cam_intrinsic`` only with ``camera_zoom``) and, with image effects, :data:`IMAGE`'s."""
+    ``cam_fovy`` and ``cam_intrinsic`` only with ``camera_zoom``; the scenery's only with it, from a ``model``
+    built with it) and, with image effects, :data:`IMAGE`'s."""
     k = jax.random.split(rng, 7)
     # the lens and image effects' keys (k's draws stay as they were)
     extra = jax.random.split(jax.random.fold_in(rng, 1), 5)
@@ -161,6 +278,8 @@ def sample(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype
         draw["image_blur"] = jax.random.uniform(extra[3], (), dtype, 0.0, config.blur)
         draw["image_noise"] = jnp.asarray(config.noise, dtype)
         draw["image_key"] = extra[4]
+    if config.scenery:
+        draw = _scenery(model, config, jax.random.fold_in(rng, 2), dtype, draw)
     return draw
 
 

@@ -135,6 +135,7 @@ CONDITIONS: dict[str, Callable[[dict[str, Any]], dict[str, Any] | None]] = {
     "visual-off": _visual(None),
     "visual-standard": _visual("standard"),
     "visual-wide": _visual("wide"),
+    "visual-cluttered": _visual("cluttered"),
     "frame-latency+1": _frame_latency(1),
 }
 SUITES: dict[str, dict[str, Any]] = {

@@ -316,9 +316,10 @@ def test_pick_cube_demonstrations_lift_the_block(tmp_path):
 
 
 @pytest.mark.slow
-def test_visual_randomization_draws_per_episode():
-    """With visual randomization the same state looks different in two episodes' draws, the physics
-    data are untouched, and a key gives the same frames again."""
+@pytest.mark.parametrize("level", ["standard", "cluttered"])
+def test_visual_randomization_draws_per_episode(level):
+    """With visual randomization (and its scenery) the same state looks different in two episodes' draws, the
+    physics data are untouched, and a key gives the same frames again."""
     if not gl_available():
         pytest.skip("no offscreen GL context (MUJOCO_GL=egl or osmesa)")
     import jax
@@ -328,7 +329,7 @@ def test_visual_randomization_draws_per_episode():
     _, env, policy, _ = policy_and_env("scripted", REACH, "c", SHORT)
     traj = run_worlds(env, _episode_fns(env, policy), jax.random.PRNGKey(3)[None])
     plain, randomized = (_Frames(env, 32, ["front"], "fast"),
-                         _Frames(env, 32, ["front"], "fast", visual_randomization.STANDARD))
+                         _Frames(env, 32, ["front"], "fast", visual_randomization.LEVELS[level]))
     try:
         base = plain.episode(traj, 0)["observation.images.front"]
         a, b, again = (randomized.episode(traj, 0, jax.random.PRNGKey(k))["observation.images.front"]

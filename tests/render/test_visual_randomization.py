@@ -28,7 +28,7 @@ def test_parse_forms_and_errors():
         vr.VisualRandomization(camera_tilt=2.0)
     with pytest.raises(ValueError, match="visual_randomization.colour_shift must be"):
         vr.VisualRandomization(colour_shift=float("nan"))
-    with pytest.raises(ValueError, match=r"one of \['standard', 'wide'\] or a JSON object"):
+    with pytest.raises(ValueError, match=r"one of \['standard', 'wide', 'cluttered'\] or a JSON object"):
         vr.parse("strong")
     with pytest.raises(cliargs.ArgumentValueError, match="unknown visual_randomization"):
         cliargs.visual_randomization('{"hue": 1}')
@@ -43,7 +43,8 @@ def test_env_config_needs_image_obs():
 def test_sample_defaults_are_the_model_and_ranges_hold():
     model = render_model("pick_cube", "fast")
     nominal = vr.sample(model, vr.VisualRandomization(), jax.random.PRNGKey(0), jnp.float32)
-    assert set(nominal) == set(vr.FIELDS) - {"cam_fovy", "cam_intrinsic"}  # the lens only with camera_zoom
+    # the lens only with camera_zoom, the scenery's arrays only with scenery
+    assert set(nominal) == set(vr.FIELDS) - {"cam_fovy", "cam_intrinsic", *vr.SCENERY_FIELDS}
     for name, value in nominal.items():
         np.testing.assert_allclose(value, getattr(model, name), atol=1e-6, err_msg=name)
     config = vr.STANDARD
@@ -100,7 +101,7 @@ def test_wide_draws_the_lens_and_image_effects_within_their_ranges():
     model = render_model("pick_cube", "fast")
     config = vr.WIDE
     draws = jax.vmap(lambda k: vr.sample(model, config, k, jnp.float32))(jax.random.split(jax.random.PRNGKey(3), 64))
-    assert set(draws) == set(vr.FIELDS) | set(vr.IMAGE)
+    assert set(draws) == (set(vr.FIELDS) - set(vr.SCENERY_FIELDS)) | set(vr.IMAGE)
     focal = np.tan(np.deg2rad(model.cam_fovy) / 2) / np.tan(np.deg2rad(np.asarray(draws["cam_fovy"])) / 2)
     assert (1 - config.camera_zoom - 1e-5 <= focal.min() and focal.max() <= 1 + config.camera_zoom + 1e-5
             and focal.std() > 0.01)
@@ -145,3 +146,65 @@ def test_wide_frames_in_the_env_are_the_renderers_under_the_image_effects():
     assert min(np.abs(frames[0].astype(int) - f).mean() for f in frames[1:]) > 1.0
     stepped = jax.jit(jax.vmap(env.step))(states, jnp.zeros((4, 4)))
     assert not np.array_equal(stepped.obs["pixels/front"], frames)  # the noise is drawn anew each frame
+
+
+def test_scenery_options_and_the_render_model_they_build():
+    assert vr.parse("cluttered") == vr.CLUTTERED and vr.CLUTTERED.scenery and not vr.WIDE.scenery
+    assert dataclasses.replace(vr.CLUTTERED, textures=False, backdrop=False, distractors=0) == vr.WIDE
+    with pytest.raises(ValueError, match="visual_randomization.distractors must be"):
+        vr.VisualRandomization(distractors=vr.MAX_DISTRACTORS + 1)
+    with pytest.raises(ValueError, match="visual_randomization.textures must be"):
+        vr.VisualRandomization(textures="yes")
+    plain, model = render_model("pick_cube", "fast"), render_model("pick_cube", "fast", visual=vr.CLUTTERED)
+    assert render_model("pick_cube", "fast", visual=vr.WIDE).ngeom == plain.ngeom  # no scenery, nothing added
+    assert (model.nq, model.nbody, model.njnt, model.nu) == (plain.nq, plain.nbody, plain.njnt, plain.nu)
+    added = [i for i in range(model.ngeom) if (model.geom(i).name or "").startswith(vr.SCENERY)]
+    assert len(added) == 1 + vr.CLUTTERED.distractors == model.ngeom - plain.ngeom
+    assert not model.geom_contype[added].any() and not model.geom_conaffinity[added].any()
+    assert model.nmat - plain.nmat == len(vr.TEXTURES) and model.ntex - plain.ntex == len(vr.TEXTURES)
+
+
+@pytest.mark.slow
+def test_scenery_draws_stand_beside_the_task_region():
+    config = vr.CLUTTERED
+    model = render_model("pick_cube", "fast", visual=config)
+    draws = jax.vmap(lambda k: vr.sample(model, config, k, jnp.float32))(jax.random.split(jax.random.PRNGKey(5), 256))
+    assert set(draws) == set(vr.FIELDS) | set(vr.IMAGE)
+    ids = [model.geom(f"{vr.SCENERY}distractor{i}").id for i in range(config.distractors)]
+    pos, size = np.asarray(draws["geom_pos"])[:, ids], np.asarray(draws["geom_size"])[:, ids]
+    (x0, y0), (x1, y1) = vr.CLEAR_REGION
+    assert not np.any((pos[..., 0] > x0) & (pos[..., 0] < x1) & (pos[..., 1] > y0) & (pos[..., 1] < y1))
+    in_strip = np.zeros(pos.shape[:2], bool)
+    for (sx0, sy0), (sx1, sy1) in vr.DISTRACTOR_STRIPS:
+        in_strip |= (pos[..., 0] >= sx0) & (pos[..., 0] <= sx1) & (pos[..., 1] >= sy0) & (pos[..., 1] <= sy1)
+    assert in_strip.all()
+    lo, hi = vr.DISTRACTOR_SIZE
+    assert size.min() >= lo and size.max() <= hi
+    half_height = np.where(model.geom_type[ids] == 6, size[..., 2],  # box, cylinder, sphere (mjtGeom)
+                           np.where(model.geom_type[ids] == 5, size[..., 1], size[..., 0]))
+    np.testing.assert_allclose(pos[..., 2], half_height, rtol=1e-6)  # standing on the floor
+    materials = [model.material(f"{vr.SCENERY}material{k}").id for k in range(len(vr.TEXTURES))]
+    for geom in ("floor", f"{vr.SCENERY}backdrop"):
+        chosen = np.asarray(draws["geom_matid"])[:, model.geom(geom).id]
+        assert set(chosen.tolist()) == set(materials)  # every texture is drawn in 256 episodes
+    tint, repeat = np.asarray(draws["mat_rgba"])[:, materials, :3], np.asarray(draws["mat_texrepeat"])[:, materials]
+    assert vr.TINT[0] <= tint.min() and tint.max() <= vr.TINT[1] and tint.std() > 0.1
+    assert vr.TEXREPEAT[0] <= repeat.min() and repeat.max() <= vr.TEXREPEAT[1]
+
+
+@pytest.mark.slow
+def test_cluttered_frames_in_the_env_are_the_renderers_and_the_physics_is_untouched():
+    _, plain_states, plain = _frames()
+    env, states, frames = _frames(visual_randomization="cluttered")
+    np.testing.assert_array_equal(states.physics.qpos, plain_states.physics.qpos)
+    draw = jax.tree.map(np.asarray, states.info.render_params)
+    drawn = env.cameras["front"].render(np.asarray(states.physics.qpos), None, vr.model_arrays(draw))
+    salts = jax.vmap(vr.state_salt, (0, None))(states.physics.qpos, 0)
+    np.testing.assert_array_equal(jax.vmap(vr.apply_image)(jnp.asarray(drawn), draw, salts), frames)
+    wide = _frames(visual_randomization="wide")[2]
+    assert np.abs(frames.astype(int) - wide).mean() > 5.0  # the scenery shows
+
+
+def test_scenery_is_refused_on_the_warp_renderer():
+    with pytest.raises(ValueError, match="textures, backdrop and distractors render with MuJoCo C only"):
+        make(NAME, "mjx", image_obs=True, visual_randomization="cluttered")
