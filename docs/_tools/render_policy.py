@@ -1,15 +1,17 @@
-"""The shipped PickCube policy (``pretrained:SO101PickCube-v0``) at work, for the docs: docs/img/pickcube_policy.gif
-(its first successful episode in the gym env, closer than the front camera) and docs/img/pickcube_success.png
-(five frames of that episode, the last one its success).
+"""The shipped policies (``pretrained:<task>``) at work, for the docs: docs/img/<task>_policy.gif (the first
+successful episode in the gym env, closer than the front camera) and docs/img/<task>_success.png (five frames of
+that episode, the last one its success), with <task> the task's short name (``pickcube`` for SO101PickCube-v0).
 
-    MUJOCO_GL=egl python docs/_tools/render_policy.py
+    MUJOCO_GL=egl python docs/_tools/render_policy.py [TASK ...]   # default: every shipped policy
 
 The camera is the scene's front camera with a narrower lens (:data:`FOVY`), so the block fills more of the
-frame; the GIF shows every control step in real time and holds the success.
+frame; the GIF shows every control step in real time and holds the success. The task's markers (a goal) are
+drawn where the episode had them.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import mujoco
@@ -19,56 +21,64 @@ from PIL import Image
 import so101_mjx
 from so101_mjx.render.camera import CameraSpec
 from so101_mjx.render.frames import FrameRenderer
-from so101_mjx.training.policies import Policy
+from so101_mjx.training.policies import PRETRAINED, Policy, shipped
 from so101_mjx.training.replay import make_gym_env
 
 OUT = Path(__file__).resolve().parents[1] / "img"
-POLICY = "pretrained:SO101PickCube-v0"
 HEIGHT, WIDTH = 180, 240
 FOVY = 34.0  # deg; the front camera's own is 45
 HOLD = 8  # GIF frames the success is held for
 STRIP = 5  # frames in the still
 
+Step = tuple[np.ndarray, dict[str, np.ndarray]]  # qpos (nq,) and marker positions by site
 
-def successful_episode(policy: Policy, seeds: range = range(20)) -> tuple[list[np.ndarray], mujoco.MjModel]:
-    """The joint positions (nq,) at every control step of the first episode (over ``seeds``) that succeeds, and
-    its gym env's model."""
+
+def successful_episode(policy: Policy, seeds: range = range(20)) -> tuple[list[Step], mujoco.MjModel]:
+    """The joint positions and marker positions at every control step of the first episode (over ``seeds``) that
+    succeeds, and its gym env's model."""
     name, config = policy.env_for()
     env = make_gym_env(name, config)
     try:
         for seed in seeds:
             obs, _ = env.reset(seed=seed)
-            qpos, done, info = [env.unwrapped.data.qpos.copy()], False, {}
+            task = env.unwrapped
+            steps, done, info = [(task.data.qpos.copy(), task._marker_positions())], False, {}
             while not done:
                 obs, _, terminated, truncated, info = env.step(policy.gym_fn(obs))
-                qpos.append(env.unwrapped.data.qpos.copy())
+                steps.append((task.data.qpos.copy(), task._marker_positions()))
                 done = terminated or truncated
             if info.get("succeed"):
-                return qpos, env.unwrapped.model
+                return steps, task.model
     finally:
         env.close()
-    raise RuntimeError(f"{POLICY} succeeded in none of the seeds {seeds}")
+    raise RuntimeError(f"{policy.env} succeeded in none of the seeds {seeds}")
 
 
-def main() -> None:
-    policy = so101_mjx.load_policy(POLICY)
-    qpos, model = successful_episode(policy)
+def render(task: str) -> None:
+    policy = so101_mjx.load_policy(PRETRAINED + task)
+    steps, model = successful_episode(policy)
     renderer = FrameRenderer(model, HEIGHT, WIDTH, "front", spec=CameraSpec(fovy=FOVY))
     try:
-        frames = [Image.fromarray(renderer.frame(q)) for q in qpos]
+        frames = [Image.fromarray(renderer.frame(q, markers)) for q, markers in steps]
     finally:
         renderer.close()
+    short = task.removeprefix("SO101").split("-v")[0].lower()
     shown = frames + [frames[-1]] * HOLD
     step_ms = round(1000 / policy.control_rate)  # one control step per GIF frame, in real time
     OUT.mkdir(exist_ok=True)
-    shown[0].save(OUT / "pickcube_policy.gif", save_all=True, append_images=shown[1:], duration=step_ms, loop=0,
-                  optimize=True)
+    gif, still = OUT / f"{short}_policy.gif", OUT / f"{short}_success.png"
+    shown[0].save(gif, save_all=True, append_images=shown[1:], duration=step_ms, loop=0, optimize=True)
     picks = np.linspace(0, len(frames) - 1, STRIP).round().astype(int)
     strip = Image.new("RGB", (WIDTH * STRIP, HEIGHT))
     for i, k in enumerate(picks):
         strip.paste(frames[k], (i * WIDTH, 0))
-    strip.save(OUT / "pickcube_success.png", optimize=True)
-    print(f"{len(qpos) - 1} control steps; {OUT / 'pickcube_policy.gif'}, {OUT / 'pickcube_success.png'}")
+    strip.save(still, optimize=True)
+    print(f"{task}: {len(steps) - 1} control steps; {gif}, {still}")
+
+
+def main() -> None:
+    for task in sys.argv[1:] or shipped():
+        render(task)
 
 
 if __name__ == "__main__":

@@ -256,16 +256,20 @@ def pretrained_dir() -> Path:
     return Path(__file__).resolve().parent.parent / "pretrained"
 
 
+def shipped() -> list[str]:
+    """The tasks with a shipped policy (``pretrained:<task>``), sorted."""
+    return sorted(p.name for p in pretrained_dir().iterdir() if (p / "policy.npz").is_file())
+
+
 def pretrained(name: str) -> Path:
     """The shipped export of task ``name`` (``.onnx`` where onnx is installed, else ``.npz``); InputError
     naming the tasks that have one."""
-    shipped = sorted(p.name for p in pretrained_dir().iterdir() if (p / "policy.npz").is_file())
     try:
         task = registry.canonical(name)
     except InputError:
         task = name
-    if task not in shipped:
-        raise InputError(f"no pretrained policy for {name!r}; pretrained:<task> exists for {shipped}")
+    if task not in shipped():
+        raise InputError(f"no pretrained policy for {name!r}; pretrained:<task> exists for {shipped()}")
     onnx = pretrained_dir() / task / "policy.onnx"
     return onnx if importlib.util.find_spec("onnx") and onnx.is_file() else onnx.with_suffix(".npz")
 

@@ -10,7 +10,7 @@ import pytest
 from so101_mjx.errors import InputError
 from so101_mjx.training import evaluate, policies
 
-SHIPPED = sorted(p.name for p in policies.pretrained_dir().iterdir() if (p / "policy.npz").is_file())
+SHIPPED = policies.shipped()
 
 
 def test_there_are_pretrained_policies():
