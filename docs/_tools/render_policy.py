@@ -4,8 +4,8 @@ that episode, the last one its success), with <task> the task's short name (``pi
 
     MUJOCO_GL=egl python docs/_tools/render_policy.py [TASK ...]   # default: every shipped policy
 
-The camera is the scene's front camera with a narrower lens (:data:`FOVY`), so the block fills more of the
-frame; the GIF shows every control step in real time and holds the success. The task's markers (a goal) are
+The camera is the scene's front camera with a narrower lens (:data:`FOVY`; :data:`WIDER` for some tasks), so
+the block fills more of the frame; the GIF shows every control step in real time and holds the success. The task's markers (a goal) are
 drawn where the episode had them.
 """
 
@@ -27,6 +27,7 @@ from so101_mjx.training.replay import make_gym_env
 OUT = Path(__file__).resolve().parents[1] / "img"
 HEIGHT, WIDTH = 180, 240
 FOVY = 34.0  # deg; the front camera's own is 45
+WIDER = {"SO101PushCube-v0": 45.0}  # deg: tasks whose block and goal leave a narrower frame
 HOLD = 8  # GIF frames the success is held for
 STRIP = 5  # frames in the still
 
@@ -57,7 +58,7 @@ def successful_episode(policy: Policy, seeds: range = range(20)) -> tuple[list[S
 def render(task: str) -> None:
     policy = so101_mjx.load_policy(PRETRAINED + task)
     steps, model = successful_episode(policy)
-    renderer = FrameRenderer(model, HEIGHT, WIDTH, "front", spec=CameraSpec(fovy=FOVY))
+    renderer = FrameRenderer(model, HEIGHT, WIDTH, "front", spec=CameraSpec(fovy=WIDER.get(task, FOVY)))
     try:
         frames = [Image.fromarray(renderer.frame(q, markers)) for q, markers in steps]
     finally:
