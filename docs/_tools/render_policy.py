@@ -5,8 +5,8 @@ that episode, the last one its success), with <task> the task's short name (``pi
     MUJOCO_GL=egl python docs/_tools/render_policy.py [TASK ...]   # default: every shipped policy
 
 The camera is the scene's front camera with a narrower lens (:data:`FOVY`; :data:`WIDER` for some tasks), so
-the block fills more of the frame; the GIF shows every control step in real time and holds the success. The task's markers (a goal) are
-drawn where the episode had them.
+the block fills more of the frame; the GIF shows every control step in real time and holds the success. The
+task's markers (a goal) are drawn where the episode had them.
 """
 
 from __future__ import annotations

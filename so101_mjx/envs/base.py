@@ -271,8 +271,8 @@ class SO101Env(abc.ABC):
             return flat
         markers = jnp.stack(list(self.marker_positions(info).values())) if self.markers else None
         draw = info.render_params
-        params = ({k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")}
-                  | visual_randomization.model_arrays(draw))
+        params = visual_randomization.render_arrays(
+            draw, {k: v for k, v in (info.model_params or {}).items() if k.startswith("geom_")})
         pixels = {f"pixels/{c}": visual_randomization.apply_image(r.jax_render(physics.qpos, markers, params), draw,
                                                                     visual_randomization.state_salt(physics.qpos, i))
                   for i, (c, r) in enumerate(self.cameras.items())}

@@ -94,6 +94,18 @@ def check_camera(model: mujoco.MjModel, camera: str) -> None:
         raise InputError(f"camera must be one of the model's cameras {camera_names(model)}, got {camera!r}")
 
 
+def _padded(full: np.ndarray, value: np.ndarray, n: int) -> np.ndarray:
+    """``value`` as ``n`` worlds' copies of model array ``full`` (n, *full.shape): its own rows first, then
+    ``full``'s remaining rows; InputError when it has more rows than ``full``."""
+    value = value.reshape(n, -1, *full.shape[1:])
+    rows = full.shape[0] - value.shape[1]
+    if rows < 0:
+        raise InputError(f"a model array has {value.shape[1]} rows, the render model's {full.shape[0]}")
+    if rows:
+        value = np.concatenate([value, np.broadcast_to(full[-rows:], (n, rows, *full.shape[1:]))], axis=1)
+    return value
+
+
 def marker_body(site: str) -> str:
     """The mocap body that carries a copy of marker ``site`` as a geom (``render_model(marker_geoms=...)``)."""
     return f"{site}_marker"
@@ -274,11 +286,13 @@ class BatchRenderer:
     def render(self, qpos: np.ndarray, marker_pos: np.ndarray | None = None,
                params: dict[str, np.ndarray] | None = None) -> np.ndarray:
         """Images (B, H, W, 3) uint8 at ``qpos`` (B, nq); ``marker_pos`` (B, len(markers), 3) m;
-        ``params``: per-world model arrays (B, *shape) by MjModel field name (e.g. a randomized ``geom_size``)."""
+        ``params``: per-world model arrays (B, *shape) by MjModel field name (e.g. a randomized ``geom_size``); an
+        array of the physics model with fewer rows than the render model (whose scenery geoms come last) keeps
+        the render model's values in the rows after its own."""
         qpos = np.asarray(qpos, np.float64).reshape(-1, self.model.nq)
         n = len(qpos)
         marks = np.asarray(marker_pos, np.float64).reshape(n, len(self.markers), 3) if self.markers else None
-        params = {k: np.asarray(v).reshape(n, *getattr(self.model, k).shape) for k, v in (params or {}).items()}
+        params = {k: _padded(getattr(self.model, k), np.asarray(v), n) for k, v in (params or {}).items()}
         out = np.empty((n, self.height, self.width, 3), np.uint8)
         spans = [(c[0], c[-1] + 1) for c in np.array_split(np.arange(n), self.workers) if len(c)]
         with self._lock:

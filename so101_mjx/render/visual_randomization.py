@@ -80,6 +80,7 @@ TEXTURES = (
     (_B.mjBUILTIN_FLAT, (0.6, 0.6, 0.6), (0.6, 0.6, 0.6), _M.mjMARK_CROSS, (0.95, 0.95, 0.95), 0.0),  # crosses
 )
 TEXTURE_SIZE = 256  # px per side
+SCENERY_TURN = (float(np.cos(0.05)), 0.0, 0.0, float(np.sin(0.05)))  # a scenery geom's modelled turn: 0.1 rad of yaw
 TINT = (0.4, 1.0)  # a texture's tint per RGB channel
 TEXREPEAT = (1.0, 8.0)  # a texture's repeats over its geom
 BACKDROP = {"pos": (-0.45, 0.0, 0.5), "size": (0.01, 1.2, 0.5)}  # m: a thin box standing behind the arm's base
@@ -173,8 +174,8 @@ def _names() -> list[str]:
 
 def add_scenery(spec: mujoco.MjSpec, config: VisualRandomization | None) -> None:
     """Add ``config``'s scenery to a render model's ``spec``: with ``textures`` or ``backdrop`` a material per
-    :data:`TEXTURES`; with ``backdrop`` the wall :data:`BACKDROP`; ``distractors`` geoms on the world body, all
-    collision-free and named with the :data:`SCENERY` prefix. Nothing without scenery."""
+    :data:`TEXTURES`; with ``backdrop`` the wall :data:`BACKDROP`; ``distractors`` geoms, all collision-free, on
+    a static body appended to the world body, all named with the :data:`SCENERY` prefix. Nothing without scenery."""
     if config is None or not config.scenery:
         return
     if config.textures or config.backdrop:
@@ -184,13 +185,18 @@ def add_scenery(spec: mujoco.MjSpec, config: VisualRandomization | None) -> None
                              width=TEXTURE_SIZE, height=TEXTURE_SIZE)
             material = spec.add_material(name=f"{SCENERY}material{k}", texuniform=True, texrepeat=(2.0, 2.0))
             material.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = f"{SCENERY}texture{k}"
+    # a body of its own, the last: its geoms come after every geom of the scene, whose ids stay the physics model's.
+    # Massless, and each geom off its body's frame in position and turn (SCENERY_TURN), so the compiler marks no
+    # geom frame as its body's (geom_sameframe 0): the drawn geom_pos and geom_quat then take effect.
+    scenery = spec.worldbody.add_body(name=f"{SCENERY}scenery")
+    common = {"contype": 0, "conaffinity": 0, "density": 0.0, "quat": SCENERY_TURN}
     if config.backdrop:
-        spec.worldbody.add_geom(name=f"{SCENERY}backdrop", type=mujoco.mjtGeom.mjGEOM_BOX,
-                                material=f"{SCENERY}material0", contype=0, conaffinity=0, **BACKDROP)
+        scenery.add_geom(name=f"{SCENERY}backdrop", type=mujoco.mjtGeom.mjGEOM_BOX, material=f"{SCENERY}material0",
+                         **common, **BACKDROP)
     for i in range(config.distractors):
-        spec.worldbody.add_geom(name=f"{SCENERY}distractor{i}", type=DISTRACTOR_SHAPES[i % len(DISTRACTOR_SHAPES)],
-                                size=(DISTRACTOR_SIZE[1],) * 3, pos=(0.0, 0.5, DISTRACTOR_SIZE[1]),
-                                rgba=(0.8, 0.2, 0.2, 1.0), contype=0, conaffinity=0)
+        scenery.add_geom(name=f"{SCENERY}distractor{i}", type=DISTRACTOR_SHAPES[i % len(DISTRACTOR_SHAPES)],
+                         size=(DISTRACTOR_SIZE[1],) * 3, pos=(0.0, 0.5, DISTRACTOR_SIZE[1]), rgba=(0.8, 0.2, 0.2, 1.0),
+                         **common)
 
 
 def _scenery(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype,
@@ -286,6 +292,17 @@ def sample(model: mujoco.MjModel, config: VisualRandomization, rng: Array, dtype
 def model_arrays(draw: dict[str, Array] | None) -> dict[str, Array]:
     """The render model's arrays of a draw (:data:`FIELDS`), what a renderer writes into its model."""
     return {k: v for k, v in (draw or {}).items() if k in FIELDS}
+
+
+def render_arrays(draw: dict[str, Array] | None, physics: dict[str, Array]) -> dict[str, Array]:
+    """What a renderer writes into its model for one world: a draw's arrays (:func:`model_arrays`) with the
+    physics model's randomized ``physics`` arrays (e.g. a block's ``geom_size``) laid over their first rows. A
+    render model's scenery geoms come after every geom of the scene, so the physics rows are the scene's; an
+    array the draw lacks stays physics-shaped (the renderers pad it with their model's rows)."""
+    out = model_arrays(draw)
+    for k, v in physics.items():
+        out[k] = out[k].at[:v.shape[0]].set(v.astype(out[k].dtype)) if k in out else v
+    return out
 
 
 def apply_image(frames: Array, draw: dict[str, Array] | None, salt: Array | int = 0) -> Array:

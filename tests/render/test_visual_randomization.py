@@ -10,7 +10,7 @@ import pytest
 
 from so101_mjx.cli import argtypes as cliargs
 from so101_mjx.envs import make
-from so101_mjx.render import visual_randomization as vr
+from so101_mjx.render import batch, visual_randomization as vr
 from so101_mjx.render.batch import render_model
 
 NAME = "SO101PickCube-v0"
@@ -157,10 +157,13 @@ def test_scenery_options_and_the_render_model_they_build():
         vr.VisualRandomization(textures="yes")
     plain, model = render_model("pick_cube", "fast"), render_model("pick_cube", "fast", visual=vr.CLUTTERED)
     assert render_model("pick_cube", "fast", visual=vr.WIDE).ngeom == plain.ngeom  # no scenery, nothing added
-    assert (model.nq, model.nbody, model.njnt, model.nu) == (plain.nq, plain.nbody, plain.njnt, plain.nu)
+    assert (model.nq, model.njnt, model.nu, model.nbody) == (plain.nq, plain.njnt, plain.nu, plain.nbody + 1)
     added = [i for i in range(model.ngeom) if (model.geom(i).name or "").startswith(vr.SCENERY)]
     assert len(added) == 1 + vr.CLUTTERED.distractors == model.ngeom - plain.ngeom
+    assert added == list(range(plain.ngeom, model.ngeom))  # last: the scene's geoms keep the physics model's ids
+    np.testing.assert_array_equal(model.geom_bodyid[:plain.ngeom], plain.geom_bodyid)
     assert not model.geom_contype[added].any() and not model.geom_conaffinity[added].any()
+    assert not model.geom_sameframe[added].any()  # drawn poses take effect (no geom frame is its body's)
     assert model.nmat - plain.nmat == len(vr.TEXTURES) and model.ntex - plain.ntex == len(vr.TEXTURES)
 
 
@@ -203,6 +206,35 @@ def test_cluttered_frames_in_the_env_are_the_renderers_and_the_physics_is_untouc
     np.testing.assert_array_equal(jax.vmap(vr.apply_image)(jnp.asarray(drawn), draw, salts), frames)
     wide = _frames(visual_randomization="wide")[2]
     assert np.abs(frames.astype(int) - wide).mean() > 5.0  # the scenery shows
+    # with the block's size randomized too: its geom_size rows lie over the draw's, the other arrays are padded
+    env, states, bigger = _frames(visual_randomization="cluttered", randomization={"block_size": (1.6, 1.6)})
+    params = jax.vmap(vr.render_arrays)(states.info.render_params,
+                                        {k: v for k, v in states.info.model_params.items() if k.startswith("geom_")})
+    block = env.mj_model.geom("block").id
+    np.testing.assert_allclose(params["geom_size"][:, block], np.tile(1.6 * env.mj_model.geom_size[block], (4, 1)),
+                               rtol=1e-6)
+    assert params["geom_friction"].shape[1] == env.mj_model.ngeom < params["geom_size"].shape[1]
+    drawn = env.cameras["front"].render(np.asarray(states.physics.qpos), None, jax.tree.map(np.asarray, params))
+    draw = jax.tree.map(np.asarray, states.info.render_params)
+    salts = jax.vmap(vr.state_salt, (0, None))(states.physics.qpos, 0)
+    np.testing.assert_array_equal(jax.vmap(vr.apply_image)(jnp.asarray(drawn), draw, salts), bigger)
+    assert not np.array_equal(bigger, frames)  # the bigger block shows
+
+
+def test_render_arrays_lay_the_physics_rows_over_the_draw_and_the_renderer_pads_the_rest():
+    draw = {"geom_size": jnp.full((5, 3), 2.0), "geom_rgba": jnp.ones((5, 4)), "image_gain": jnp.ones(3)}
+    physics = {"geom_size": jnp.full((3, 3), 7.0), "geom_friction": jnp.full((3, 3), 0.5)}
+    out = vr.render_arrays(draw, physics)
+    assert set(out) == {"geom_size", "geom_rgba", "geom_friction"}  # no image effects: they are not model arrays
+    np.testing.assert_array_equal(out["geom_size"], np.r_[np.full((3, 3), 7.0), np.full((2, 3), 2.0)])
+    assert out["geom_friction"].shape == (3, 3)
+    full = np.arange(15.0).reshape(5, 3)
+    padded = batch._padded(full, np.zeros((2, 3, 3)), 2)  # two worlds of a 3-row physics array
+    assert padded.shape == (2, 5, 3)
+    np.testing.assert_array_equal(padded[:, :3], 0.0)
+    np.testing.assert_array_equal(padded[:, 3:], np.broadcast_to(full[3:], (2, 2, 3)))
+    with pytest.raises(ValueError, match="a model array has 6 rows, the render model's 5"):
+        batch._padded(full, np.zeros((1, 6, 3)), 1)
 
 
 def test_scenery_is_refused_on_the_warp_renderer():
