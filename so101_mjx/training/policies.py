@@ -268,8 +268,9 @@ def pretrained(name: str) -> Path:
         task = registry.canonical(name)
     except InputError:
         task = name
-    if task not in shipped():
-        raise InputError(f"no pretrained policy for {name!r}; pretrained:<task> exists for {shipped()}")
+    tasks = shipped()
+    if task not in tasks:
+        raise InputError(f"no pretrained policy for {name!r}; pretrained:<task> exists for {tasks}")
     onnx = pretrained_dir() / task / "policy.onnx"
     return onnx if importlib.util.find_spec("onnx") and onnx.is_file() else onnx.with_suffix(".npz")
 
