@@ -1,8 +1,9 @@
-"""The shipped policies (``pretrained:<task>``) at work, for the docs: docs/img/<task>_policy.gif (the first
-successful episode in the gym env, closer than the front camera) and docs/img/<task>_success.png (five frames of
-that episode, the last one its success), with <task> the task's short name (``pickcube`` for SO101PickCube-v0).
+"""The shipped policies (``pretrained:<name>``) at work, for the docs: docs/img/<short>_policy.gif (the first
+successful episode in the gym env, closer than the front camera) and docs/img/<short>_success.png (five frames of
+that episode, the last one its success), with <short> the task's short name and the variant's, if any
+(``pickcube`` for SO101PickCube-v0, ``pickcube_joint`` for SO101PickCube-v0/joint).
 
-    MUJOCO_GL=egl python docs/_tools/render_policy.py [TASK ...]   # default: every shipped policy
+    MUJOCO_GL=egl python docs/_tools/render_policy.py [NAME ...]   # default: every shipped policy
 
 The camera is the scene's front camera with a narrower lens (:data:`FOVY`; :data:`WIDER` for some tasks), so
 the block fills more of the frame; the GIF shows every control step in real time and holds the success. The
@@ -55,15 +56,16 @@ def successful_episode(policy: Policy, seeds: range = range(20)) -> tuple[list[S
     raise RuntimeError(f"{policy.env} succeeded in none of the seeds {seeds}")
 
 
-def render(task: str) -> None:
-    policy = so101_mjx.load_policy(PRETRAINED + task)
+def render(name: str) -> None:
+    policy = so101_mjx.load_policy(PRETRAINED + name)
+    task, _, variant = name.partition("/")
     steps, model = successful_episode(policy)
     renderer = FrameRenderer(model, HEIGHT, WIDTH, "front", spec=CameraSpec(fovy=WIDER.get(task, FOVY)))
     try:
         frames = [Image.fromarray(renderer.frame(q, markers)) for q, markers in steps]
     finally:
         renderer.close()
-    short = task.removeprefix("SO101").split("-v")[0].lower()
+    short = "_".join([task.removeprefix("SO101").split("-v")[0].lower()] + ([variant] if variant else []))
     shown = frames + [frames[-1]] * HOLD
     step_ms = round(1000 / policy.control_rate)  # one control step per GIF frame, in real time
     OUT.mkdir(exist_ok=True)
@@ -74,12 +76,12 @@ def render(task: str) -> None:
     for i, k in enumerate(picks):
         strip.paste(frames[k], (i * WIDTH, 0))
     strip.save(still, optimize=True)
-    print(f"{task}: {len(steps) - 1} control steps; {gif}, {still}")
+    print(f"{name}: {len(steps) - 1} control steps; {gif}, {still}")
 
 
 def main() -> None:
-    for task in sys.argv[1:] or shipped():
-        render(task)
+    for name in sys.argv[1:] or shipped():
+        render(name)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ from so101_mjx.cli import argtypes as types
 
 def arguments(parser: argparse.ArgumentParser) -> None:
     """The command's arguments."""
-    parser.add_argument("policy", help="exported policy (.onnx or .npz), a checkpoint directory, or pretrained:<task> "
-                        "(the policy shipped for that task, e.g. pretrained:SO101PickCube-v0)")
+    parser.add_argument("policy", help="exported policy (.onnx or .npz), a checkpoint directory, or "
+                        "pretrained:<task>[/<variant>] (a policy shipped with the package, e.g. "
+                        "pretrained:SO101PickCube-v0, pretrained:SO101PickCube-v0/joint)")
     parser.add_argument("--env", default=None, help="env name (default: the policy's)")
     parser.add_argument("--episodes", type=types.positive_int, default=100)
     parser.add_argument("--seed", type=types.seed, default=0)

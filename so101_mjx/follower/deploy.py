@@ -341,6 +341,8 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
     (``so101_mjx`` only), checked before anything starts; ``calibration``: the
     follower's lerobot calibration when its units differ from the policy's (:meth:`Plan.for_arm`; the simulated
     follower then takes these units)."""
+    from so101_mjx.training.policies import label
+
     p = (excitation_plan() if str(path) == EXCITATION else plan(path)).for_arm(calibration)
     if servo_model is not None:
         if robot_type != "so101_mjx":
@@ -357,7 +359,7 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
                   else stack.enter_context(dataset_log(dataset, p, robot_type, isinstance(robot, SimFollower))))
         try:
             robot.connect()
-            print(f"deploy: {Path(path).name} on {robot_type}, {episodes} episodes of up to {steps} actions; "
+            print(f"deploy: {label(path)} on {robot_type}, {episodes} episodes of up to {steps} actions; "
                   "Ctrl-C stops it",
                   file=sys.stderr, flush=True)
             stopped = run_episodes(robot, p, episodes, steps, dry_run, deadline, log, seed, start, start_tolerance)
@@ -379,7 +381,7 @@ def deploy(path: str | Path, robot_type: str = "so101_mjx", *, episodes: int = 1
               "success_rate": float(np.mean(log.successes)) if sim and log.episodes else None}
     rate = (f"success rate {result['success_rate']:.3f} ({sum(log.successes)}/{len(log.episodes)})" if sim
             else "success not measured")
-    print(f"deploy {Path(path).name} on {robot_type} ({p.task}, {p.fps} Hz, "
+    print(f"deploy {label(path)} on {robot_type} ({p.task}, {p.fps} Hz, "
           f"{p.units}{', dry run' if dry_run else ''}): {len(log.episodes)} episodes ({result['cut_short']} cut "
           f"short), {rate}, {log.clamped} actions clamped by the robot; stopped: {stopped}"
           + (f"; logged to {dataset}" if dataset is not None and log.episodes else ""))

@@ -109,8 +109,8 @@ def summary(out: dict[str, Array], seconds: float) -> dict[str, Any]:
 
 
 def report(result: dict[str, Any]) -> None:
-    print(f"eval {Path(result['policy']).name} on {result['env']} ({result['dtype']}, {result['episodes']} episodes, "
-          f"seed {result['seed']})")
+    print(f"eval {policies.label(result['policy'])} on {result['env']} ({result['dtype']}, "
+          f"{result['episodes']} episodes, seed {result['seed']})")
     for backend, r in result["backends"].items():
         print(f"  {backend:>3}: physics step {1000 * r['physics_dt']:.3g} ms, control period "
               f"{1000 * r['control_dt']:.3g} ms")

@@ -247,39 +247,43 @@ class Policy:
 
 
 LEROBOT_ENV = "SO101PickCube-v0"  # a lerobot policy's task unless one is named
-PRETRAINED = "pretrained:"  # pretrained:<task>: the policy shipped with the package for that task
+PRETRAINED = "pretrained:"  # pretrained:<task>[/<variant>]: a policy shipped with the package
 
 
 def pretrained_dir() -> Path:
-    """Where the package's pretrained policies are: ``<task>/policy.onnx`` and ``policy.npz``, each task's
-    shipped preset exported (docs/tasks.md says how it was trained)."""
+    """Where the package's pretrained policies are: ``<task>/`` (the task's shipped preset) and
+    ``<task>/<variant>/`` (one trained under that env variant), each with ``policy.onnx``, ``policy.npz`` and
+    ``run.json`` (docs/tasks.md says how each was trained)."""
     return Path(__file__).resolve().parent.parent / "pretrained"
 
 
 def shipped() -> list[str]:
-    """The tasks with a shipped policy (``pretrained:<task>``), sorted."""
-    return sorted(p.name for p in pretrained_dir().iterdir() if (p / "policy.npz").is_file())
+    """The shipped policies' names, ``<task>`` or ``<task>/<variant>`` (``pretrained:<name>``), sorted."""
+    root = pretrained_dir()
+    return sorted(str(p.parent.relative_to(root)) for p in root.glob("*/**/policy.npz"))
 
 
 def pretrained(name: str) -> Path:
-    """The shipped export of task ``name`` (``.onnx`` where onnx is installed, else ``.npz``); InputError
-    naming the tasks that have one."""
-    try:
-        task = registry.canonical(name)
-    except InputError:
-        task = name
-    tasks = shipped()
-    if task not in tasks:
-        raise InputError(f"no pretrained policy for {name!r}; pretrained:<task> exists for {tasks}")
-    onnx = pretrained_dir() / task / "policy.onnx"
+    """The shipped export ``name`` (``<task>`` or ``<task>/<variant>``; ``.onnx`` where onnx is installed, else
+    ``.npz``); InputError naming the shipped ones."""
+    task, slash, variant = name.removeprefix(registry.NAMESPACE).partition("/")
+    names = shipped()
+    if task + slash + variant not in names:
+        raise InputError(f"no pretrained policy for {name!r}; pretrained:<name> exists for {names}")
+    onnx = pretrained_dir() / task / variant / "policy.onnx"
     return onnx if importlib.util.find_spec("onnx") and onnx.is_file() else onnx.with_suffix(".npz")
+
+
+def label(path: str | Path) -> str:
+    """A policy's name in messages: ``pretrained:<name>`` as given, else its file's or directory's name."""
+    return str(path) if str(path).startswith(PRETRAINED) else Path(path).name
 
 
 def load(path: str | Path) -> Policy:
     """The checked policy at ``path``: a checkpoint (run, ``checkpoints/`` or step directory), an exported
     ``.onnx`` / ``.npz``, a pixel student (``student.onnx``, a distill directory's ``student.npz``),
-    ``pretrained:<task>`` (:func:`pretrained`) or ``lerobot:<directory>`` (a lerobot policy, :func:`_lerobot`).
-    InputError naming the file when it is none of these (MissingFileError when it does not exist)."""
+    ``pretrained:<task>[/<variant>]`` (:func:`pretrained`) or ``lerobot:<directory>`` (a lerobot policy,
+    :func:`_lerobot`). InputError naming the file when it is none of these (MissingFileError when it does not exist)."""
     if str(path).startswith(PRETRAINED):
         path = pretrained(str(path)[len(PRETRAINED):])
     if str(path).startswith(lerobot_policy.PREFIX):

@@ -103,7 +103,7 @@ def replay(
     result = {"success_rate": float(np.mean(successes)), "mean_return": float(np.mean(returns)),
               "mean_length": float(np.mean(lengths)), "episodes": episodes,
               "physics_dt": float(gym_env.unwrapped._model.opt.timestep)}
-    print(f"replay {Path(path).name} on {where} (CPU MuJoCo, gymnasium): success rate "
+    print(f"replay {policies.label(path)} on {where} (CPU MuJoCo, gymnasium): success rate "
           f"{result['success_rate']:.3f} ({sum(successes)}/{episodes}), mean return {result['mean_return']:.3f}, "
           f"mean episode length {result['mean_length']:.1f}; physics step {1000 * result['physics_dt']:.3g} ms")
     if video:

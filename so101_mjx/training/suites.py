@@ -225,7 +225,9 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> list[dict[str, Any
 
 def markdown(result: dict[str, Any], comparison: list[dict[str, Any]] | None = None) -> str:
     """The result as a Markdown table (and the comparison's, when given)."""
-    lines = [f"`{Path(result['policy']).name}` on {result['env']}, {result['episodes']} episodes per condition, "
+    from so101_mjx.training.policies import label
+
+    lines = [f"`{label(result['policy'])}` on {result['env']}, {result['episodes']} episodes per condition, "
              f"seed {result['seed']}, backend {result['backend']}", "",
              "| condition | success | 95 % interval (Wilson) | mean length | episodes/s |", "|---|---|---|---|---|"]
     for row in result["cells"]:
@@ -246,6 +248,8 @@ def plot(result: dict[str, Any], path: str | Path) -> None:
     """Success per condition with its Wilson interval, as a PNG (matplotlib: the ``[viz]`` extra)."""
     import matplotlib
 
+    from so101_mjx.training.policies import label
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -257,7 +261,7 @@ def plot(result: dict[str, Any], path: str | Path) -> None:
     ax.set_xticks(range(len(rows)), [r["condition"] for r in rows], rotation=40, ha="right")
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("success (95 % Wilson)")
-    ax.set_title(f"{Path(result['policy']).name} on {result['env']}", fontsize=9)
+    ax.set_title(f"{label(result['policy'])} on {result['env']}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,5 +1,5 @@
-"""The policies shipped with the package (``pretrained:<task>``): each loads as its task's policy, succeeds
-in that task, and an unknown name is one line naming what exists."""
+"""The policies shipped with the package (``pretrained:<task>[/<variant>]``): each loads as its task's policy
+under its env variant, succeeds in that task, and an unknown name is one line naming what exists."""
 
 from __future__ import annotations
 
@@ -8,25 +8,37 @@ import json
 import pytest
 
 from so101_mjx.errors import InputError
-from so101_mjx.training import evaluate, policies
+from so101_mjx.training import evaluate, policies, presets, replay
 
 SHIPPED = policies.shipped()
 
 
-def test_there_are_pretrained_policies():
-    assert "SO101PickCube-v0" in SHIPPED
+def test_there_are_pretrained_policies_and_variants_by_task_and_name():
+    assert {"SO101PickCube-v0", "SO101PickCube-v0/joint", "SO101Reach-v0"} <= set(SHIPPED)
+    variant = policies.pretrained_dir() / "SO101PickCube-v0" / "joint"
+    assert policies.pretrained("so101_mjx/SO101PickCube-v0/joint").parent == variant  # the namespaced name too
 
 
-@pytest.mark.parametrize("task", SHIPPED)
-def test_a_pretrained_policy_is_its_tasks_and_succeeds(task):
-    policy = policies.load(f"pretrained:{task}")
+def test_replay_names_a_pretrained_policy_as_given(capsys):
+    replay.replay("pretrained:SO101PickCube-v0/joint", episodes=1)
+    assert "replay pretrained:SO101PickCube-v0/joint on so101_mjx/SO101PickCube-v0 " in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_pretrained_policy_is_its_tasks_and_succeeds(name):
+    task, _, variant = name.partition("/")
+    policy = policies.load(f"pretrained:{name}")
     assert policy.env == task and not policy.pixel
-    run = json.loads((policies.pretrained_dir() / task / "run.json").read_text())
+    run = json.loads((policies.pretrained_dir() / name / "run.json").read_text())
     assert run["env"] == task and run["preset"] and run["success"] >= 0.9  # what the shipped run measured
-    result = evaluate.evaluate(f"pretrained:{task}", episodes=16, seed=11)["backends"]["c"]
+    if variant:  # trained under that env variant, which the policy's env config holds
+        assert run["env_variant"] == variant
+        expected = presets.variant(task, variant).config
+        assert {key: policy.env_config[key] for key in expected} == expected
+    result = evaluate.evaluate(f"pretrained:{name}", episodes=16, seed=11)["backends"]["c"]
     assert result["success_rate"] >= 0.8, result["success_rate"]
 
 
 def test_an_unknown_pretrained_name_names_what_exists():
-    with pytest.raises(InputError, match=r"no pretrained policy for 'SO101Nope-v0'; pretrained:<task> exists for \["):
+    with pytest.raises(InputError, match=r"no pretrained policy for 'SO101Nope-v0'; pretrained:<name> exists for \["):
         policies.load("pretrained:SO101Nope-v0")
