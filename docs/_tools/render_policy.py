@@ -44,10 +44,10 @@ def successful_episode(policy: Policy, seeds: range = range(20)) -> tuple[list[S
         for seed in seeds:
             obs, _ = env.reset(seed=seed)
             task = env.unwrapped
-            steps, done, info = [(task.data.qpos.copy(), task._marker_positions())], False, {}
+            steps, done, info = [task.scene()], False, {}
             while not done:
                 obs, _, terminated, truncated, info = env.step(policy.gym_fn(obs))
-                steps.append((task.data.qpos.copy(), task._marker_positions()))
+                steps.append(task.scene())
                 done = terminated or truncated
             if info.get("succeed"):
                 return steps, task.model

@@ -62,14 +62,28 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibration", type=types.calibration, default=None, metavar="FILE",
                         help="with --control-mode joint: a real follower's lerobot calibration file; the motor "
                              "units follow it")
+    parser.add_argument("--env-config", type=types.name_or_json, default=None, metavar="NAME|JSON",
+                        help="env config laid over the recording's: one of the task's named variants (e.g. "
+                        "PickCube's 'joint-30hz': the follower's 30 Hz with 10 s episodes; docs/training.md), or env "
+                        "config fields as JSON, inline or a file")
     add_camera_spec(parser)
     parser.add_argument("--num-envs", type=types.positive_int, default=64, help="worlds simulated at a time")
 
 
-def joint_config(args: argparse.Namespace) -> dict:
-    """Joint mode's env config from the options (the calibration only when one is given)."""
-    extra = {} if args.calibration is None else {"calibration": args.calibration}
-    return {"control_mode": "joint", "joint_units": args.joint_units, **extra}
+def env_config(args: argparse.Namespace) -> dict:
+    """The env config the options set: ``--env-config``'s entries, then joint mode's (the calibration only when
+    one is given)."""
+    config: dict = {}
+    if args.env_config is not None:
+        if isinstance(args.env_config, str) and args.env is None:
+            raise InputError(f"--env-config {args.env_config} names a variant of a task: give the task with --env")
+        from so101_mjx.training import presets
+
+        config = dict(presets.variant(args.env, args.env_config).config)
+    if args.control_mode == "joint":
+        extra = {} if args.calibration is None else {"calibration": args.calibration}
+        config |= {"control_mode": "joint", "joint_units": args.joint_units, **extra}
+    return config
 
 
 @interruptible("record", lambda args: dataset_kept(args.out))  # SIGTERM as Ctrl-C; either ends in one line, status 130
@@ -85,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
                       tuple(c.strip() for c in args.cameras.split(",")), args.only_success, args.fps,
                       args.seed, args.resume,
                       args.num_envs, args.max_tries, image_quality=args.image_quality, visual=args.visual_randomization,
-                      repair=args.repair, config=joint_config(args) if args.control_mode == "joint" else None,
+                      repair=args.repair, config=env_config(args),
                       camera_specs=dict(args.camera_specs or ()))
     print(f"{r['env']} backend={r['backend']} policy={r['policy']} -> {r['out']}")
     print(f"  kept {r['kept']} of {r['tried']} episodes tried ({r['successes']} successful: "

@@ -88,7 +88,8 @@ def policy_and_env(policy: str, env_name: str | None, backend: str | None, confi
         if env_name is None:
             raise ParameterError(f"env is required with policy {policy!r} (one of {task_names()})", "env", "policy")
         name = canonical(env_name)
-        env = make(name, backend=backend, **{**task_config(name, scripted.DEFAULT_ACTION_SCALE, True), **config})
+        scripted_config = task_config(name, scripted.DEFAULT_ACTION_SCALE, True, policy)
+        env = make(name, backend=backend, **{**scripted_config, **config})
         return name, env, policy, policy
     if Path(policy).suffix not in (".onnx", ".npz"):
         raise ParameterError(f"policy must be one of {SCRIPTED} or an exported .onnx / .npz file, got {policy!r}",

@@ -56,6 +56,8 @@ class SO101Env(abc.ABC):
     # reset_to arguments of the reference's fixed initial state
     fixed_reset: ClassVar[dict[str, tuple[float, ...]]] = {}
     terminate_on_success: ClassVar[bool] = True
+    # config fields the demonstrator needs to succeed, set wherever it runs by name (record, rollout)
+    demonstrator_config: ClassVar[dict[str, Any]] = {}
     # export metadata
     action_layout: ClassVar[str] = "[dx, dy, dz] in [-1, 1] (x action_scale metres), grasp in [0, 1] (0 closed)"
 

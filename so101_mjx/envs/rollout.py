@@ -19,7 +19,7 @@ import numpy as np
 from jax import Array
 
 from so101_mjx import _checks as checks, _progress
-from so101_mjx.envs import SO101Env, State, default_config, make, scripted
+from so101_mjx.envs import SO101Env, State, default_config, make, scripted, task
 from so101_mjx.errors import InputError
 from so101_mjx.render.frames import check_video_path, render_trajectory
 
@@ -167,9 +167,11 @@ def placement_config(name: str, random_positions: bool) -> dict:
     return {}
 
 
-def task_config(name: str, action_scale: float, random_positions: bool) -> dict:
-    """Config overrides for rollouts: the scripted controllers' action scale, random placements."""
-    return {"action_scale": action_scale, **placement_config(name, random_positions)}
+def task_config(name: str, action_scale: float, random_positions: bool, policy: str | None = None) -> dict:
+    """Config overrides for rollouts: the scripted controllers' action scale, random placements and, for
+    ``policy`` ``"demonstrator"``, the config it needs (the task's ``demonstrator_config``)."""
+    needs = task(name).demonstrator_config if policy == "demonstrator" else {}
+    return {"action_scale": action_scale, **placement_config(name, random_positions), **needs}
 
 
 def default_policy(env: SO101Env) -> str:
@@ -187,7 +189,7 @@ def rollout(env_name: str, num_envs: int = 64, steps: int | None = None, *, back
     if video:
         check_video_path(video)
     scale = scripted.DEFAULT_ACTION_SCALE if action_scale is None else action_scale
-    env = make(env_name, backend=backend, **task_config(env_name, scale, random_positions))
+    env = make(env_name, backend=backend, **task_config(env_name, scale, random_positions, policy))
     steps = env.episode_length if steps is None else steps
     check_memory(env, num_envs, steps, video is not None, f"num_envs {num_envs} with steps {steps}",
                  ("num_envs", "steps"))

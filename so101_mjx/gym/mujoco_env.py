@@ -161,10 +161,11 @@ class MujocoGymEnv(gymnasium.Env):
             spec = self._render_specs
             self._viewer = FrameRenderer(self._model, spec.height, spec.width, self._render_camera,
                                          spec=self._camera_spec)
-        return self._viewer.frame(*(scene or self._scene()))
+        return self._viewer.frame(*(scene or self.scene()))
 
-    def _scene(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """What a frame of the current state draws: (qpos copy, marker positions)."""
+    def scene(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """What a frame of the current state draws: ``(qpos (nq,), {marker site: world position (3,)})``, copies
+        (:class:`~so101_mjx.render.frames.FrameRenderer` ``.frame(*scene)`` draws it)."""
         return np.array(self.data.qpos), self._marker_positions()
 
     def _marker_positions(self) -> dict[str, np.ndarray]:

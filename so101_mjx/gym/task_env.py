@@ -131,7 +131,7 @@ class SO101MjxGymEnv(SO101GymEnv):
     def _remember(self, start: bool) -> None:
         """Keep the current scene for the lagged ``pixels.front`` (only where there is a lag)."""
         if self._lag:
-            (self._scenes.start if start else self._scenes.push)(self._scene())
+            (self._scenes.start if start else self._scenes.push)(self.scene())
 
     # -- gymnasium API --------------------------------------------------------------------------
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[dict, dict]:

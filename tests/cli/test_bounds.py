@@ -1,6 +1,7 @@
 """Bounds the parser and the commands know: sizes past what the CNN, JAX's int32 loops or the machine's
 memory take end in one error line and exit status 2, before anything is allocated or written."""
 
+import argparse
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from so101_mjx.cli import argtypes as cliargs, distill, record
+from so101_mjx.errors import InputError
 from so101_mjx.sim import servo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,3 +167,20 @@ def test_every_servo_model_option_reads_through_one_parser():
     with pytest.raises(ValueError, match="servo_model.delay_ticks must be an int >= 0"):
         cliargs.servo_model('{"delay_ticks": -1}')
 
+
+
+def _record_args(*argv: str):
+    parser = argparse.ArgumentParser()
+    record.arguments(parser)
+    return parser.parse_args(["--episodes", "1", "--out", "ds", *argv])
+
+
+def test_record_env_config_is_a_tasks_variant_or_json_under_joint_modes_options():
+    config = record.env_config(_record_args("--env", "SO101PickCube-v0", "--env-config", "joint-30hz",
+                                            "--control-mode", "joint", "--joint-units", "range_m100_100"))
+    assert config["episode_length"] == 300 and config["max_relative_target"] == 6.0  # the variant's
+    assert config["control_mode"] == "joint" and config["joint_units"] == "range_m100_100"  # the options'
+    assert record.env_config(_record_args("--env-config", '{"top_down_ik": true}')) == {"top_down_ik": True}
+    assert record.env_config(_record_args()) == {}
+    with pytest.raises(InputError, match="--env-config joint-30hz names a variant of a task: give the task with --env"):
+        record.env_config(_record_args("--env-config", "joint-30hz"))

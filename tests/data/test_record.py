@@ -307,9 +307,10 @@ def test_exported_policy_drives_the_episodes(tmp_path):
 
 @pytest.mark.slow
 def test_pick_cube_demonstrations_lift_the_block(tmp_path):
-    """``--policy demonstrator`` records PickCube episodes that succeed (the reference's controller never lifts)."""
+    """``--policy demonstrator`` records PickCube episodes that succeed (the reference's controller never lifts),
+    in the config it needs (``demonstrator_config``: top-down IK) without being told."""
     out = record("SO101PickCube-v0", "demonstrator", 2, tmp_path / "ds", image_size=None, only_success=True,
-                 config={"random_block_position": True, "top_down_ik": True})
+                 max_tries=6)
     d = columns(read_parquets(tmp_path / "ds", "data"))
     assert out["kept"] == 2 and np.all(d["next.success"][d["next.done"]])
     assert json.loads((tmp_path / "ds/meta/so101_mjx.json").read_text())["runs"][0]["policy"] == "demonstrator"

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from so101_mjx.envs import make, scripted
+from so101_mjx.envs import make, rollout, scripted
 from so101_mjx.envs.rollout import run_episodes
 
 
@@ -84,6 +84,15 @@ def test_pick_cube_demonstrator_lifts_where_the_reference_controller_only_closes
     lifted = run_episodes(env, "demonstrator", keys, 8, stop_when_done=True)
     closed = run_episodes(env, "scripted", keys, 8, stop_when_done=True)
     assert float(np.mean(lifted["success"])) >= 0.5 and not np.any(closed["success"])
+
+
+def test_a_rollout_of_the_demonstrator_runs_in_the_config_it_needs(capsys):
+    """``rollout --policy demonstrator`` sets the task's ``demonstrator_config`` (PickCube's top-down IK), under
+    which it lifts; the other policies keep the reference's IK."""
+    assert rollout.task_config("SO101PickCube-v0", 0.025, True, "demonstrator")["top_down_ik"] is True
+    assert "top_down_ik" not in rollout.task_config("SO101PickCube-v0", 0.025, True, "scripted")
+    out = rollout.rollout("SO101PickCube-v0", num_envs=16, policy="demonstrator", backend="c")
+    assert float(np.mean(out["success"])) >= 0.5
 
 
 @pytest.mark.parametrize("name", ["SO101PickPlace-v0", "SO101StackCube-v0", "SO101PushCube-v0", "SO101Reach-v0"])

@@ -92,3 +92,22 @@ def test_human_mode_opens_steps_and_closes_the_viewer():
     env = {**os.environ, "MUJOCO_GL": "glfw"}
     out = subprocess.run([*prefix, sys.executable, "-c", HUMAN], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "viewer opened, stepped and closed" in out.stdout, out.stdout + out.stderr
+
+
+def test_scene_is_what_render_draws(gl):
+    """``scene()``: copies of the joint positions and the task's marker positions (PickPlace's goal), which a
+    FrameRenderer draws into the frame ``render()`` returns."""
+    from so101_mjx.render.frames import FrameRenderer
+
+    env = sgym.SO101PickPlaceGymEnv(render_spec=sgym.GymRenderingSpec(height=32, width=40))
+    env.reset(seed=1)
+    qpos, markers = env.scene()
+    np.testing.assert_array_equal(qpos, env.data.qpos)
+    assert qpos is not env.data.qpos and list(markers) == ["goal"] and markers["goal"].shape == (3,)
+    np.testing.assert_allclose(markers["goal"], env.goal_pos)
+    renderer = FrameRenderer(env.model, 32, 40, "front")
+    try:
+        np.testing.assert_array_equal(renderer.frame(qpos, markers), env.render())
+    finally:
+        renderer.close()
+        env.close()

@@ -58,6 +58,7 @@ class PickCube(BlockTask):
     scene = "pick_cube"
     observation_layout = (("block_pos", 3),)
     reference_env = "SO101PickCubeGymEnv"
+    demonstrator_config = {"top_down_ik": True}  # with the reference's IK the jaw does not come down square
     fixed_reset = {"block_xy": FIXED_BLOCK_XY}
     sampling_bounds = SAMPLING_BOUNDS
     fixed_block_xy = FIXED_BLOCK_XY
