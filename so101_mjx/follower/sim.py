@@ -254,7 +254,7 @@ class SimFollower:
         self.terminated = False
         self._resets, self._steps, self._clock = self._resets + 1, 0, time.perf_counter()
         if self._renderers:  # the states the cameras draw (a lagged camera draws an older one)
-            self._scenes.start(env._scene())
+            self._scenes.start(env.scene())
 
     def present_position(self) -> np.ndarray:
         """The six measured motor positions (6,) in the follower's units."""
@@ -282,7 +282,7 @@ class SimFollower:
         self._obs, _, self.terminated, _, self.info = env.step(goal)
         self._steps += 1
         if self._renderers:
-            self._scenes.push(env._scene())
+            self._scenes.push(env.scene())
         if self.config.real_time:
             time.sleep(max(0.0, self._clock + self._steps / self.config.fps - time.perf_counter()))
         if self.config.reset_after_steps is not None and self._steps >= self.config.reset_after_steps:
