@@ -49,13 +49,10 @@ def site(tmp_path_factory) -> Path:
     return out
 
 
-def _browser_executable() -> str | None:
+def _browser_executable(playwright) -> str | None:
     """None where Playwright's own Chromium is installed (its default), else the first system browser found."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        if Path(p.chromium.executable_path).is_file():
-            return None
+    if Path(playwright.chromium.executable_path).is_file():
+        return None
     for name in SYSTEM_BROWSERS:
         found = shutil.which(name)
         if found:
@@ -73,13 +70,12 @@ def page(site) -> Iterator:
         playwright_api = importlib.import_module("playwright.sync_api")
     else:
         playwright_api = pytest.importorskip("playwright.sync_api", reason="the docs extra holds playwright")
-    executable = _browser_executable()
     handler = functools.partial(_QuietHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with playwright_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=executable)
+            browser = p.chromium.launch(executable_path=_browser_executable(p))
             page = browser.new_page(viewport=VIEWPORT)
             page.site_url = f"http://127.0.0.1:{server.server_address[1]}/"
             yield page

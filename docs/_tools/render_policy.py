@@ -65,7 +65,7 @@ def render(name: str) -> None:
         frames = [Image.fromarray(renderer.frame(q, markers)) for q, markers in steps]
     finally:
         renderer.close()
-    short = "_".join([task.removeprefix("SO101").split("-v")[0].lower()] + ([variant] if variant else []))
+    short = task.removeprefix("SO101").split("-v")[0].lower() + (f"_{variant}" if variant else "")
     shown = frames + [frames[-1]] * HOLD
     step_ms = round(1000 / policy.control_rate)  # one control step per GIF frame, in real time
     OUT.mkdir(exist_ok=True)

@@ -168,7 +168,6 @@ def test_every_servo_model_option_reads_through_one_parser():
         cliargs.servo_model('{"delay_ticks": -1}')
 
 
-
 def _record_args(*argv: str):
     parser = argparse.ArgumentParser()
     record.arguments(parser)

@@ -86,7 +86,7 @@ def test_pick_cube_demonstrator_lifts_where_the_reference_controller_only_closes
     assert float(np.mean(lifted["success"])) >= 0.5 and not np.any(closed["success"])
 
 
-def test_a_rollout_of_the_demonstrator_runs_in_the_config_it_needs(capsys):
+def test_a_rollout_of_the_demonstrator_runs_in_the_config_it_needs():
     """``rollout --policy demonstrator`` sets the task's ``demonstrator_config`` (PickCube's top-down IK), under
     which it lifts; the other policies keep the reference's IK."""
     assert rollout.task_config("SO101PickCube-v0", 0.025, True, "demonstrator")["top_down_ik"] is True
