@@ -85,6 +85,22 @@ def test_vector_kwargs_build_the_vector_env_of_the_gym_env():
     vec.close(), single.close()
 
 
+@pytest.mark.slow  # render workers
+def test_vector_kwargs_with_image_obs_build_a_vector_env_of_frames():
+    from so101_mjx.gym.vector import SO101VectorEnv
+
+    s = plugin.task_spec("SO101PickCube-v0", image_obs=True, episode_length=5, observation_height=24,
+                         observation_width=32)
+    vec = SO101VectorEnv(s.task, 2, **s.vector_kwargs)
+    single = gym.make(s.gym_id, **s.gym_kwargs)
+    assert vec.single_observation_space == single.observation_space
+    obs, _ = vec.reset(seed=[3, 4])
+    first, _ = single.reset(seed=4)
+    assert np.array_equal(obs["pixels"]["front"][1], first["pixels"]["front"])
+    assert s.features[plugin.PIXELS_KEY] == ("VISUAL", obs["pixels"]["front"].shape[1:])
+    vec.close(), single.close()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [

@@ -1,6 +1,6 @@
 """``so101-mjx bench vector``: :class:`~so101_mjx.gym.vector.SO101VectorEnv` against gymnasium's ``SyncVectorEnv``
 over the gym env (what ``lerobot-eval`` builds for a plugin env without a vector env of its own), the same task,
-batch and actions, as env-steps/s."""
+batch and actions, as env-steps/s; with ``image_size``, both observe ``pixels.front`` frames of that size."""
 
 from __future__ import annotations
 
@@ -24,18 +24,21 @@ def stepper(env: gym.vector.VectorEnv, actions: np.ndarray):
     return run
 
 
-def bench(task: str, batch: list[int], steps: int, repeats: int) -> None:
+def bench(task: str, batch: list[int], steps: int, repeats: int, image_size: int | None = None) -> None:
     """Print env-steps/s of both vector envs at each batch size (``steps`` steps per timed run, the median of
-    ``repeats`` interleaved runs) and their ratio."""
-    import so101_mjx.gym  # noqa: F401  # registers the gym ids
+    ``repeats`` interleaved runs) and their ratio; with ``image_size``, observing square frames of that size."""
+    from so101_mjx.gym import GymRenderingSpec  # registers the gym ids
 
     name = registry.canonical(task)
+    pixels = {} if image_size is None else {"image_obs": True}
+    size = (image_size or 480, image_size or 640)  # SO101VectorEnv's default render_size without pixels
+    spec = GymRenderingSpec(height=size[0], width=size[1])
     rows = []
     for n in batch:
         _progress.phase(f"bench vector: {n} worlds of {name}")
-        ours = SO101VectorEnv(name, n)
-        sync = gym.vector.SyncVectorEnv([lambda: gym.make(registry.NAMESPACE + name) for _ in range(n)],
-                                        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        ours = SO101VectorEnv(name, n, render_size=size, **pixels)
+        sync = gym.vector.SyncVectorEnv([lambda: gym.make(registry.NAMESPACE + name, render_spec=spec, **pixels)
+                                         for _ in range(n)], autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
         low, high = ours.env.arm.action_bounds()
         actions = np.random.default_rng(0).uniform(low, high, (steps, n, len(low))).astype(np.float32)
         ours_t, sync_t = (np.median(t) for t in interleaved_times([stepper(ours, actions), stepper(sync, actions)],
@@ -43,6 +46,7 @@ def bench(task: str, batch: list[int], steps: int, repeats: int) -> None:
         rows.append([n, n * steps / ours_t, n * steps / sync_t, sync_t / ours_t])
         ours.close()
         sync.close()
+    observed = "state" if image_size is None else f"pixels.front {image_size}x{image_size}"
     print(f"{name}: env-steps/s of SO101VectorEnv and of gymnasium's SyncVectorEnv over gym.make (backend c, "
-          f"{steps} steps per run after a reset, median of {repeats})")
+          f"{observed} observations, {steps} steps per run after a reset, median of {repeats})")
     print_table(["worlds", "vector/s", "sync/s", "ratio"], rows)

@@ -109,6 +109,8 @@ def _vector(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--env", default="SO101PickCube-v0")
     _batches(parser, [8, 64])
     parser.add_argument("--steps", type=types.steps, default=50, help="control steps per timed run (after a reset)")
+    parser.add_argument("--image-size", type=types.positive_int, default=None, metavar="PX",
+                        help="observe pixels.front frames of PX x PX (image_obs) instead of the state")
     _repeats(parser, 3)
 
 

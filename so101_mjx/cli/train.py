@@ -43,6 +43,10 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--demo-start-prob", type=types.probability, default=None,
                         help="override the preset's share of training resets from scripted states (0 = none; evals "
                              "always reset normally)")
+    parser.add_argument("--observation-noise", type=types.json_object, default=None, metavar="JSON",
+                        help="train on observations off by a per-episode bias and per-step noise: "
+                        "'{\"block_pos\": [BIAS_SIGMA, STEP_SIGMA]}' (m; evals during training observe it too, "
+                        "export and eval do not; so101_mjx.training.observation_noise)")
     parser.add_argument("--export", action="store_true", help="export policy.onnx and policy.npz into the run dir")
     parser.add_argument("--replay-episodes", type=types.non_negative_int, default=0,
                         help="replay N episodes of the export on CPU MuJoCo")
@@ -103,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     if args.process_id is not None:
         distributed.initialize(args.coordinator, args.num_processes, args.process_id)
     overrides = {"num_timesteps": args.num_timesteps, "num_evals": args.num_evals,
-                 "demo_start_prob": args.demo_start_prob}
+                 "demo_start_prob": args.demo_start_prob, "observation_noise": args.observation_noise}
     preset = dataclasses.replace(preset, **{k: v for k, v in overrides.items() if v is not None})
     label = "-".join(filter(None, (env_name, preset_name, presets.variant_label(variant))))
     out = Path(types.output_dir(args.out or f"runs/{label}-s{args.seed}"))

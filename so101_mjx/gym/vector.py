@@ -21,10 +21,16 @@ state-observation layout (``agent_pos``, ``environment_state``; float32). Its ep
 :attr:`render_size`, from the ``shadowed`` render model with the task's markers). ``call("render")`` renders a
 world's frame when it is first read (:class:`Frames`): ``lerobot-eval`` keeps ``call("render")[:10]`` of a
 batch of 64, and renders 10 frames a step, as it does over ``SyncVectorEnv``.
+
+With ``image_obs=True`` the observation is the gym env's ``image_obs`` layout, ``{"pixels": {"front": (B, H, W,
+3) uint8}, "agent_pos": (B, n)}`` at :attr:`render_size`: every world's front frame is drawn after each reset and
+step, in one call of the render workers (:class:`~so101_mjx.render.batch.BatchRenderer`), from the model the gym
+env draws with, so the frames equal the gym env's bit for bit; ``render`` then returns those frames.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
@@ -40,6 +46,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.envs import registry
 from so101_mjx.errors import InputError
 from so101_mjx.gym.compiled import compiled, control_step, reset_draws
+from so101_mjx.gym.mujoco_env import CAMERA
 
 MAX_WORLDS = 65_536
 
@@ -77,20 +84,24 @@ class SO101VectorEnv(VectorEnv):
     """``num_envs`` worlds of task ``task`` (a registered name) with config fields ``options`` (as ``gym.make``
     takes them, e.g. ``control_mode="joint"``); see the module docstring."""
 
-    def __init__(self, task: str, num_envs: int, render_size: tuple[int, int] = (480, 640), **options: Any):
+    def __init__(self, task: str, num_envs: int, render_size: tuple[int, int] = (480, 640), image_obs: bool = False,
+                 **options: Any):
         self.num_envs = checks.integer("num_envs", num_envs, ge=1, le=MAX_WORLDS)
         self.render_size = tuple(checks.integer(n, v, ge=1, le=8192) for n, v in zip(("height", "width"), render_size))
-        if options.get("image_obs"):
-            raise InputError("image_obs: SO101VectorEnv observes the state (agent_pos, environment_state); "
-                             "for frames use the gym env, or make(..., image_obs=True) batched")
-        self._compiled = compiled(registry.task(task), None, {k: v for k, v in options.items() if k != "image_obs"})
+        self.image_obs = checks.flag("image_obs", image_obs)
+        self._compiled = compiled(registry.task(task), None, options)
         env = self.env = self._compiled.env
         self._dtype = jnp.result_type(float)
         low, high = env.arm.action_bounds()
         self.single_action_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
-        self.single_observation_space = spaces.Dict({
-            "agent_pos": spaces.Box(-np.inf, np.inf, (env.agent_pos_size,), np.float32),
-            "environment_state": spaces.Box(-np.inf, np.inf, (env.task_obs_size(),), np.float32)})
+        agent = spaces.Box(-np.inf, np.inf, (env.agent_pos_size,), np.float32)
+        if self.image_obs:  # the gym env's image_obs layout
+            front = spaces.Box(0, 255, (*self.render_size, 3), np.uint8)
+            self.single_observation_space = spaces.Dict({"pixels": spaces.Dict({CAMERA: front}), "agent_pos": agent})
+        else:
+            self.single_observation_space = spaces.Dict({
+                "agent_pos": agent,
+                "environment_state": spaces.Box(-np.inf, np.inf, (env.task_obs_size(),), np.float32)})
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.metadata = {"render_fps": round(1.0 / env.config.periods()[0]), "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -103,6 +114,7 @@ class SO101VectorEnv(VectorEnv):
         self._elapsed = np.zeros(self.num_envs, np.int64)
         self._ended = np.zeros(self.num_envs, bool)
         self._renderer: Any = None
+        self._pixels = np.zeros((0, *self.render_size, 3), np.uint8)  # with image_obs: the last observation's frames
 
     # -- one world, jitted and vmapped ------------------------------------------------------------
     def _start_one(self, seed: jax.Array, fixed: dict[str, jax.Array]):
@@ -135,9 +147,12 @@ class SO101VectorEnv(VectorEnv):
         return seeds, {k: jnp.asarray(np.stack([np.asarray(f[k], np.float64) for f in per_world]), self._dtype)
                        for k in per_world[0]}
 
-    def _observation(self) -> dict[str, np.ndarray]:
+    def _observation(self) -> dict[str, Any]:
         obs = np.asarray(self._state.obs, np.float32)
         size = self.env.agent_pos_size
+        if self.image_obs:
+            self._pixels = self._draw(np.arange(self.num_envs), self._state)
+            return {"pixels": {CAMERA: self._pixels}, "agent_pos": obs[:, :size]}
         return {"agent_pos": obs[:, :size], "environment_state": obs[:, size:]}
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
@@ -190,23 +205,31 @@ class SO101VectorEnv(VectorEnv):
         """The front camera's frame (height, width, 3) uint8 of each world's current state."""
         return tuple(self._frames())
 
-    def _frames(self) -> Frames:
-        """Each world's frame of the current state, rendered when read."""
+    def _frames(self) -> Sequence[np.ndarray]:
+        """Each world's frame of the current state: with ``image_obs`` the observation's, else rendered when read."""
         if self._state is None:
             raise InputError("render before reset: call reset() first")
+        if self.image_obs:
+            return tuple(self._pixels)
+        state = self._state  # the frames are of the state of this call, whenever they are read
+        return Frames(lambda worlds: self._draw(worlds, state), self.num_envs)
+
+    def _draw(self, worlds: np.ndarray, state: Any) -> np.ndarray:
+        """Front frames (k, H, W, 3) uint8 of ``worlds`` (k,) of ``state``, in one call of the render workers:
+        with ``image_obs`` from the physics model as the gym env draws it (shadows on), else from the ``shadowed``
+        render model."""
         if self._renderer is None:
             from so101_mjx.render.batch import BatchRenderer, render_model
             from so101_mjx.robot.scenes import fit_offscreen
 
-            model = render_model(self.env.scene, "shadowed")
-            height, width = self.render_size
-            fit_offscreen(model, height, width)
-            self._renderer = BatchRenderer(model, height, width, "front", markers=tuple(self.env.markers))
-        renderer, qpos = self._renderer, np.array(self._state.physics.qpos)
-        markers = self.env.marker_positions(self._state.info)
-        marks = np.stack([np.asarray(markers[site]) for site in self.env.markers], axis=1) if self.env.markers else None
-        return Frames(lambda worlds: renderer.render(qpos[worlds], None if marks is None else marks[worlds]),
-                      self.num_envs)
+            model = copy.copy(self.env.mj_model) if self.image_obs else render_model(self.env.scene, "shadowed")
+            fit_offscreen(model, *self.render_size)
+            self._renderer = BatchRenderer(model, *self.render_size, CAMERA, markers=tuple(self.env.markers),
+                                           shadows=True if self.image_obs else None)
+        positions = self.env.marker_positions(state.info)
+        marks = np.stack([np.asarray(positions[site]) for site in self.env.markers], axis=1) if positions else None
+        qpos = np.asarray(state.physics.qpos)
+        return self._renderer.render(qpos[worlds], None if marks is None else marks[worlds])
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._renderer is not None:

@@ -34,6 +34,7 @@ from so101_mjx.envs.registry import canonical
 from so101_mjx.errors import InputError, ParameterError
 from so101_mjx.training import brax_env, checkpoint, presets
 from so101_mjx.training.jax_caches import released_pmap_traces
+from so101_mjx.training.observation_noise import ObservationNoise
 from so101_mjx.training.progress import CSV_FILE, Recorder, read_csv
 
 COMPATIBLE_KEYS = ("algo", "env", "obs_size", "action_size", "network", "normalize_observations")
@@ -163,6 +164,7 @@ def train(
     env_name = canonical(env_name)
     env = brax_env.make_env(env_name, preset.env_overrides(), backend)
     run = run_metadata(env_name, preset_name, preset, env, seed, variant)
+    trained = ObservationNoise(env, preset.observation_noise) if preset.observation_noise else env
     loop, loop_args = _loop(preset, run)
     primary = jax.process_index() == 0  # the one process that writes the run directory
     with exclusive(out, "training run") if primary else contextlib.nullcontext():
@@ -188,8 +190,8 @@ def train(
         wrap = functools.partial(brax_env.wrap_env_fn, success_bonus=preset.success_bonus)
         with released_pmap_traces():
             _, _, metrics = loop.train(
-                env,
-                wrap_env_fn=functools.partial(wrap, **demo_starts(env, preset, seed)),
+                trained,
+                wrap_env_fn=functools.partial(wrap, **demo_starts(trained, preset, seed)),
                 wrap_eval_env_fn=wrap,
                 episode_length=env.episode_length,
                 seed=seed,

@@ -54,6 +54,23 @@ _SAC = {
 }
 
 
+MAX_NOISE_SIGMA = 1.0  # largest observation_noise standard deviation, in the entry's units
+
+
+def parse_observation_noise(noise: Any) -> dict[str, tuple[float, float]]:
+    """``{entry: (bias sigma, step sigma)}`` from a dict of pairs (JSON lists accepted); InputError naming the entry."""
+    if not isinstance(noise, dict) or not all(isinstance(k, str) for k in noise):
+        raise InputError(f"observation_noise must map observation entries to (bias sigma, step sigma), got {noise!r}")
+    out = {}
+    for name, pair in noise.items():
+        if (not isinstance(pair, (tuple, list)) or len(pair) != 2
+                or not all(_real(v) and 0 <= v <= MAX_NOISE_SIGMA for v in pair)):
+            raise InputError(f"observation_noise[{name!r}] must be (bias sigma, step sigma), two numbers in "
+                             f"[0, {MAX_NOISE_SIGMA}], got {pair!r}")
+        out[name] = (float(pair[0]), float(pair[1]))
+    return out
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class TrainingPreset:
     """What both algorithms' presets hold: sizes, rewards, demonstration starts, networks and env overrides.
@@ -80,12 +97,15 @@ class TrainingPreset:
     # training resets that start along the scripted controller's successful episodes (training.demo_starts)
     demo_start_prob: float = 0.0
     demo_start_episodes: int = 256  # scripted episodes the bank of starts is drawn from
+    # observation entry -> (bias sigma, step sigma) the training envs observe it off by (training.observation_noise)
+    observation_noise: dict[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     env_config: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name, (ok, allowed) in {**_COMMON, **self._rules}.items():
             if not ok(getattr(self, name)):
                 raise InputError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+        object.__setattr__(self, "observation_noise", parse_observation_noise(self.observation_noise))
 
     @property
     def total_steps(self) -> int:

@@ -22,8 +22,12 @@ VARIANT_KEYS = {"control_mode", "control_dt", "physics_dt", "relative_joint_targ
                 "max_relative_target", "servo_model"}
 
 
+ADDED_SINCE = {"observation_noise": {}}  # preset fields added after the snapshot, at their defaults
+
+
 def _fields(preset) -> dict:
-    return json.loads(json.dumps(preset.asdict(), default=list))
+    fields = json.loads(json.dumps(preset.asdict(), default=list))
+    return {k: v for k, v in fields.items() if ADDED_SINCE.get(k, object()) != v}
 
 
 @pytest.mark.parametrize("env, name", [(env, name) for env, table in NAMED.items() for name in table])

@@ -27,9 +27,9 @@ class SO101MjxEnv(EnvConfig):
     ``episode_length``, ``action_scale``, and ``random_block_position`` / ``reward_type`` where the
     task has them; ``observation_height`` / ``observation_width`` the gym env's frame size (pixels).
     ``image_obs`` observes ``pixels.front`` (observation_height, observation_width, 3) instead of
-    ``environment_state``. Actions are (4,) ``[dx, dy, dz, grasp]``, grasp in [0, 1]. ``vector``: with state
-    observations, step the worlds together in one :class:`~so101_mjx.gym.vector.SO101VectorEnv` (``False``:
-    lerobot's own vector env of gym envs, one world each).
+    ``environment_state``. Actions are (4,) ``[dx, dy, dz, grasp]``, grasp in [0, 1]. ``vector``: step the
+    worlds together in one :class:`~so101_mjx.gym.vector.SO101VectorEnv` (its frames, with ``image_obs``, drawn for
+    all worlds in one call of the render workers; ``False``: lerobot's own vector env of gym envs, one world each).
     """
 
     task: str | None = "SO101PickCube-v0"
@@ -70,11 +70,10 @@ class SO101MjxEnv(EnvConfig):
         )
 
     def create_envs(self, n_envs: int, use_async_envs: bool = False) -> dict[str, dict[int, Any]]:
-        """lerobot >= 0.6's hook behind ``make_env``: with state observations, one
-        :class:`~so101_mjx.gym.vector.SO101VectorEnv` of ``n_envs`` worlds stepped together in this process
-        (``use_async_envs`` has nothing to spread); with ``image_obs`` or ``vector=False``, lerobot's vector env of
-        gym envs."""
-        if self.image_obs or not self.vector:
+        """lerobot >= 0.6's hook behind ``make_env``: one :class:`~so101_mjx.gym.vector.SO101VectorEnv` of ``n_envs``
+        worlds stepped together in this process (``use_async_envs`` has nothing to spread); with ``vector=False``,
+        lerobot's vector env of gym envs."""
+        if not self.vector:
             return super().create_envs(n_envs, use_async_envs)
         from so101_mjx.gym.vector import SO101VectorEnv  # imported on use: loads JAX and MuJoCo
 

@@ -46,7 +46,7 @@ class TaskSpec:
     features: dict[str, tuple[str, tuple[int, ...]]]
     features_map: dict[str, str]
     gym_kwargs: dict[str, Any]
-    # SO101VectorEnv's keyword arguments (state observations): the task options, episode length and frame size
+    # SO101VectorEnv's keyword arguments: the task options, episode length, frame size and image_obs
     vector_kwargs: dict[str, Any]
 
 
@@ -128,5 +128,6 @@ def task_spec(
         features=features,
         features_map={key: LEROBOT_KEYS[key] for key in features},
         gym_kwargs=gym_kwargs,
-        vector_kwargs={**options, "episode_length": config.episode_length, "render_size": (height, width)},
+        vector_kwargs={**options, "episode_length": config.episode_length, "render_size": (height, width),
+                       "image_obs": image_obs},
     )
