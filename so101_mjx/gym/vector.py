@@ -223,8 +223,9 @@ class SO101VectorEnv(VectorEnv):
             from so101_mjx.robot.scenes import fit_offscreen
 
             model = copy.copy(self.env.mj_model) if self.image_obs else render_model(self.env.scene, "shadowed")
-            fit_offscreen(model, *self.render_size)
-            self._renderer = BatchRenderer(model, *self.render_size, CAMERA, markers=tuple(self.env.markers),
+            height, width = self.render_size
+            fit_offscreen(model, height, width)
+            self._renderer = BatchRenderer(model, height, width, CAMERA, markers=tuple(self.env.markers),
                                            shadows=True if self.image_obs else None)
         positions = self.env.marker_positions(state.info)
         marks = np.stack([np.asarray(positions[site]) for site in self.env.markers], axis=1) if positions else None
