@@ -4,6 +4,8 @@ batch and actions, as env-steps/s; with ``image_size``, both observe ``pixels.fr
 
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 
@@ -30,15 +32,17 @@ def bench(task: str, batch: list[int], steps: int, repeats: int, image_size: int
     from so101_mjx.gym import GymRenderingSpec  # registers the gym ids
 
     name = registry.canonical(task)
-    pixels = {} if image_size is None else {"image_obs": True}
-    size = (image_size or 480, image_size or 640)  # SO101VectorEnv's default render_size without pixels
-    spec = GymRenderingSpec(height=size[0], width=size[1])
+    vector_pixels: dict[str, Any] = {}  # state observations: both envs as they are made by default
+    gym_pixels: dict[str, Any] = {}
+    if image_size is not None:
+        vector_pixels = {"image_obs": True, "render_size": (image_size, image_size)}
+        gym_pixels = {"image_obs": True, "render_spec": GymRenderingSpec(height=image_size, width=image_size)}
     rows = []
     for n in batch:
         _progress.phase(f"bench vector: {n} worlds of {name}")
-        ours = SO101VectorEnv(name, n, render_size=size, **pixels)
-        sync = gym.vector.SyncVectorEnv([lambda: gym.make(registry.NAMESPACE + name, render_spec=spec, **pixels)
-                                         for _ in range(n)], autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
+        ours = SO101VectorEnv(name, n, **vector_pixels)
+        sync = gym.vector.SyncVectorEnv([lambda: gym.make(registry.NAMESPACE + name, **gym_pixels) for _ in range(n)],
+                                        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP)
         low, high = ours.env.arm.action_bounds()
         actions = np.random.default_rng(0).uniform(low, high, (steps, n, len(low))).astype(np.float32)
         ours_t, sync_t = (np.median(t) for t in interleaved_times([stepper(ours, actions), stepper(sync, actions)],
