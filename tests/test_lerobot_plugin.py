@@ -67,6 +67,33 @@ def test_image_obs_features_fit_the_gym_env():
     env.close()
 
 
+def test_joint_mode_is_the_followers_features():
+    """``control_mode=joint``: the six motor targets and positions in the follower's units, at 30 fps."""
+    s = plugin.task_spec("SO101PickCube-v0", control_mode="joint", joint_units="range_m100_100")
+    env = gym.make(s.gym_id, **s.gym_kwargs)
+    assert s.features["action"] == ("ACTION", env.action_space.shape) == ("ACTION", (6,))
+    assert s.features["agent_pos"] == ("STATE", env.observation_space["agent_pos"].shape) == ("STATE", (6,))
+    assert s.fps == 30 == env.metadata["render_fps"]
+    assert s.task_options["control_mode"] == "joint" and env.unwrapped.env.config.joint_units == "range_m100_100"
+    env.close()
+
+
+def test_cameras_give_one_image_feature_each():
+    s = plugin.task_spec("SO101PickCube-v0", image_obs=True, cameras="front, wrist", image_quality="fast",
+                         observation_height=24, observation_width=32)
+    assert s.features["pixels/wrist"] == ("VISUAL", (24, 32, 3))
+    assert s.features_map["pixels/wrist"] == "observation.images.wrist"
+    assert s.features_map["pixels/front"] == "observation.images.front"
+    assert s.gym_kwargs["image_cameras"] == s.vector_kwargs["image_cameras"] == ("front", "wrist")
+    assert s.gym_kwargs["image_quality"] == s.vector_kwargs["image_quality"] == "fast"
+    env = gym.make(s.gym_id, **s.gym_kwargs)
+    assert {f"pixels/{c}": ("VISUAL", b.shape) for c, b in env.observation_space["pixels"].items()} == {
+        k: v for k, v in s.features.items() if k.startswith("pixels/")}
+    env.close()
+    default = plugin.task_spec("SO101PickCube-v0", image_obs=True)  # the reference's gym kwargs, unchanged
+    assert "image_cameras" not in default.gym_kwargs and "image_quality" not in default.gym_kwargs
+
+
 def test_vector_kwargs_build_the_vector_env_of_the_gym_env():
     """What the plugin's ``create_envs`` builds (lerobot >= 0.6, state observations) fits the features, on a task
     with no reference env (every reset quantity drawn from the JAX key)."""
@@ -113,6 +140,11 @@ def test_vector_kwargs_with_image_obs_build_a_vector_env_of_frames():
         ({"observation_height": 0}, "observation_height"),
         ({"observation_width": 1.5}, "observation_width"),
         ({"control_dt": 0.05}, "unknown task option"),
+        ({"control_mode": "torque"}, "control_mode"),
+        ({"cameras": "front,front", "image_obs": True}, "cameras must be distinct"),
+        ({"cameras": "", "image_obs": True}, "cameras must be distinct"),
+        ({"cameras": "front,wrist"}, "set image_obs=true"),
+        ({"image_quality": "ultra"}, "image_quality must be one of"),
     ],
 )
 def test_bad_values_raise_naming_the_field(kwargs, field):

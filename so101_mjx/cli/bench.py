@@ -64,7 +64,8 @@ def vector(args: argparse.Namespace) -> None:
     """``bench vector``: :func:`so101_mjx.benchmarks.vector.bench`."""
     from so101_mjx.benchmarks import vector as benchmark
 
-    benchmark.bench(args.env, args.batch, args.steps, args.repeats, args.image_size)
+    benchmark.bench(args.env, args.batch, args.steps, args.repeats, args.image_size, args.image_cameras,
+                    args.image_quality)
 
 
 def device(args: argparse.Namespace) -> None:

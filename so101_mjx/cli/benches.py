@@ -111,6 +111,10 @@ def _vector(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=types.steps, default=50, help="control steps per timed run (after a reset)")
     parser.add_argument("--image-size", type=types.positive_int, default=None, metavar="PX",
                         help="observe pixels.front frames of PX x PX (image_obs) instead of the state")
+    parser.add_argument("--image-cameras", type=types.camera_names, default=("front",), metavar="NAMES",
+                        help="with --image-size: the cameras observed, comma-separated (e.g. front,wrist)")
+    parser.add_argument("--image-quality", type=QUALITY, default="full",
+                        help=f"with --image-size: the {QUALITY_HELP} (full: the scene as shipped)")
     _repeats(parser, 3)
 
 

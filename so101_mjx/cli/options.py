@@ -12,7 +12,7 @@ import argparse
 from so101_mjx.cli import argtypes as types
 
 BACKEND = types.one_of("so101_mjx.sim.physics", "BACKENDS", "backend")
-QUALITY = types.one_of("so101_mjx.render.batch", "QUALITIES", "image quality")
+QUALITY = types.one_of("so101_mjx.render.frames", "QUALITIES", "image quality")
 JOINT_UNITS = types.one_of("so101_mjx.robot.motors", "JOINT_UNITS", "joint units")
 BACKEND_HELP = "physics backend: mjx or c (default: c on CPU, mjx on accelerators)"
 QUALITY_HELP = "camera render model: fast, shadowed or full"

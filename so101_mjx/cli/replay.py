@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from so101_mjx.cli import argtypes as types
+from so101_mjx.cli.options import QUALITY, QUALITY_HELP
 
 
 def arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,11 +24,14 @@ def arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--physics-dt", type=types.positive_float, default=None, metavar="S",
                         help="physics step in s instead of the policy's (e.g. 0.002, the reference's, for a policy "
                              "trained at a coarser step)")
+    parser.add_argument("--image-quality", type=QUALITY, default="full",
+                        help=f"{QUALITY_HELP}, of a pixel student's frames in our env: full (the default) is the scene "
+                             "as shipped, shadowed and fast the light meshes students train on")
 
 
 def run(args: argparse.Namespace) -> int:
     from so101_mjx.training import replay
 
     replay.replay(args.policy, args.env, args.episodes, args.seed, args.video, args.video_episodes,
-                  args.reference, args.force, args.physics_dt)
+                  args.reference, args.force, args.physics_dt, args.image_quality)
     return 0

@@ -11,6 +11,7 @@ from so101_mjx import _checks as checks
 from so101_mjx.envs.arm import CARTESIAN_BOUNDS, HOME_POSITION, IK_SOLVERS
 from so101_mjx.errors import InputError
 from so101_mjx.render import camera, visual_randomization
+from so101_mjx.render.frames import check_quality
 from so101_mjx.robot import calibration as calib
 from so101_mjx.robot.motors import JOINT_UNITS
 from so101_mjx.sim import randomization, servo
@@ -136,10 +137,7 @@ class ArmConfig:
         set_(self, "randomization", randomization.parse(self.randomization))
         set_(self, "servo_model", servo.parse(self.servo_model))
         set_(self, "image_size", checks.integer("image_size", self.image_size, ge=1, le=MAX_IMAGE_SIZE))
-        from so101_mjx.render.batch import QUALITIES
-
-        if self.image_quality not in QUALITIES:
-            raise InputError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
+        check_quality(self.image_quality)
         cameras = self.image_cameras
         if (not isinstance(cameras, (tuple, list)) or not cameras or len(set(cameras)) != len(cameras)
                 or not all(isinstance(c, str) and c for c in cameras)):

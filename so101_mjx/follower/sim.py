@@ -31,12 +31,13 @@ from so101_mjx.follower.actions import (
     clamp_relative,
     motor_targets,
 )
-from so101_mjx.render import camera, latency
-from so101_mjx.render.frames import QUALITIES
+from so101_mjx.render import camera
+from so101_mjx.render.frames import check_quality
 from so101_mjx.robot import calibration as calib
 
 if TYPE_CHECKING:  # the gym env pulls in JAX: imported only when connecting
     from so101_mjx.gym.task_env import SO101MjxGymEnv
+    from so101_mjx.render.rig import CameraRig
 
 # the config fields the follower sets itself (joint mode's); relative targets and clamps are the caller's
 JOINT_FIELDS = ("control_mode", "joint_units", "calibration", "control_dt", "relative_joint_targets",
@@ -115,8 +116,7 @@ class SimFollowerConfig:
         checks.integer("camera_height", self.camera_height, ge=1, le=MAX_CAMERA_SIZE)
         checks.integer("camera_width", self.camera_width, ge=1, le=MAX_CAMERA_SIZE)
         checks.integer("fps", self.fps, ge=1), checks.flag("shadows", self.shadows)
-        if self.image_quality not in QUALITIES:
-            raise InputError(f"image_quality must be one of {QUALITIES}, got {self.image_quality!r}")
+        check_quality(self.image_quality)
         checks.flag("real_time", self.real_time)
         if self.out_of_range not in OUT_OF_RANGE:
             raise InputError(f"out_of_range must be one of {OUT_OF_RANGE}, got {self.out_of_range!r}")
@@ -167,7 +167,7 @@ class SimFollower:
         if not isinstance(self.config, SimFollowerConfig):  # (the lerobot plugin's config is one)
             raise InputError(f"config must be a SimFollowerConfig, got {type(self.config).__name__}")
         self.env: SO101MjxGymEnv | None = None
-        self._renderers: dict[str, Any] = {}
+        self._rig: CameraRig | None = None
         self._obs: dict[str, np.ndarray] = {}
         self.info: dict[str, Any] = {}  # the task's info after the last action (``succeed``, ...)
         self.terminated = False  # the task ended the episode at the last action (success or failure)
@@ -204,8 +204,7 @@ class SimFollower:
         if self.is_connected:
             raise DeviceAlreadyConnectedError(f"{self.name} is already connected")
         from so101_mjx.gym.task_env import gym_class  # the gym env pulls in JAX: only when connecting
-        from so101_mjx.render.batch import render_model
-        from so101_mjx.render.frames import FrameRenderer
+        from so101_mjx.render.rig import CameraRig, frames_model
 
         env = gym_class(self.config.task)(self.config.seed, **self.config.env_config())
         cameras = [env._model.camera(i).name for i in range(env._model.ncam)]
@@ -218,24 +217,21 @@ class SimFollower:
         self.limits = joint_mode.limits(env.env.arm.motor_ranges)
         height, width, specs = self.config.camera_height, self.config.camera_width, self.config._camera_specs
         try:
-            model = env._model if self.config.image_quality == "full" else render_model(env.env.scene,
-                                                                                        self.config.image_quality)
-            shadows = self.config.shadows and model.vis.quality.shadowsize > 0
-            self._renderers = {c: FrameRenderer(model, height, width, c, shadows, specs.get(c))
-                               for c in self.config.camera_names}
+            model = frames_model(env._model, env.env.scene, self.config.image_quality, height, width)
+            self._rig = CameraRig(model, {c: (c, specs.get(c)) for c in self.config.camera_names}, height, width,
+                                  self.config.shadows)
+            self._rig.open()  # the GL contexts now: a failure shows at connect
         except InputError as err:
             env.close()
             raise InputError(f"camera_specs: {err}") from None
-        self._lags = {c: specs[c].latency if c in specs else 0 for c in self.config.camera_names}
-        self._scenes = latency.History(max(self._lags.values(), default=0))
         self.env = env
         self.reset(self.config.seed)
 
     def disconnect(self) -> None:
         env = self._connected()
-        for renderer in self._renderers.values():
-            renderer.close()
-        self._renderers = {}
+        if self._rig is not None:
+            self._rig.close()
+        self._rig = None
         env.close()
         self.env = None
 
@@ -253,8 +249,8 @@ class SimFollower:
         self._obs, self.info = env.reset(seed=seed)
         self.terminated = False
         self._resets, self._steps, self._clock = self._resets + 1, 0, time.perf_counter()
-        if self._renderers:  # the states the cameras draw (a lagged camera draws an older one)
-            self._scenes.start(env.scene())
+        if self._rig is not None:  # the states the cameras draw (a lagged camera draws an older one)
+            self._rig.start(env.scene())
 
     def present_position(self) -> np.ndarray:
         """The six measured motor positions (6,) in the follower's units."""
@@ -269,8 +265,8 @@ class SimFollower:
     def get_observation(self) -> dict[str, Any]:
         """``{"<motor>.pos": float}`` measured positions and one uint8 frame per camera."""
         obs: dict[str, Any] = as_dict(self.present_position())
-        for name, renderer in self._renderers.items():
-            obs[name] = renderer.frame(*self._scenes.ago(self._lags[name]))
+        if self._rig is not None:
+            obs.update(self._rig.frames(self._connected().scene()))
         return obs
 
     def send_action(self, action: dict[str, Any]) -> dict[str, float]:
@@ -281,8 +277,8 @@ class SimFollower:
         goal = clamp_relative(goal, self.present_position(), self.config.max_relative_target)
         self._obs, _, self.terminated, _, self.info = env.step(goal)
         self._steps += 1
-        if self._renderers:
-            self._scenes.push(env.scene())
+        if self._rig is not None:
+            self._rig.push(env.scene())
         if self.config.real_time:
             time.sleep(max(0.0, self._clock + self._steps / self.config.fps - time.perf_counter()))
         if self.config.reset_after_steps is not None and self._steps >= self.config.reset_after_steps:

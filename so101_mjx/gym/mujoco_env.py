@@ -143,6 +143,7 @@ class MujocoGymEnv(gymnasium.Env):
         self._human_threads: list[threading.Thread] = []  # the viewer's threads, joined by close()
         self._human_unavailable = False  # no window can open (warned once): human mode renders offscreen only
         self._render_specs = render_spec
+        self._frames_model = self._model  # the model frames are drawn from (a subclass may draw a lighter one)
         self._render_camera = resolve_camera(self._model, render_spec.camera_id, self._default_camera)
 
     # -- rendering ----------------------------------------------------------------------------------
@@ -159,8 +160,8 @@ class MujocoGymEnv(gymnasium.Env):
         renderer is built on first use, so a headless run that never renders needs no GL context)."""
         if self._viewer is None:
             spec = self._render_specs
-            self._viewer = FrameRenderer(self._model, spec.height, spec.width, self._render_camera,
-                                         spec=self._camera_spec)
+            self._viewer = FrameRenderer(self._frames_model, spec.height, spec.width, self._render_camera,
+                                         shadows=self._frames_model.vis.quality.shadowsize > 0, spec=self._camera_spec)
         return self._viewer.frame(*(scene or self.scene()))
 
     def scene(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:

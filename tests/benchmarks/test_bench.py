@@ -199,11 +199,12 @@ def test_render_bench_reports_frames_and_env_rates(capsys):
 
 
 @pytest.mark.slow  # two vector envs compiled and stepped
-@pytest.mark.parametrize("pixels", [[], ["--image-size", "16"]], ids=["state", "pixels"])
+@pytest.mark.parametrize("pixels", [[], ["--image-size", "16", "--image-cameras", "front,wrist", "--image-quality",
+                                          "fast"]], ids=["state", "pixels"])
 def test_vector_bench_reports_both_vector_envs_and_their_ratio(capsys, pixels):
     assert cli.main(["bench", "vector", "--batch", "2", "--steps", "3", "--repeats", "1", *pixels]) == 0
     out = capsys.readouterr().out
-    assert ("pixels.front 16x16 observations" in out) == bool(pixels)
+    assert ("pixels.front+wrist 16x16 fast observations" in out) == bool(pixels)
     worlds, ours, sync, ratio = out.strip().splitlines()[-1].split()
     assert int(worlds) == 2 and float(ours) > 0 and float(sync) > 0
     assert float(ratio) == pytest.approx(float(ours) / float(sync), rel=3e-3)

@@ -239,7 +239,7 @@ def test_help_texts_name_what_the_library_tables_hold():
     against the tables they mirror (backends, qualities, policies, IK solvers, DistillConfig, defaults)."""
     from so101_mjx.cli import distill, options
     from so101_mjx.envs import arm, rollout, scripted
-    from so101_mjx.render.batch import QUALITIES
+    from so101_mjx.render.frames import QUALITIES
     from so101_mjx.sim.physics import BACKENDS
     from so101_mjx.training.distill import DistillConfig
     from so101_mjx.validation.parity import HORIZONS

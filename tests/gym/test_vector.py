@@ -91,6 +91,12 @@ def test_bad_construction_and_seeds_are_one_line():
         SO101VectorEnv(TASK, 0)
     with pytest.raises(ValueError, match="image_obs"):
         SO101VectorEnv(TASK, 2, image_obs="yes")
+    with pytest.raises(ValueError, match="image_cameras must be distinct cameras of the scene"):
+        SO101VectorEnv(TASK, 2, image_obs=True, image_cameras=("front", "side"))
+    with pytest.raises(ValueError, match="image_cameras chooses the cameras of pixels: it needs image_obs=True"):
+        SO101VectorEnv(TASK, 2, image_cameras=("wrist",))
+    with pytest.raises(ValueError, match="image_quality must be one of"):
+        SO101VectorEnv(TASK, 2, image_obs=True, image_quality="ultra")
     env = SO101VectorEnv(TASK, 2)
     with pytest.raises(ValueError, match="2 seeds"):
         env.reset(seed=[1, 2, 3])
@@ -118,8 +124,9 @@ def test_a_render_call_renders_the_frames_read_and_keeps_their_state():
     everything = env.render()
     frames = env.call("render")
     batches = []
-    render = env._renderer.render
-    env._renderer.render = lambda qpos, marks: batches.append(len(qpos)) or render(qpos, marks)
+    renderer = env._renderers["front"]
+    render = renderer.render
+    renderer.render = lambda qpos, marks: batches.append(len(qpos)) or render(qpos, marks)
     env.step(np.ones((3, 4), np.float32))  # the frames read below are still of the reset state
     first = frames[:1]
     assert batches == [1] and np.array_equal(first[0], everything[0])
@@ -132,25 +139,31 @@ def test_a_render_call_renders_the_frames_read_and_keeps_their_state():
 
 
 @pytest.mark.slow  # render workers
-def test_image_observations_are_the_gym_envs_frames():
-    """With image_obs, each world's pixels.front is the gym env's from the same seed and actions: bit for bit at the
-    reset; after steps, where the batched and the single float32 states differ by ~1e-6, in all but a few pixels."""
+@pytest.mark.parametrize("frames", [{}, {"image_cameras": ("front", "wrist"), "image_quality": "fast"}])
+def test_image_observations_are_the_gym_envs_frames(frames):
+    """With image_obs, each world's pixels (the front camera as shipped, or a follower's two cameras from the light
+    render model) are the gym env's from the same seed and actions: bit for bit at the reset; after steps, where the
+    batched and the single float32 states differ by ~1e-6, in all but a few pixels."""
     seeds, steps, size = [3, 4], 6, (40, 48)
-    vec = SO101VectorEnv("SO101PickPlace-v0", 2, render_size=size, image_obs=True, random_block_position=True)
+    vec = SO101VectorEnv("SO101PickPlace-v0", 2, render_size=size, image_obs=True, random_block_position=True,
+                         **frames)
     single = gym.make("so101_mjx/SO101PickPlace-v0", image_obs=True, random_block_position=True,
-                      render_spec=GymRenderingSpec(height=size[0], width=size[1]))
-    assert vec.single_observation_space == single.observation_space
-    assert vec.observation_space["pixels"]["front"].shape == (2, *size, 3)
+                      render_spec=GymRenderingSpec(height=size[0], width=size[1]), **frames)
+    cameras = frames.get("image_cameras", ("front",))
+    assert vec.single_observation_space == single.observation_space and list(vec.image_cameras) == list(cameras)
+    assert vec.observation_space["pixels"][cameras[-1]].shape == (2, *size, 3)
     obs, _ = vec.reset(seed=seeds)
     first, _ = single.reset(seed=seeds[1])
-    assert np.array_equal(obs["pixels"]["front"][1], first["pixels"]["front"])
+    for camera in cameras:
+        assert np.array_equal(obs["pixels"][camera][1], first["pixels"][camera]), camera
     assert not np.array_equal(obs["pixels"]["front"][0], obs["pixels"]["front"][1])  # two block placements
     actions = np.random.default_rng(0).uniform(-1, 1, (steps, 2, 4)).astype(np.float32)
     for t in range(steps):
         obs, *_ = vec.step(actions[t])
         o, *_ = single.step(actions[t, 1])
-        differ = np.any(obs["pixels"]["front"][1] != o["pixels"]["front"], axis=-1)
-        assert differ.mean() < 0.005, f"step {t}: {differ.mean():.4f} of the pixels differ"
+        for camera in cameras:
+            differ = np.any(obs["pixels"][camera][1] != o["pixels"][camera], axis=-1)
+            assert differ.mean() < 0.005, f"step {t}, {camera}: {differ.mean():.4f} of the pixels differ"
         np.testing.assert_allclose(obs["agent_pos"][1], o["agent_pos"], atol=1e-4)
     frames = vec.render()  # the observation's frames
     assert all(np.array_equal(f, p) for f, p in zip(frames, obs["pixels"]["front"]))

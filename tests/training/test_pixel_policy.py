@@ -97,7 +97,7 @@ def test_the_students_camera_file_reaches_replay_and_the_simulated_follower(tmp_
     path = pixel_policy.export(tmp_path)
     env = replay.make_gym_env("SO101PickCube-v0", policies.load(path).env_config, SIZE)
     try:
-        assert (env.unwrapped._camera_spec.fovy, env.unwrapped._lag) == (25.0, 1)
+        assert (env.unwrapped._camera_spec.fovy, env.unwrapped._rig.lags) == (25.0, {"front": 1})
     finally:
         env.close()
     p = plan(path)
@@ -184,7 +184,16 @@ def test_a_larger_camera_frame_is_resized_to_the_students(joint_student):
         p.frame("front", frame[:20, :20])
 
 
-def test_replay_refuses_a_wrist_camera_student_in_one_line(joint_student):
+def test_replay_runs_a_two_camera_student_on_every_camera_it_sees(joint_student):
+    """Our gym env draws the front and wrist frames the student takes (at the render quality asked); the
+    reference's env has a front camera only, and says so in one line."""
     path, _, _ = joint_student
-    with pytest.raises(InputError, match="the gymnasium envs render the front camera only"):
-        replay.replay(path, episodes=1)
+    result = replay.replay(path, episodes=1, image_quality="fast")
+    assert result["episodes"] == 1 and result["mean_length"] == JOINT_CONFIG["episode_length"]
+    env = replay.make_gym_env("SO101PickCube-v0", policies.load(path).env_config, SIZE, "fast")
+    try:
+        assert list(env.observation_space["pixels"]) == ["front", "wrist"]
+    finally:
+        env.close()
+    with pytest.raises(InputError, match="lerobot_env_so101's env renders the front camera only"):
+        replay.replay(path, episodes=1, reference=True)

@@ -26,8 +26,12 @@ class SO101MjxEnv(EnvConfig):
     ``None`` fields take the task's value at construction: ``fps`` (1 / control_dt),
     ``episode_length``, ``action_scale``, and ``random_block_position`` / ``reward_type`` where the
     task has them; ``observation_height`` / ``observation_width`` the gym env's frame size (pixels).
-    ``image_obs`` observes ``pixels.front`` (observation_height, observation_width, 3) instead of
-    ``environment_state``. Actions are (4,) ``[dx, dy, dz, grasp]``, grasp in [0, 1]. ``vector``: step the
+    ``image_obs`` observes ``pixels.<camera>`` (observation_height, observation_width, 3) for each of ``cameras``
+    (comma-separated: ``front``, or ``front,wrist`` as a follower's cameras) instead of ``environment_state``, drawn
+    from the ``image_quality`` render model (``full``, the scene as shipped; ``shadowed``; ``fast``). Actions are
+    (4,) ``[dx, dy, dz, grasp]``, grasp in [0, 1]; with ``control_mode=joint`` the follower's six motor targets in
+    ``joint_units`` (``degrees`` or ``range_m100_100``; the gripper 0..100), and ``observation.state`` the six motor
+    positions, at 30 fps: what ``lerobot-record`` records on a real SO-101. ``vector``: step the
     worlds together in one :class:`~so101_mjx.gym.vector.SO101VectorEnv` (its frames, with ``image_obs``, drawn for
     all worlds in one call of the render workers; ``False``: lerobot's own vector env of gym envs, one world each).
     """
@@ -36,11 +40,15 @@ class SO101MjxEnv(EnvConfig):
     fps: int | None = None
     episode_length: int | None = None
     image_obs: bool = False
+    cameras: str = "front"
+    image_quality: str = "full"
     observation_height: int | None = None
     observation_width: int | None = None
     action_scale: float | None = None
     random_block_position: bool | None = None
     reward_type: str | None = None
+    control_mode: str | None = None
+    joint_units: str | None = None
     vector: bool = True
 
     def __post_init__(self) -> None:
@@ -60,6 +68,8 @@ class SO101MjxEnv(EnvConfig):
         return task_spec(
             self.task,
             image_obs=self.image_obs,
+            cameras=self.cameras,
+            image_quality=self.image_quality,
             observation_height=self.observation_height,
             observation_width=self.observation_width,
             fps=self.fps,
@@ -67,6 +77,8 @@ class SO101MjxEnv(EnvConfig):
             action_scale=self.action_scale,
             random_block_position=self.random_block_position,
             reward_type=self.reward_type,
+            control_mode=self.control_mode,
+            joint_units=self.joint_units,
         )
 
     def create_envs(self, n_envs: int, use_async_envs: bool = False) -> dict[str, dict[int, Any]]:
