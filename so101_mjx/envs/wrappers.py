@@ -100,7 +100,8 @@ class TrainingEnv:
     def _seeded(self, fresh: State, rng: Array) -> State:
         """``fresh`` reset states (B,) where, with probability ``start_prob`` each (drawn from keys
         derived from ``rng`` (B, 2)), physics, obs and task info are those of a uniformly drawn bank
-        state; the episode counters, RNG and non-finite-action count stay the fresh reset's."""
+        state; the episode counters, RNG and non-finite-action count stay the fresh reset's, and so do the
+        task entries the env draws per episode (its ``episode_entries``, e.g. an observation noise's)."""
         if self.starts is None:
             return fresh
         bank = self.starts
@@ -109,7 +110,8 @@ class TrainingEnv:
         drawn = jax.tree.map(
             lambda x: x[jax.vmap(lambda k: jax.random.randint(k, (), 0, bank.done.shape[0]))(keys[:, 1])], bank)
         own = {"rng": fresh.info.rng, "steps": fresh.info.steps, "truncation": fresh.info.truncation,
-               "nonfinite_actions": fresh.info.nonfinite_actions}
+               "nonfinite_actions": fresh.info.nonfinite_actions,
+               "task": {**drawn.info.task, **{k: fresh.info.task[k] for k in getattr(self.env, "episode_entries", ())}}}
         return select_worlds(use, drawn.replace(info=drawn.info.replace(**own)), fresh)
 
 

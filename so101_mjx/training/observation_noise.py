@@ -11,7 +11,8 @@ Training only (``Preset.observation_noise``, ``so101-mjx train --observation-noi
 evaluation envs of the run observe the noise; export, ``eval`` and replay observe the exact entries. The physics,
 rewards and success are those of the exact state. The bias and the noise key ride in the state's task entries
 (:data:`BIAS`, :data:`KEY`), so they survive the auto-reset and demonstration starts of
-:class:`~so101_mjx.envs.wrappers.TrainingEnv`.
+:class:`~so101_mjx.envs.wrappers.TrainingEnv`; a demonstration start takes its own reset's draws
+(:attr:`ObservationNoise.episode_entries`), so no two episodes share a bias or a noise sequence.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ BIAS, KEY = "observation_bias", "observation_noise_key"  # task entries: (obs_si
 class ObservationNoise:
     """``env`` (one world, flat observations) observing the entries of ``noise`` off by a per-episode bias and per-step
     noise; every other attribute is ``env``'s."""
+
+    # task entries drawn afresh for every episode: a demonstration start keeps its reset's, not the bank state's
+    # (whose scripted episode's draws other bank states share), from the first step on
+    episode_entries = (BIAS, KEY)
 
     def __init__(self, env, noise: dict[str, Any]):
         noise = parse_observation_noise(noise)

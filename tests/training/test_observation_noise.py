@@ -11,7 +11,7 @@ from so101_mjx.envs import make
 from so101_mjx.envs.wrappers import TrainingEnv
 from so101_mjx.errors import InputError
 from so101_mjx.training import presets
-from so101_mjx.training.observation_noise import ObservationNoise
+from so101_mjx.training.observation_noise import BIAS, KEY, ObservationNoise
 from so101_mjx.training.preset import parse_observation_noise
 
 WORLDS, LENGTH = 8, 4
@@ -49,6 +49,21 @@ def test_the_bias_is_drawn_again_after_an_auto_reset(env):
     moved = offsets(env, {"block_pos": (0.01, 0.0)}, steps=LENGTH + 1)
     at = env.observation_slices()["block_pos"]
     assert np.all(np.abs(moved[LENGTH, :, at] - moved[0, :, at]) > 0)  # step LENGTH restarts every world
+
+
+def test_demonstration_starts_draw_their_own_bias_and_noise(env):
+    """Bank states of one episode share its draws; a start from them takes its own reset's."""
+    noisy = ObservationNoise(env, {"block_pos": (0.01, 0.01)})
+    first = noisy.reset(jax.random.PRNGKey(0))
+    bank = jax.tree.map(lambda *x: jnp.stack(x), first, noisy.step(first, jnp.zeros(env.action_size)))
+    assert np.array_equal(bank.info.task[BIAS][0], bank.info.task[BIAS][1])  # one episode's bias
+    keys = jax.random.split(jax.random.PRNGKey(5), WORLDS)
+    state = jax.jit(TrainingEnv(noisy, LENGTH, starts=bank, start_prob=1.0).reset)(keys)
+    fresh = jax.vmap(noisy.reset)(keys)
+    assert all(np.any(np.all(np.asarray(bank.physics.qpos) == q, axis=-1)) for q in np.asarray(state.physics.qpos))
+    np.testing.assert_array_equal(state.info.task[KEY], fresh.info.task[KEY])
+    np.testing.assert_allclose(state.info.task[BIAS], fresh.info.task[BIAS], rtol=1e-12, atol=1e-15)  # jit round-off
+    assert len({tuple(b) for b in np.asarray(state.info.task[BIAS])}) == WORLDS
 
 
 def test_step_noise_is_fresh_at_every_step(env):
