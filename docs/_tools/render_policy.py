@@ -28,7 +28,7 @@ from so101_mjx.training.replay import make_gym_env
 OUT = Path(__file__).resolve().parents[1] / "img"
 HEIGHT, WIDTH = 180, 240
 FOVY = 34.0  # deg; the front camera's own is 45
-WIDER = {"SO101PushCube-v0": 45.0}  # deg: tasks whose block and goal leave a narrower frame
+WIDER = {"SO101PushCube-v0": 45.0, "SO101StackCube-v0": 45.0}  # deg: tasks whose block and goal leave a narrower frame
 HOLD = 8  # GIF frames the success is held for
 STRIP = 5  # frames in the still
 
