@@ -12,6 +12,7 @@ import pytest
 from so101_mjx.envs import make
 from so101_mjx.envs.rollout import run_episodes
 from so101_mjx.render import batch as pixels
+from so101_mjx.render.frames import QUALITIES
 from so101_mjx.render.worker import draw
 from so101_mjx.robot.scenes import scenes_dir
 
@@ -60,7 +61,7 @@ def test_shadowed_model_renders_nearly_the_full_scene(fast_model):
     q = np.tile(fast_model.qpos0, (2, 1))
     q[1, 0] = 0.4
     frames = {}
-    for quality in pixels.QUALITIES:
+    for quality in QUALITIES:
         renderer = pixels.BatchRenderer(pixels.render_model("pick_place", quality), 64, 64, workers=1)
         frames[quality] = renderer.render(q).astype(int)
         assert renderer.shadows == (quality != "fast")
