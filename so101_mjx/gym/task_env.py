@@ -150,14 +150,12 @@ class SO101MjxGymEnv(SO101GymEnv):
     def _pixel_cameras(self, image_cameras: Any, camera_specs: Any) -> dict[str, tuple[str | int, Any]]:
         """``pixels``' cameras from ``image_cameras`` (scene camera names) and ``camera_specs`` (camera -> spec);
         ``camera_spec``, the render camera's, applies where that camera is one of them."""
-        from so101_mjx.render import camera
+        from so101_mjx.render import camera, rig
 
-        names = [self._model.camera(i).name for i in range(self._model.ncam)]
-        if (isinstance(image_cameras, str) or not isinstance(image_cameras, (tuple, list)) or not image_cameras
-                or len(set(image_cameras)) != len(image_cameras) or not set(image_cameras) <= set(names)):
-            raise InputError(f"image_cameras must be distinct cameras of the scene {names}, got {image_cameras!r}")
-        specs = dict(camera.parse_specs(camera_specs, tuple(image_cameras)) or ())
-        render = self._render_camera if isinstance(self._render_camera, str) else names[self._render_camera]
+        image_cameras = rig.check_cameras(self._model, image_cameras)
+        specs = dict(camera.parse_specs(camera_specs, image_cameras) or ())
+        render = self._render_camera if isinstance(self._render_camera, str) else self._model.camera(
+            self._render_camera).name
         if self._camera_spec is not None and render in image_cameras:
             if render in specs:
                 raise InputError(f"camera_spec and camera_specs[{render!r}] both set the {render!r} camera: give one")

@@ -124,14 +124,12 @@ class SO101VectorEnv(VectorEnv):
 
     def _check_cameras(self, cameras: Any) -> tuple[str, ...]:
         """``image_cameras`` checked: distinct cameras of the task's scene, and only with ``image_obs``."""
-        model = self.env.mj_model
-        names = [model.camera(i).name for i in range(model.ncam)]
-        if (isinstance(cameras, str) or not isinstance(cameras, (tuple, list)) or not cameras
-                or len(set(cameras)) != len(cameras) or not set(cameras) <= set(names)):
-            raise InputError(f"image_cameras must be distinct cameras of the scene {names}, got {cameras!r}")
-        if tuple(cameras) != (CAMERA,) and not self.image_obs:
+        from so101_mjx.render.rig import check_cameras
+
+        cameras = check_cameras(self.env.mj_model, cameras)
+        if cameras != (CAMERA,) and not self.image_obs:
             raise InputError("image_cameras chooses the cameras of pixels: it needs image_obs=True")
-        return tuple(cameras)
+        return cameras
 
     # -- one world, jitted and vmapped ------------------------------------------------------------
     def _start_one(self, seed: jax.Array, fixed: dict[str, jax.Array]):

@@ -9,11 +9,12 @@ frame, so an env that never renders needs no GL.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import mujoco
 import numpy as np
 
+from so101_mjx.errors import InputError
 from so101_mjx.render import latency
 from so101_mjx.render.frames import FrameRenderer, check_quality
 from so101_mjx.robot.scenes import fit_offscreen
@@ -37,6 +38,15 @@ def frames_model(physics: mujoco.MjModel, scene: str, quality: str, height: int,
         model = render_model(scene, quality)
     fit_offscreen(model, height, width)
     return model
+
+
+def check_cameras(model: mujoco.MjModel, cameras: Any) -> tuple[str, ...]:
+    """``image_cameras`` as a tuple: distinct names of ``model``'s cameras, else InputError naming them."""
+    names = [model.camera(i).name for i in range(model.ncam)]
+    if (isinstance(cameras, str) or not isinstance(cameras, (tuple, list)) or not cameras
+            or len(set(cameras)) != len(cameras) or not set(cameras) <= set(names)):
+        raise InputError(f"image_cameras must be distinct cameras of the scene {names}, got {cameras!r}")
+    return tuple(cameras)
 
 
 class CameraRig:
