@@ -6,6 +6,7 @@ lerobot's own discovery and ``make_env`` build an env whose observations fit the
 """
 
 import importlib.metadata
+import json
 import logging
 import sys
 from pathlib import Path
@@ -91,7 +92,26 @@ def test_cameras_give_one_image_feature_each():
         k: v for k, v in s.features.items() if k.startswith("pixels/")}
     env.close()
     default = plugin.task_spec("SO101PickCube-v0", image_obs=True)  # the reference's gym kwargs, unchanged
-    assert "image_cameras" not in default.gym_kwargs and "image_quality" not in default.gym_kwargs
+    assert not {"image_cameras", "image_quality", "camera_specs"} & set(default.gym_kwargs)
+
+
+def test_camera_specs_reach_the_gym_env_and_the_vector_env(tmp_path):
+    """``--env.camera_specs`` names each camera's file (a shipped name or a path): both envs get the same mapping,
+    and the gym env's frames are drawn through the files' lenses and latency."""
+    front = tmp_path / "front.json"
+    front.write_text(json.dumps({"fovy": 30.0, "latency": 1}))
+    s = plugin.task_spec("SO101PickCube-v0", image_obs=True, cameras="front,wrist", image_quality="fast",
+                         camera_specs=f"wrist=menagerie_wrist, front={front}", observation_height=24,
+                         observation_width=32)
+    expected = {"wrist": "menagerie_wrist", "front": str(front)}
+    assert s.gym_kwargs["camera_specs"] == s.vector_kwargs["camera_specs"] == expected
+    env = gym.make(s.gym_id, **s.gym_kwargs)
+    plain = gym.make(s.gym_id, **{k: v for k, v in s.gym_kwargs.items() if k != "camera_specs"})
+    obs, _ = env.reset(seed=0)
+    other, _ = plain.reset(seed=0)
+    assert not np.array_equal(obs["pixels"]["front"], other["pixels"]["front"])  # the narrower lens
+    assert env.unwrapped._rig.lags == {"front": 1, "wrist": 0}
+    env.close(), plain.close()
 
 
 def test_vector_kwargs_build_the_vector_env_of_the_gym_env():
@@ -145,6 +165,10 @@ def test_vector_kwargs_with_image_obs_build_a_vector_env_of_frames():
         ({"cameras": "", "image_obs": True}, "cameras must be distinct"),
         ({"cameras": "front,wrist"}, "set image_obs=true"),
         ({"image_quality": "ultra"}, "image_quality must be one of"),
+        ({"camera_specs": "wrist", "image_obs": True, "cameras": "front,wrist"}, "camera=file pairs"),
+        ({"camera_specs": "wrist=menagerie_wrist", "image_obs": True}, "not among cameras"),
+        ({"camera_specs": "front=/nonexistent/front.json", "image_obs": True}, r"camera_specs\['front'\]"),
+        ({"camera_specs": "front=menagerie_wrist"}, "set image_obs=true"),
     ],
 )
 def test_bad_values_raise_naming_the_field(kwargs, field):

@@ -28,6 +28,9 @@ every world are drawn after each reset and step, in one call of the render worke
 (:class:`~so101_mjx.render.batch.BatchRenderer`), from the model the gym env draws with at the same
 ``image_quality`` (``"full"``, the scene as shipped, by default; ``"shadowed"`` or ``"fast"`` are lighter), so the
 frames equal the gym env's with the same options bit for bit; ``render`` then returns the first camera's.
+``camera_specs`` (camera -> camera file, name or spec, as the gym env takes them) draws a camera through the user's
+pose and lens, and shows each world's frame ``latency`` control ticks back (the world's first frame of an episode
+stands for the older ones), as the gym env's ``pixels`` do.
 """
 
 from __future__ import annotations
@@ -88,13 +91,15 @@ class SO101VectorEnv(VectorEnv):
     takes them, e.g. ``control_mode="joint"``); see the module docstring."""
 
     def __init__(self, task: str, num_envs: int, render_size: tuple[int, int] = (480, 640), image_obs: bool = False,
-                 image_cameras: Sequence[str] = (CAMERA,), image_quality: str | None = None, **options: Any):
+                 image_cameras: Sequence[str] = (CAMERA,), image_quality: str | None = None,
+                 camera_specs: Any = None, **options: Any):
         self.num_envs = checks.integer("num_envs", num_envs, ge=1, le=MAX_WORLDS)
         self.render_size = tuple(checks.integer(n, v, ge=1, le=8192) for n, v in zip(("height", "width"), render_size))
         self.image_obs = checks.flag("image_obs", image_obs)
         self._compiled = compiled(registry.task(task), None, options)
         env = self.env = self._compiled.env
         self.image_cameras = self._check_cameras(image_cameras)
+        self.camera_specs = self._check_specs(camera_specs)
         self.image_quality = check_quality(image_quality or ("full" if self.image_obs else "shadowed"))
         self._dtype = jnp.result_type(float)
         low, high = env.arm.action_bounds()
@@ -121,6 +126,7 @@ class SO101VectorEnv(VectorEnv):
         self._ended = np.zeros(self.num_envs, bool)
         self._renderers: dict[str, Any] = {}  # camera -> BatchRenderer, made on first use
         self._pixels: dict[str, np.ndarray] = {}  # with image_obs: the last observation's frames, by camera
+        self._queues: dict[str, np.ndarray] = {}  # a lagged camera's frames of the last latency ticks (L, B, H, W, 3)
 
     def _check_cameras(self, cameras: Any) -> tuple[str, ...]:
         """``image_cameras`` checked: distinct cameras of the task's scene, and only with ``image_obs``."""
@@ -130,6 +136,18 @@ class SO101VectorEnv(VectorEnv):
         if cameras != (CAMERA,) and not self.image_obs:
             raise InputError("image_cameras chooses the cameras of pixels: it needs image_obs=True")
         return cameras
+
+    def _check_specs(self, camera_specs: Any) -> dict[str, Any]:
+        """``camera_specs`` parsed (:func:`so101_mjx.render.camera.parse_specs`): camera -> CameraSpec, each of a
+        camera of ``pixels`` and mounted on a body of the scene; only with ``image_obs``."""
+        from so101_mjx.render import camera
+
+        if camera_specs is not None and not self.image_obs:
+            raise InputError("camera_specs sets the cameras of pixels: it needs image_obs=True")
+        specs = dict(camera.parse_specs(camera_specs, self.image_cameras) or ())
+        for name, spec in specs.items():
+            spec.check_body(self.env.mj_model, f"camera_specs[{name!r}]")
+        return specs
 
     # -- one world, jitted and vmapped ------------------------------------------------------------
     def _start_one(self, seed: jax.Array, fixed: dict[str, jax.Array]):
@@ -162,14 +180,32 @@ class SO101VectorEnv(VectorEnv):
         return seeds, {k: jnp.asarray(np.stack([np.asarray(f[k], np.float64) for f in per_world]), self._dtype)
                        for k in per_world[0]}
 
-    def _observation(self) -> dict[str, Any]:
+    def _observation(self, started: np.ndarray) -> dict[str, Any]:
+        """The observation of the current state; ``started`` (B,) bool: the worlds whose episode starts with it."""
         obs = np.asarray(self._state.obs, np.float32)
         size = self.env.agent_pos_size
         if self.image_obs:
             worlds = np.arange(self.num_envs)
-            self._pixels = {camera: self._draw(worlds, self._state, camera) for camera in self.image_cameras}
+            self._pixels = {camera: self._lagged(camera, self._draw(worlds, self._state, camera), started)
+                            for camera in self.image_cameras}
             return {"pixels": dict(self._pixels), "agent_pos": obs[:, :size]}
         return {"agent_pos": obs[:, :size], "environment_state": obs[:, size:]}
+
+    def _lagged(self, camera: str, frames: np.ndarray, started: np.ndarray) -> np.ndarray:
+        """What ``camera`` shows (B, H, W, 3) when ``frames`` are drawn: the frames its latency L back, kept in a
+        queue of the last L ticks' (oldest first; a world that ``started`` fills its part with its first frame)."""
+        spec = self.camera_specs.get(camera)
+        if spec is None or spec.latency == 0:
+            return frames
+        queue = self._queues.get(camera)
+        if queue is None:
+            self._queues[camera] = np.repeat(frames[None], spec.latency, axis=0)
+            return frames
+        shown = np.where(started[:, None, None, None], frames, queue[0])
+        queue[:-1] = queue[1:].copy()
+        queue[-1] = frames
+        queue[:, started] = frames[started]
+        return shown
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -182,7 +218,7 @@ class SO101VectorEnv(VectorEnv):
             self._rngs = [seeding.np_random(None if s is None else checks.integer("seed", s, ge=0))[0] for s in seeds]
         self._state = self._start(*self._draws(np.ones(self.num_envs, bool)))
         self._elapsed[:], self._ended[:] = 0, False
-        return self._observation(), {}
+        return self._observation(np.ones(self.num_envs, bool)), {}
 
     def step(self, actions: Any) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One control step of every world (``actions`` (num_envs, action size)); see the module docstring."""
@@ -199,7 +235,7 @@ class SO101VectorEnv(VectorEnv):
         truncated = (self._elapsed >= self._max_episode_steps) & ~restart
         reward = np.where(restart, 0.0, np.asarray(self._state.reward, np.float64))
         self._ended = terminated | truncated
-        return self._observation(), reward, terminated, truncated, {"is_success": success}
+        return self._observation(restart), reward, terminated, truncated, {"is_success": success}
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """One value per world of ``name``: ``_max_episode_steps``, ``task_description`` / ``task`` (the
@@ -241,7 +277,8 @@ class SO101VectorEnv(VectorEnv):
 
             height, width = self.render_size
             model = frames_model(copy.copy(self.env.mj_model), self.env.scene, self.image_quality, height, width)
-            self._renderers[camera] = BatchRenderer(model, height, width, camera, markers=tuple(self.env.markers))
+            self._renderers[camera] = BatchRenderer(model, height, width, camera, markers=tuple(self.env.markers),
+                                                    spec=self.camera_specs.get(camera))
         positions = self.env.marker_positions(state.info)
         marks = np.stack([np.asarray(positions[site]) for site in self.env.markers], axis=1) if positions else None
         qpos = np.asarray(state.physics.qpos)

@@ -139,11 +139,15 @@ def test_a_render_call_renders_the_frames_read_and_keeps_their_state():
 
 
 @pytest.mark.slow  # render workers
-@pytest.mark.parametrize("frames", [{}, {"image_cameras": ("front", "wrist"), "image_quality": "fast"}])
+@pytest.mark.parametrize("frames", [
+    {}, {"image_cameras": ("front", "wrist"), "image_quality": "fast"},
+    {"image_cameras": ("front", "wrist"), "image_quality": "fast",
+     "camera_specs": {"wrist": "menagerie_wrist", "front": {"fovy": 30.0, "latency": 2}}}])
 def test_image_observations_are_the_gym_envs_frames(frames):
-    """With image_obs, each world's pixels (the front camera as shipped, or a follower's two cameras from the light
-    render model) are the gym env's from the same seed and actions: bit for bit at the reset; after steps, where the
-    batched and the single float32 states differ by ~1e-6, in all but a few pixels."""
+    """With image_obs, each world's pixels (the front camera as shipped, a follower's two cameras from the light
+    render model, or those through the user's lenses with a front camera two ticks late) are the gym env's from
+    the same seed and actions: bit for bit at the reset; after steps, where the batched and the single float32
+    states differ by ~1e-6, in all but a few pixels."""
     seeds, steps, size = [3, 4], 6, (40, 48)
     vec = SO101VectorEnv("SO101PickPlace-v0", 2, render_size=size, image_obs=True, random_block_position=True,
                          **frames)
@@ -168,3 +172,32 @@ def test_image_observations_are_the_gym_envs_frames(frames):
     frames = vec.render()  # the observation's frames
     assert all(np.array_equal(f, p) for f, p in zip(frames, obs["pixels"]["front"]))
     vec.close(), single.close()
+
+
+@pytest.mark.slow  # render workers
+def test_a_lagged_camera_shows_each_worlds_frame_its_latency_back_and_restarts_with_its_episode():
+    """A camera of latency 2 shows the frame the same camera without latency showed two steps before; a world that
+    resets shows its new first frame at once, and it stands for the older ones."""
+    options = {"render_size": (24, 32), "image_obs": True, "image_quality": "fast", "random_block_position": True}
+    lagged = SO101VectorEnv(TASK, 2, camera_specs={"front": {"fovy": 30.0, "latency": 2}}, episode_length=3,
+                            **options)
+    now = SO101VectorEnv(TASK, 2, camera_specs={"front": {"fovy": 30.0}}, episode_length=3, **options)
+    shown, drawn = [lagged.reset(seed=5)[0]["pixels"]["front"]], [now.reset(seed=5)[0]["pixels"]["front"]]
+    assert np.array_equal(shown[0], drawn[0])
+    actions = np.array([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 1.0]], np.float32)
+    for _ in range(4):  # episodes of 3 steps: the fourth step resets both worlds
+        shown.append(lagged.step(actions)[0]["pixels"]["front"])
+        drawn.append(now.step(actions)[0]["pixels"]["front"])
+    assert np.array_equal(shown[1], drawn[0]) and np.array_equal(shown[2], drawn[0])
+    assert np.array_equal(shown[3], drawn[1]) and not np.array_equal(drawn[1], drawn[0])
+    assert np.array_equal(shown[4], drawn[4])  # the new episode's first frame
+    lagged.close(), now.close()
+
+
+def test_camera_specs_are_checked_in_one_line():
+    with pytest.raises(ValueError, match="camera_specs sets the cameras of pixels: it needs image_obs=True"):
+        SO101VectorEnv(TASK, 2, camera_specs={"front": {"fovy": 30.0, "latency": 1}})
+    with pytest.raises(ValueError, match=r"camera_specs names \['wrist'\], which are not among image_cameras"):
+        SO101VectorEnv(TASK, 2, image_obs=True, camera_specs={"wrist": "menagerie_wrist"})
+    with pytest.raises(ValueError, match=r"camera_specs\['front'\]"):
+        SO101VectorEnv(TASK, 2, image_obs=True, camera_specs={"front": {"fovy": 30.0, "latency": -1}})

@@ -28,7 +28,8 @@ class SO101MjxEnv(EnvConfig):
     task has them; ``observation_height`` / ``observation_width`` the gym env's frame size (pixels).
     ``image_obs`` observes ``pixels.<camera>`` (observation_height, observation_width, 3) for each of ``cameras``
     (comma-separated: ``front``, or ``front,wrist`` as a follower's cameras) instead of ``environment_state``, drawn
-    from the ``image_quality`` render model (``full``, the scene as shipped; ``shadowed``; ``fast``). Actions are
+    from the ``image_quality`` render model (``full``, the scene as shipped; ``shadowed``; ``fast``), through the
+    user's cameras of ``camera_specs`` (``wrist=menagerie_wrist,front=front.json``: pose, lens, latency). Actions are
     (4,) ``[dx, dy, dz, grasp]``, grasp in [0, 1]; with ``control_mode=joint`` the follower's six motor targets in
     ``joint_units`` (``degrees`` or ``range_m100_100``; the gripper 0..100), and ``observation.state`` the six motor
     positions, at 30 fps: what ``lerobot-record`` records on a real SO-101. ``vector``: step the
@@ -42,6 +43,7 @@ class SO101MjxEnv(EnvConfig):
     image_obs: bool = False
     cameras: str = "front"
     image_quality: str = "full"
+    camera_specs: str = ""
     observation_height: int | None = None
     observation_width: int | None = None
     action_scale: float | None = None
@@ -70,6 +72,7 @@ class SO101MjxEnv(EnvConfig):
             image_obs=self.image_obs,
             cameras=self.cameras,
             image_quality=self.image_quality,
+            camera_specs=self.camera_specs,
             observation_height=self.observation_height,
             observation_width=self.observation_width,
             fps=self.fps,

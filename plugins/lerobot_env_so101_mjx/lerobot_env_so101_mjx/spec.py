@@ -46,6 +46,24 @@ def camera_list(cameras: Any) -> tuple[str, ...]:
     return names
 
 
+def camera_files(value: Any, cameras: tuple[str, ...]) -> dict[str, Any]:
+    """``camera_specs`` as ``{camera: camera file or name}``: a comma-separated string of ``camera=file`` pairs
+    (``"wrist=menagerie_wrist,front=front.json"``) or a mapping, each camera one of ``cameras`` and each file read
+    and checked now (:func:`so101_mjx.render.camera.parse_specs`); ValueError naming the field."""
+    from so101_mjx.render import camera
+
+    if value is None or value == "":
+        return {}
+    if isinstance(value, str):
+        pairs = [item.split("=", 1) for item in value.split(",")]
+        if not all(len(pair) == 2 and pair[0].strip() and pair[1].strip() for pair in pairs):
+            raise ValueError(f"camera_specs must be comma-separated camera=file pairs (e.g. "
+                             f"'wrist=menagerie_wrist,front=front.json'), got {value!r}")
+        value = {name.strip(): file.strip() for name, file in pairs}
+    camera.parse_specs(value, cameras, field="cameras")  # reads and checks every file
+    return dict(value)
+
+
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
     """One task's lerobot view. ``features`` maps env keys to ``(FeatureType name, shape)``:
@@ -73,6 +91,7 @@ def task_spec(
     image_obs: bool = False,
     cameras: str | tuple[str, ...] = so101_gym.CAMERA,
     image_quality: str = "full",
+    camera_specs: str | dict[str, Any] | None = None,
     observation_height: int | None = None,
     observation_width: int | None = None,
     fps: int | None = None,
@@ -87,6 +106,8 @@ def task_spec(
         cameras: the cameras of ``pixels`` with ``image_obs``: ``"front"`` (the reference's), ``"front,wrist"``.
         image_quality: the model frames are drawn from: ``"full"`` (the scene as shipped), ``"shadowed"`` or
             ``"fast"`` (lighter meshes, what camera policies here train on).
+        camera_specs: the user's cameras among ``cameras`` (pose, lens, latency): ``"wrist=menagerie_wrist,
+            front=front.json"`` (camera files or the names of shipped ones) or a mapping.
         observation_height, observation_width: frame size in pixels (render and pixels.front);
             None for the gym env's default (``GymRenderingSpec``).
         fps: None or the task's control rate in Hz (lerobot records it; it is not a setting).
@@ -110,6 +131,9 @@ def task_spec(
     if cameras != (so101_gym.CAMERA,) and not image_obs:
         raise ValueError(f"cameras {list(cameras)} are the frames of image_obs: set image_obs=true, or leave cameras "
                          "unset")
+    specs = camera_files(camera_specs, cameras)
+    if specs and not image_obs:
+        raise ValueError("camera_specs sets the cameras of image_obs: set image_obs=true, or leave camera_specs unset")
     frame = so101_gym.GymRenderingSpec()  # the gym env's default frame size
     limit = so101_gym.MAX_FRAME_SIZE
     height = checks.integer("observation_height", frame.height if observation_height is None else observation_height,
@@ -143,6 +167,7 @@ def task_spec(
         features["environment_state"] = ("ENV", (registry.task(name).task_obs_size(),))
     frames = {"image_cameras": cameras} if cameras != (so101_gym.CAMERA,) else {}
     frames.update({"image_quality": image_quality} if image_quality != "full" else {})
+    frames.update({"camera_specs": specs} if specs else {})
     gym_kwargs = {
         "image_obs": image_obs,
         **frames,
