@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,6 +45,7 @@ from so101_mjx.errors import InputError, MissingFileError, ParameterError
 from so101_mjx.training import lerobot_policy, onnx_graph
 from so101_mjx.training.export import obs_layout, policy_graph
 from so101_mjx.training.policy import NumpyPolicy, PolicyWeights, forward
+from so101_mjx.training.pretrained import PRETRAINED, pretrained, pretrained_dir, shipped  # noqa: F401
 
 # the jitted env's camera options: a state policy's env renders no frames; the gym envs take render_spec instead
 IMAGE_OPTIONS = ("image_obs", "image_size", "image_quality", "image_cameras", "visual_randomization", "camera_specs")
@@ -247,33 +247,6 @@ class Policy:
 
 
 LEROBOT_ENV = "SO101PickCube-v0"  # a lerobot policy's task unless one is named
-PRETRAINED = "pretrained:"  # pretrained:<task>[/<variant>]: a policy shipped with the package
-
-
-def pretrained_dir() -> Path:
-    """Where the package's pretrained policies are: ``<task>/`` (the task's shipped preset) and
-    ``<task>/<variant>/`` (one trained under that env variant), each with ``policy.onnx``, ``policy.npz`` and
-    ``run.json`` (docs/tasks.md says how each was trained)."""
-    return Path(__file__).resolve().parent.parent / "pretrained"
-
-
-def shipped() -> list[str]:
-    """The shipped policies' names, ``<task>`` or ``<task>/<variant>`` (``pretrained:<name>``), sorted."""
-    root = pretrained_dir()
-    return sorted(str(p.parent.relative_to(root)) for p in root.glob("*/**/policy.npz"))
-
-
-def pretrained(name: str) -> Path:
-    """The shipped export ``name`` (``<task>`` or ``<task>/<variant>``; ``.onnx`` where onnx is installed, else
-    ``.npz``); InputError naming the shipped ones."""
-    task, slash, variant = name.removeprefix(registry.NAMESPACE).partition("/")
-    names = shipped()
-    if task + slash + variant not in names:
-        raise InputError(f"no pretrained policy for {name!r}; pretrained:<name> exists for {names}")
-    onnx = pretrained_dir() / task / variant / "policy.onnx"
-    return onnx if importlib.util.find_spec("onnx") and onnx.is_file() else onnx.with_suffix(".npz")
-
-
 def label(path: str | Path) -> str:
     """A policy's name in messages: ``pretrained:<name>`` as given, else its file's or directory's name."""
     return str(path) if str(path).startswith(PRETRAINED) else Path(path).name

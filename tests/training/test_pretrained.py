@@ -11,10 +11,11 @@ from so101_mjx.errors import InputError
 from so101_mjx.training import evaluate, policies, presets, replay
 
 SHIPPED = policies.shipped()
+CAMERA = "SO101PickCube-v0/camera"  # the camera student: observes the front camera's frames, not the block
 
 
 def test_there_are_pretrained_policies_and_variants_by_task_and_name():
-    assert {"SO101PickCube-v0", "SO101PickCube-v0/joint", "SO101Reach-v0"} <= set(SHIPPED)
+    assert {"SO101PickCube-v0", "SO101PickCube-v0/joint", CAMERA, "SO101Reach-v0"} <= set(SHIPPED)
     variant = policies.pretrained_dir() / "SO101PickCube-v0" / "joint"
     assert policies.pretrained("so101_mjx/SO101PickCube-v0/joint").parent == variant  # the namespaced name too
 
@@ -24,7 +25,7 @@ def test_replay_names_a_pretrained_policy_as_given(capsys):
     assert "replay pretrained:SO101PickCube-v0/joint on so101_mjx/SO101PickCube-v0 " in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize("name", [name for name in SHIPPED if name != CAMERA])
 def test_a_pretrained_policy_is_its_tasks_and_succeeds(name):
     task, _, variant = name.partition("/")
     policy = policies.load(f"pretrained:{name}")
@@ -37,6 +38,17 @@ def test_a_pretrained_policy_is_its_tasks_and_succeeds(name):
         assert {key: policy.env_config[key] for key in expected} == expected
     result = evaluate.evaluate(f"pretrained:{name}", episodes=16, seed=11)["backends"]["c"]
     assert result["success_rate"] >= 0.8, result["success_rate"]
+
+
+@pytest.mark.slow  # renders every step's frame
+def test_the_pretrained_camera_student_sees_only_frames_and_the_arm_and_succeeds():
+    policy = policies.load(f"pretrained:{CAMERA}")
+    assert policy.pixel and policy.env == "SO101PickCube-v0" and policy.cameras == ("front",)
+    assert policy.source == policies.pretrained_dir() / CAMERA / "student.npz"
+    run = json.loads((policies.pretrained_dir() / CAMERA / "run.json").read_text())
+    assert run["kind"] == "pixel" and run["teacher"] == "pretrained:SO101PickCube-v0" and run["success"] >= 0.9
+    result = evaluate.evaluate(f"pretrained:{CAMERA}", episodes=8, seed=11)["backends"]["c"]
+    assert result["success_rate"] >= 0.75, result["success_rate"]
 
 
 def test_an_unknown_pretrained_name_names_what_exists():
