@@ -3,15 +3,17 @@ conditions, the median error by the block's distance from the gripper, and each 
 (the norm of the episode's mean error) and the deviation around it (the mean distance of each step's error from that
 mean).
 
-    python docs/_tools/estimate_error.py STUDENT [--episodes 64] [--steps 200] [--visual-randomization off]
+    python docs/_tools/estimate_error.py STUDENT [--episodes 64] [--steps 200] [--visual-randomization off|JSON]
 
 STUDENT: an estimator student (``distill --student estimator``: its ``student.onnx``, or its directory's
-``student.npz``). The episodes' keys come from seed 777.
+``student.npz``). ``--visual-randomization``: ``off``, or fields (JSON) that replace those of the student's own
+(e.g. ``'{"camera_shift": 0, "camera_tilt": 0}'``). The episodes' keys come from seed 777.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import jax
@@ -29,7 +31,7 @@ def main() -> None:
     parser.add_argument("student")
     parser.add_argument("--episodes", type=int, default=64)
     parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--visual-randomization", choices=("own", "off"), default="own")
+    parser.add_argument("--visual-randomization", default="own", help="own, off, or fields replacing the own (JSON)")
     args = parser.parse_args()
     policy = policies.load(args.student)
     spec = policy.spec
@@ -37,7 +39,10 @@ def main() -> None:
         raise SystemExit(f"{args.student} is not an estimator student")
     net, variables = pixel_policy.student(policy.params, spec)
     arrays, est, size = variables[estimator.COLLECTION], spec.estimator, spec.agent_pos
-    env = policy.make_env("c", **({"visual_randomization": None} if args.visual_randomization == "off" else {}))
+    visual = {"own": policy.env_config.get("visual_randomization"), "off": None}.get(args.visual_randomization)
+    if args.visual_randomization not in ("own", "off"):
+        visual = {**policy.env_config["visual_randomization"], **json.loads(args.visual_randomization)}
+    env = policy.make_env("c", visual_randomization=visual)
 
     def teacher(obs):  # the frozen teacher on the true block position
         true = (obs[size:] - arrays["estimate_mean"]) / arrays["estimate_std"]
@@ -57,8 +62,9 @@ def main() -> None:
           f"({time.perf_counter() - start:.0f} s)")
     for low, high in BINS:
         steps = mask & (distance >= low) & (distance < high)
-        print(f"  block {100 * low:.0f} to {100 * high:.0f} cm from the gripper: median error "
-              f"{1000 * np.median(norm[steps]):.1f} mm over {steps.sum()} steps")
+        where = f"{100 * low:.0f} to {100 * high:.0f} cm" if np.isfinite(high) else f"{100 * low:.0f} cm or more"
+        print(f"  block {where} from the gripper: median error {1000 * np.median(norm[steps]):.1f} mm over "
+              f"{steps.sum()} steps")
     for name, within in (("all steps", mask), (f"steps within {100 * NEAR:.0f} cm", mask & (distance < NEAR))):
         bias, deviation = [], []
         for b in range(args.episodes):
