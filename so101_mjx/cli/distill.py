@@ -18,7 +18,8 @@ IMAGE_SIZES = (36, 1024)
 CONFIG_FIELDS: dict[str, Callable[[str], Any]] = {
     "iterations": types.positive_int, "episodes": types.positive_int, "steps": types.steps, "updates": types.steps,
     "batch_size": types.positive_int, "learning_rate": types.positive_float, "seed": types.seed,
-    "shift": types.int_in(0, 16, "shift"), "state_loss": types.non_negative_float, "student": str,
+    "shift": types.int_in(0, 16, "shift"), "colour_jitter": types.non_negative_float,
+    "state_loss": types.non_negative_float, "student": str,
     "estimate_origin": str}
 # so101_mjx.training.distill.STUDENTS and estimator.ORIGINS (not imported: the CLI loads lazily)
 CHOICES = {"student": ("direct", "estimator"), "estimate_origin": ("world", "gripper")}

@@ -7,7 +7,8 @@ flat observation (``obs["state"]``). Both act in the env's action space (Cartesi
 or joint-mode targets). DAgger (Ross et al., 2011, with β = 1 on the first iteration and 0 after):
 iteration 0 lets the teacher drive; every later iteration lets the current student drive, labels every
 visited frame with the teacher's action, adds the frames to the dataset and refits the student on all
-of it (mean squared error, each minibatch's frames shifted by up to ``shift`` px as in DrQ; with
+of it (mean squared error, each minibatch's frames shifted by up to ``shift`` px as in DrQ and, with
+``colour_jitter``, their colours jittered; with
 ``state_loss`` > 0 plus that weight times an auxiliary error: a linear head on the student's hidden layer
 predicts the privileged part of the teacher's observation, the block's position, standardized). With
 ``student="estimator"`` the student's head estimates that privileged part instead, fitted to its true value,
@@ -69,6 +70,7 @@ class DistillConfig:
     learning_rate: float = 3e-4
     seed: int = 0
     shift: int = 0  # px: each fitted frame shifted by up to this many pixels per axis (edges repeated)
+    colour_jitter: float = 0.0  # each fitted frame's channels scaled by up to ± this, its brightness moved (jittered)
     # weight of the auxiliary loss: the privileged observation (obs["state"] after agent_pos) predicted from the
     # student's hidden layer, each entry standardized over the dataset; the head is for training only (not saved)
     state_loss: float = 0.0
@@ -83,6 +85,7 @@ class DistillConfig:
         for name in ("iterations", "episodes", "steps", "updates", "batch_size"):
             checks.integer(name, getattr(self, name), ge=1)
         checks.integer("shift", self.shift, ge=0, le=16)
+        checks.real("colour_jitter", self.colour_jitter, ge=0, le=1)
         checks.real("learning_rate", self.learning_rate, gt=0)
         checks.real("state_loss", self.state_loss, ge=0)
         checks.integer("seed", self.seed, ge=0)
@@ -200,10 +203,23 @@ def shifted(pixels: Array, shift: int, key: Array) -> Array:
     return jax.vmap(lambda frame, o: jax.lax.dynamic_slice(frame, (o[0], o[1], 0), (h, w, 3)))(padded, offsets)
 
 
+def jittered(pixels: Array, jitter: float, key: Array) -> Array:
+    """``pixels`` (B, H, W, 3) uint8, each frame's colour channels scaled by factors uniform in [1 - jitter,
+    1 + jitter] and its brightness moved by up to ``jitter`` half the full scale, rounded back to uint8 (colour
+    jitter, as in DrQ-v2's and RAD's image augmentations)."""
+    if jitter == 0:
+        return pixels
+    gain_key, offset_key = jax.random.split(key)
+    gain = 1 + jax.random.uniform(gain_key, (len(pixels), 1, 1, 3), minval=-jitter, maxval=jitter)
+    offset = 127.5 * jax.random.uniform(offset_key, (len(pixels), 1, 1, 1), minval=-jitter, maxval=jitter)
+    return jnp.round(jnp.clip(pixels * gain + offset, 0, 255)).astype(jnp.uint8)
+
+
 def fit(model: StateProbe | PixelStudent, variables, data: dict[str, np.ndarray], spec: Spec, config: DistillConfig,
         key: Array):
     """``updates`` Adam steps on the ``params`` of ``variables``, minibatches drawn uniformly with replacement,
-    their frames shifted by up to ``config.shift`` px (:func:`shifted`). The loss: for a :class:`StateProbe` the
+    their frames shifted by up to ``config.shift`` px (:func:`shifted`) and their colours jittered by
+    ``config.colour_jitter`` (:func:`jittered`). The loss: for a :class:`StateProbe` the
     mean squared error to the labels (summed over the action) plus ``config.state_loss`` times the probe's mean
     squared error to the privileged state standardized over ``data``; for an estimator student the mean squared
     error of its head to the privileged state standardized by its teacher arrays. Returns (variables, mean loss
@@ -221,6 +237,8 @@ def fit(model: StateProbe | PixelStudent, variables, data: dict[str, np.ndarray]
     @jax.jit
     def update(params, opt_state, pixels, agent_pos, label, state, key):
         pixels = tuple(shifted(p, config.shift, k) for p, k in zip(pixels, jax.random.split(key, len(pixels))))
+        pixels = tuple(jittered(p, config.colour_jitter, k)
+                       for p, k in zip(pixels, jax.random.split(jax.random.fold_in(key, 1), len(pixels))))
 
         def loss_fn(p):
             inputs = ({**variables, "params": p}, pixels, agent_pos)

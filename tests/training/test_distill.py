@@ -65,7 +65,7 @@ def test_distill_needs_an_image_env():
 @pytest.mark.parametrize(("argv", "argument"),
                          [(["--iterations", "0"], "--iterations"), (["--learning-rate", "-1"], "--learning-rate"),
                           (["--state-loss", "-1"], "--state-loss"), (["--state-loss", "nan"], "--state-loss"),
-                          (["--student", "big"], "--student")])
+                          (["--student", "big"], "--student"), (["--colour-jitter", "-0.1"], "--colour-jitter")])
 def test_bad_cli_sizes_are_one_line(argv, argument, capsys, tmp_path):
     assert cli.main(["distill", "teacher.onnx", "--out", str(tmp_path / "s"), *argv]) == 2
     assert f"argument {argument}" in capsys.readouterr().err
@@ -81,6 +81,23 @@ def test_shifted_frames_are_crops_of_the_edge_padded_frame():
     assert any(not np.array_equal(out[b], frames[b]) for b in range(6))  # moved
 
 
+def test_jittered_frames_scale_each_channel_and_move_the_brightness_within_the_bounds():
+    frames = jnp.asarray(np.random.default_rng(0).integers(60, 180, (64, 8, 8, 3), dtype=np.uint8))
+    assert distill.jittered(frames, 0.0, jax.random.PRNGKey(0)) is frames
+    out = distill.jittered(frames, 0.2, jax.random.PRNGKey(1))
+    assert out.dtype == jnp.uint8 and out.shape == frames.shape
+    x, y = np.asarray(frames, np.float64), np.asarray(out, np.float64)
+    # per frame and channel, y = round(gain * x + offset): a line through the pixels, its gain within [0.8, 1.2]
+    gains = np.array([[np.polyfit(x[b, ..., c].ravel(), y[b, ..., c].ravel(), 1)[0] for c in range(3)]
+                      for b in range(64)])
+    assert np.all(np.abs(gains - 1) <= 0.2 + 0.01) and gains.std() > 0.05  # drawn per frame and channel
+    offsets = y.mean(axis=(1, 2)) - gains * x.mean(axis=(1, 2))
+    assert np.all(np.abs(offsets - offsets.mean(axis=1, keepdims=True)) < 1.5)  # one offset per frame
+    assert np.all(np.abs(offsets) <= 0.2 * 127.5 + 1.5) and offsets[:, 0].std() > 5
+    with pytest.raises(ValueError, match="colour_jitter"):
+        distill.DistillConfig(colour_jitter=1.5)
+
+
 @pytest.mark.slow  # a DAgger run on two cameras
 def test_dagger_in_joint_mode_sees_front_and_wrist_and_acts_within_the_bounds():
     env = make("SO101PickCube-v0", backend="c", image_obs=True, image_size=36, episode_length=4,
@@ -88,7 +105,8 @@ def test_dagger_in_joint_mode_sees_front_and_wrist_and_acts_within_the_bounds():
                control_mode="joint", relative_joint_targets=True, max_relative_target=6.0)
     spec = distill.spec_of(env)
     assert (spec.cameras, spec.agent_pos, spec.bounds) == (("front", "wrist"), 6, ((-6.0,) * 6, (6.0,) * 6))
-    config = distill.DistillConfig(iterations=2, episodes=3, steps=4, updates=20, batch_size=8, shift=2)
+    config = distill.DistillConfig(iterations=2, episodes=3, steps=4, updates=20, batch_size=8, shift=2,
+                                   colour_jitter=0.1)
     student, params, rows = distill.distill(env, lambda obs: 6.0 * jnp.tanh(obs[:6] / 30.0), config)
     assert ([r["driver"] for r in rows] == ["teacher", "student", "final student"]
             and rows[1]["dataset"] > rows[0]["dataset"])
