@@ -39,9 +39,8 @@ def main() -> None:
         raise SystemExit(f"{args.student} is not an estimator student")
     net, variables = pixel_policy.student(policy.params, spec)
     arrays, est, size = variables[estimator.COLLECTION], spec.estimator, spec.agent_pos
-    visual = {"own": policy.env_config.get("visual_randomization"), "off": None}.get(args.visual_randomization)
-    if args.visual_randomization not in ("own", "off"):
-        visual = {**policy.env_config["visual_randomization"], **json.loads(args.visual_randomization)}
+    own, choice = policy.env_config.get("visual_randomization"), args.visual_randomization
+    visual = own if choice == "own" else None if choice == "off" else {**own, **json.loads(choice)}
     env = policy.make_env("c", visual_randomization=visual)
 
     def teacher(obs):  # the frozen teacher on the true block position

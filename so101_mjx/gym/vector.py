@@ -126,7 +126,7 @@ class SO101VectorEnv(VectorEnv):
         self._ended = np.zeros(self.num_envs, bool)
         self._renderers: dict[str, Any] = {}  # camera -> BatchRenderer, made on first use
         self._pixels: dict[str, np.ndarray] = {}  # with image_obs: the last observation's frames, by camera
-        self._queues: dict[str, np.ndarray] = {}  # a lagged camera's frames of the last latency ticks (L, B, H, W, 3)
+        self._histories: dict[str, list[Any]] = {}  # a lagged camera's frame History per world
 
     def _check_cameras(self, cameras: Any) -> tuple[str, ...]:
         """``image_cameras`` checked: distinct cameras of the task's scene, and only with ``image_obs``."""
@@ -192,20 +192,18 @@ class SO101VectorEnv(VectorEnv):
         return {"agent_pos": obs[:, :size], "environment_state": obs[:, size:]}
 
     def _lagged(self, camera: str, frames: np.ndarray, started: np.ndarray) -> np.ndarray:
-        """What ``camera`` shows (B, H, W, 3) when ``frames`` are drawn: the frames its latency L back, kept in a
-        queue of the last L ticks' (oldest first; a world that ``started`` fills its part with its first frame)."""
+        """What ``camera`` shows (B, H, W, 3) when ``frames`` are drawn: each world's frame its latency back, from
+        that world's :class:`~so101_mjx.render.latency.History` (restarted where the world ``started``), as the gym
+        env's :class:`~so101_mjx.render.rig.CameraRig` keeps its scenes."""
         spec = self.camera_specs.get(camera)
         if spec is None or spec.latency == 0:
             return frames
-        queue = self._queues.get(camera)
-        if queue is None:
-            self._queues[camera] = np.repeat(frames[None], spec.latency, axis=0)
-            return frames
-        shown = np.where(started[:, None, None, None], frames, queue[0])
-        queue[:-1] = queue[1:].copy()
-        queue[-1] = frames
-        queue[:, started] = frames[started]
-        return shown
+        from so101_mjx.render.latency import History
+
+        histories = self._histories.setdefault(camera, [History(spec.latency) for _ in range(self.num_envs)])
+        for history, frame, start in zip(histories, frames, started):
+            (history.start if start else history.push)(frame)
+        return np.stack([history.ago(spec.latency) for history in histories])
 
     def reset(self, *, seed: int | Sequence[int | None] | None = None,
               options: dict[str, Any] | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
