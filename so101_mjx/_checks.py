@@ -75,6 +75,12 @@ def flag(name: str, value: Any) -> bool:
     return bool(_scalar(name, value, "b", "True or False"))
 
 
+def needs_image_obs(names: str, image_obs: bool) -> None:
+    """Raise naming ``names`` (options that change only rendered frames, set) when ``image_obs`` is off."""
+    if not image_obs:
+        raise InputError(f"{names} change only the rendered frames of pixels: they need image_obs=True")
+
+
 def range_pair(name: str, value: Any, *, lowest: float, highest: float, strict: bool = False,
                what: str = "") -> tuple[float, float]:
     """A range ``(low, high)`` of two finite numbers (tuple, list or array) with

@@ -1,7 +1,9 @@
 """Stops from outside a command: SIGTERM (kill, docker stop, systemd) handled as Ctrl-C.
 
 :func:`sigterm_interrupts` makes SIGTERM raise ``KeyboardInterrupt("signal 15")`` as Ctrl-C raises one,
-so a command's clean-up runs for both; :func:`stop_name` tells them apart; :func:`interruptible` wraps a
+so a command's clean-up runs for both; :func:`stop_name` tells them apart; :func:`stop_point` raises a stop
+again where its first ``KeyboardInterrupt`` was lost (a signal handler can run inside a garbage-collector callback
+or a ``__del__``, where Python prints an exception and drops it), so no stop is missed; :func:`interruptible` wraps a
 command's ``run`` so that either ends in one line saying what was kept (:func:`interrupted`), exit status
 :data:`INTERRUPTED`; :func:`shielded` keeps a second signal from cutting a clean-up short (``deploy``
 disconnecting a follower, which disables its torque).
@@ -22,6 +24,7 @@ from typing import Any
 
 INTERRUPTED = 130  # the exit status of a command stopped by Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C)
 SIGTERM_TEXT = f"signal {int(signal.SIGTERM)}"  # the KeyboardInterrupt's message (record's handler raises the same)
+_pending: list[int] = []  # the signal of a stop raised in sigterm_interrupts and not yet seen by as_interrupt
 
 
 def _main_thread() -> bool:
@@ -41,25 +44,42 @@ class _QuietInterrupts(logging.Filter):
 JAX_CALLBACK_LOGGER = "jax._src.callback"
 
 
+def _stop(signum: int) -> KeyboardInterrupt:
+    return KeyboardInterrupt(SIGTERM_TEXT) if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _interrupt(signum, frame):
+    _pending.append(signum)
+    raise _stop(signum)
+
+
+def stop_point() -> None:
+    """Raise the stop (Ctrl-C or SIGTERM) that :func:`sigterm_interrupts` took and whose ``KeyboardInterrupt``
+    was lost before any handler saw it; a no-op otherwise. Long loops call it once per item."""
+    if _pending:
+        raise _stop(_pending.pop())
+
+
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """Within the block SIGTERM raises ``KeyboardInterrupt("signal 15")`` (main thread only; elsewhere a no-op),
-    and JAX's log of an interrupt inside a host callback (:class:`_QuietInterrupts`) is dropped."""
+    """Within the block SIGTERM raises ``KeyboardInterrupt("signal 15")`` and Ctrl-C ``KeyboardInterrupt()``
+    (main thread only; elsewhere a no-op); a stop whose ``KeyboardInterrupt`` was lost is raised again at
+    :func:`stop_point` or, at the latest, when the block ends. JAX's log of an interrupt inside a host callback
+    (:class:`_QuietInterrupts`) is dropped."""
     quiet, logger = _QuietInterrupts(), logging.getLogger(JAX_CALLBACK_LOGGER)
     logger.addFilter(quiet)
     try:
         if not _main_thread():
             yield
             return
-
-        def interrupt(signum, frame):
-            raise KeyboardInterrupt(f"signal {signum}")
-
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
             yield
+            stop_point()
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            _pending.clear()  # the block ends: a stop it took has been raised
+            for sig, handler in previous.items():
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
     finally:
         logger.removeFilter(quiet)
 
@@ -87,12 +107,13 @@ def as_interrupt(err: BaseException) -> KeyboardInterrupt | None:
     """``err`` as the stop it stands for, or None. A Ctrl-C or SIGTERM that lands while a jitted step
     runs a host callback (backend ``c``'s physics) reaches the caller wrapped in JAX's runtime error,
     which quotes the ``KeyboardInterrupt``; it is a stop all the same."""
+    text = "" if isinstance(err, KeyboardInterrupt) else str(err)
+    if not isinstance(err, KeyboardInterrupt) and "KeyboardInterrupt" not in text:
+        return None
+    _pending.clear()  # the stop has reached a handler
     if isinstance(err, KeyboardInterrupt):
         return err
-    text = str(err)
-    if "KeyboardInterrupt" in text:
-        return KeyboardInterrupt(SIGTERM_TEXT) if f"KeyboardInterrupt: {SIGTERM_TEXT}" in text else KeyboardInterrupt()
-    return None
+    return KeyboardInterrupt(SIGTERM_TEXT) if f"KeyboardInterrupt: {SIGTERM_TEXT}" in text else KeyboardInterrupt()
 
 
 def stop_name(err: KeyboardInterrupt) -> str:

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from so101_mjx import _checks as checks, _progress as progress, _schema as schema
-from so101_mjx._interrupts import sigterm_interrupts
+from so101_mjx._interrupts import sigterm_interrupts, stop_point
 from so101_mjx._lock import exclusive
 from so101_mjx.envs import make, scripted
 from so101_mjx.envs.base import SO101Env
@@ -373,6 +373,7 @@ def _record_batch(env: SO101Env, fns, renderer: _Frames | None, writer, name: st
     traj = run_worlds(env, fns, jax.vmap(jax.random.fold_in, (None, 0))(base, ids))
     visual_base = jax.random.fold_in(base, VISUAL_STREAM)
     for w in range(len(ids)):
+        stop_point()
         if counts["kept"] == episodes or counts["tried"] == max_tries:
             return
         success = bool(traj["success"][w, traj["length"][w] - 1])

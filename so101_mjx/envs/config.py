@@ -144,8 +144,8 @@ class ArmConfig:
             raise InputError(f"image_cameras must be a non-empty tuple of distinct camera names, got {cameras!r}")
         set_(self, "image_cameras", tuple(cameras))
         set_(self, "visual_randomization", visual_randomization.parse(self.visual_randomization))
-        if self.visual_randomization is not None and not self.image_obs:
-            raise InputError("visual_randomization changes only rendered frames: it needs image_obs=True")
+        if self.visual_randomization is not None:
+            checks.needs_image_obs("visual_randomization", self.image_obs)
         set_(self, "camera_specs", camera.parse_specs(self.camera_specs, self.image_cameras))
-        if self.camera_specs is not None and not self.image_obs:
-            raise InputError("camera_specs change only rendered frames: they need image_obs=True")
+        if self.camera_specs is not None:
+            checks.needs_image_obs("camera_specs", self.image_obs)

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from so101_mjx import _progress
-from so101_mjx._interrupts import as_interrupt, shielded, sigterm_interrupts, stop_name
+from so101_mjx._interrupts import as_interrupt, shielded, sigterm_interrupts, stop_name, stop_point
 from so101_mjx.envs import registry
 from so101_mjx.envs.arm import JointMode
 from so101_mjx.errors import InputError, ParameterError
@@ -289,6 +289,7 @@ def run_episode(robot, p: Plan, steps: int, dry_run: bool, deadline: float, log:
     shown = _progress.bar(steps, "deploy", "action")  # on a terminal: the episode's actions
     try:
         for _ in range(steps):
+            stop_point()  # a stop whose first KeyboardInterrupt was lost ends the run before the next action
             robot_obs = robot.get_observation()
             env_state = sim.environment_state() if sim is not None else None
             obs = p.observation(robot_obs, env_state)

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from gymnasium import spaces
 
+from so101_mjx import _checks as checks
 from so101_mjx.envs import registry
 from so101_mjx.envs.base import layout_text
 from so101_mjx.envs.registry import NAMESPACE
@@ -138,9 +139,8 @@ class SO101MjxGymEnv(SO101GymEnv):
                 raise InputError(f"camera_spec: {err}") from None
         if camera_specs is None and image_cameras in (None, (CAMERA,), [CAMERA]):  # the reference's pixels.front:
             cameras = {CAMERA: (self._render_camera, self._camera_spec)}  # the render camera's frames
-        elif not self.image_obs:
-            raise InputError("image_cameras and camera_specs choose the cameras of pixels: they need image_obs=True")
         else:
+            checks.needs_image_obs("image_cameras and camera_specs", self.image_obs)
             cameras = self._pixel_cameras((CAMERA,) if image_cameras is None else image_cameras, camera_specs)
         spec = self._render_specs
         self._frames_model = rig.frames_model(self._model, self.env.scene, quality, spec.height, spec.width)

@@ -133,8 +133,8 @@ class SO101VectorEnv(VectorEnv):
         from so101_mjx.render.rig import check_cameras
 
         cameras = check_cameras(self.env.mj_model, cameras)
-        if cameras != (CAMERA,) and not self.image_obs:
-            raise InputError("image_cameras chooses the cameras of pixels: it needs image_obs=True")
+        if cameras != (CAMERA,):
+            checks.needs_image_obs("image_cameras", self.image_obs)
         return cameras
 
     def _check_specs(self, camera_specs: Any) -> dict[str, Any]:
@@ -142,8 +142,8 @@ class SO101VectorEnv(VectorEnv):
         camera of ``pixels`` and mounted on a body of the scene; only with ``image_obs``."""
         from so101_mjx.render import camera
 
-        if camera_specs is not None and not self.image_obs:
-            raise InputError("camera_specs sets the cameras of pixels: it needs image_obs=True")
+        if camera_specs is not None:
+            checks.needs_image_obs("camera_specs", self.image_obs)
         specs = dict(camera.parse_specs(camera_specs, self.image_cameras) or ())
         for name, spec in specs.items():
             spec.check_body(self.env.mj_model, f"camera_specs[{name!r}]")

@@ -92,6 +92,41 @@ def test_an_interrupt_in_a_host_callback_is_not_logged_with_its_traceback(caplog
         assert ("jax.pure_callback failed" in caplog.text) is not quiet, caplog.text
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_stop_lost_in_a_garbage_collector_callback_is_raised_again():
+    """A SIGTERM whose handler runs inside a gc callback (JAX registers one): Python prints the KeyboardInterrupt
+    and drops it. ``stop_point`` raises it again, or, without one, the end of the ``sigterm_interrupts`` block;
+    a stop a handler has seen (``as_interrupt``) is not raised twice."""
+    import gc
+
+    def kill_once(phase, info):
+        if phase == "start" and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(100))  # bytecode after the kill: the handler runs here, inside the callback
+
+    gc.callbacks.append(kill_once)
+    try:
+        for at_stop_point in (True, False):
+            sent: list[bool] = []
+            with pytest.raises(KeyboardInterrupt) as err, _interrupts.sigterm_interrupts():
+                gc.collect()  # the callback's KeyboardInterrupt is printed and dropped: collect returns
+                assert sent and _interrupts._pending == [signal.SIGTERM]  # the handler ran, its raise was lost
+                if at_stop_point:
+                    _interrupts.stop_point()
+                    raise AssertionError("stop_point did not raise the lost stop")
+            assert _interrupts.stop_name(err.value) == "SIGTERM" and not _interrupts._pending
+    finally:
+        gc.callbacks.remove(kill_once)
+    with _interrupts.sigterm_interrupts():  # seen once by a handler inside the block: the block ends quietly
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(100))
+        except KeyboardInterrupt as seen:
+            assert _interrupts.as_interrupt(seen) is seen
+        _interrupts.stop_point()
+
+
 def test_an_interrupt_mid_episode_keeps_the_frames_so_far(tmp_path, monkeypatch):
     """Ctrl-C at the 5th action of the second episode: the first whole, the second's 4 frames, both logged."""
     calls = []

@@ -35,7 +35,7 @@ def test_parse_forms_and_errors():
 
 
 def test_env_config_needs_image_obs():
-    with pytest.raises(ValueError, match="visual_randomization changes only rendered frames: it needs image_obs=True"):
+    with pytest.raises(ValueError, match="visual_randomization change only the rendered frames of pixels"):
         make(NAME, "c", visual_randomization="standard")
 
 
