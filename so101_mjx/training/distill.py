@@ -313,9 +313,9 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
                         f"{config.episodes} episodes of {config.steps} steps")
         out = jax.device_get(collect(own(variables), keys, it == 0))
         mask, success = visited(out)
-        for name in data:
-            data[name].append(np.asarray(out[name])[mask])
-        dataset = {name: np.concatenate(parts) for name, parts in data.items()}
+        for name in data:  # one array per entry: the old one and the grown one are the only copies at a time
+            data[name] = [np.concatenate([*data[name], np.asarray(out[name])[mask]])]
+        dataset = {name: parts[0] for name, parts in data.items()}
         if student.estimator is not None and it == 0:  # the estimate's standardization, fixed from here on
             teacher_arrays = {name: np.asarray(v) for name, v in variables[estimator.COLLECTION].items()}
             target = dataset["state"] - estimator.origin_of(teacher_arrays, student.estimator, dataset["agent_pos"])
