@@ -62,17 +62,18 @@ def stop_point() -> None:
 
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """Within the block SIGTERM raises ``KeyboardInterrupt("signal 15")`` and Ctrl-C ``KeyboardInterrupt()``
-    (main thread only; elsewhere a no-op); a stop whose ``KeyboardInterrupt`` was lost is raised again at
-    :func:`stop_point` or, at the latest, when the block ends. JAX's log of an interrupt inside a host callback
-    (:class:`_QuietInterrupts`) is dropped."""
+    """Within the block SIGTERM raises ``KeyboardInterrupt("signal 15")`` and Ctrl-C, unless ignored,
+    ``KeyboardInterrupt()`` (main thread only; elsewhere a no-op); a stop whose ``KeyboardInterrupt`` was lost is
+    raised again at :func:`stop_point` or, at the latest, when the block ends. JAX's log of an interrupt inside a
+    host callback (:class:`_QuietInterrupts`) is dropped."""
     quiet, logger = _QuietInterrupts(), logging.getLogger(JAX_CALLBACK_LOGGER)
     logger.addFilter(quiet)
     try:
         if not _main_thread():
             yield
             return
-        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+        taken = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
+        previous = {sig: signal.signal(sig, _interrupt) for sig in taken}  # an ignored Ctrl-C stays ignored
         try:
             yield
             stop_point()

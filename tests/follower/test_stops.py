@@ -127,6 +127,21 @@ def test_a_stop_lost_in_a_garbage_collector_callback_is_raised_again():
         _interrupts.stop_point()
 
 
+def test_ctrl_c_is_taken_inside_the_block_unless_the_process_ignores_it():
+    """A process started with SIGINT ignored (a script's background job) keeps ignoring Ctrl-C inside
+    ``sigterm_interrupts``; otherwise the block's handler takes it. Both handlers are restored after."""
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        for start, inside in ((signal.SIG_IGN, signal.SIG_IGN), (signal.default_int_handler, _interrupts._interrupt)):
+            signal.signal(signal.SIGINT, start)
+            with _interrupts.sigterm_interrupts():
+                assert signal.getsignal(signal.SIGINT) is inside
+                assert signal.getsignal(signal.SIGTERM) is _interrupts._interrupt
+            assert signal.getsignal(signal.SIGINT) is start
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 def test_an_interrupt_mid_episode_keeps_the_frames_so_far(tmp_path, monkeypatch):
     """Ctrl-C at the 5th action of the second episode: the first whole, the second's 4 frames, both logged."""
     calls = []
