@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from so101_mjx._interrupts import handled
 from so101_mjx.errors import InputError, ParameterError
 
 STAGING = ".staging"
@@ -118,13 +119,10 @@ def deferred_signals() -> Iterator[None]:
         yield
         return
     caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        with handled((signal.SIGINT, signal.SIGTERM), lambda signum, frame: caught.append(signum)):
+            yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
         for signum in caught:
             signal.raise_signal(signum)
 

@@ -18,7 +18,7 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,18 @@ class _QuietInterrupts(logging.Filter):
 
 
 JAX_CALLBACK_LOGGER = "jax._src.callback"
+
+
+@contextlib.contextmanager
+def handled(signals: Iterable[int], handler: Callable) -> Iterator[None]:
+    """Within the block ``handler`` takes ``signals``; their previous handlers are restored after (one set
+    outside Python, which :func:`signal.signal` reports as None, as the default). Main thread only."""
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, signal.SIG_DFL if old is None else old)
 
 
 def _stop(signum: int) -> KeyboardInterrupt:
@@ -73,14 +85,12 @@ def sigterm_interrupts() -> Iterator[None]:
             yield
             return
         taken = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
-        previous = {sig: signal.signal(sig, _interrupt) for sig in taken}  # an ignored Ctrl-C stays ignored
-        try:
-            yield
-            stop_point()
-        finally:
-            _pending.clear()  # the block ends: a stop it took has been raised
-            for sig, handler in previous.items():
-                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        with handled(taken, _interrupt):  # an ignored Ctrl-C stays ignored
+            try:
+                yield
+                stop_point()
+            finally:
+                _pending.clear()  # the block ends: a stop it took has been raised
     finally:
         logger.removeFilter(quiet)
 
@@ -96,25 +106,23 @@ def shielded(what: str) -> Iterator[None]:
     def note(signum, frame):
         print(f"{signal.Signals(signum).name} received while {what}: finishing that first", file=sys.stderr, flush=True)
 
-    previous = {sig: signal.signal(sig, note) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with handled((signal.SIGINT, signal.SIGTERM), note):
         yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
 
 
 def as_interrupt(err: BaseException) -> KeyboardInterrupt | None:
     """``err`` as the stop it stands for, or None. A Ctrl-C or SIGTERM that lands while a jitted step
     runs a host callback (backend ``c``'s physics) reaches the caller wrapped in JAX's runtime error,
     which quotes the ``KeyboardInterrupt``; it is a stop all the same."""
-    text = "" if isinstance(err, KeyboardInterrupt) else str(err)
-    if not isinstance(err, KeyboardInterrupt) and "KeyboardInterrupt" not in text:
-        return None
-    _pending.clear()  # the stop has reached a handler
     if isinstance(err, KeyboardInterrupt):
-        return err
-    return KeyboardInterrupt(SIGTERM_TEXT) if f"KeyboardInterrupt: {SIGTERM_TEXT}" in text else KeyboardInterrupt()
+        stop = err
+    else:
+        text = str(err)
+        if "KeyboardInterrupt" not in text:
+            return None
+        stop = KeyboardInterrupt(SIGTERM_TEXT) if f"KeyboardInterrupt: {SIGTERM_TEXT}" in text else KeyboardInterrupt()
+    _pending.clear()  # the stop has reached a handler
+    return stop
 
 
 def stop_name(err: KeyboardInterrupt) -> str:

@@ -303,8 +303,8 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
                          f"estimate_origin={config.estimate_origin!r}")
     check_sizes(config, spec, student)
     collect = collector(env, teacher, student, config.steps)
-    data: dict[str, list[np.ndarray]] = {**{f"pixels/{c}": [] for c in spec.cameras}, "agent_pos": [], "state": [],
-                                         "label": []}
+    entries = [*(f"pixels/{c}" for c in spec.cameras), "agent_pos", "state", "label"]
+    dataset: dict[str, np.ndarray] = {}  # the aggregated frames
     rows = []
     for it in range(config.iterations):
         start = time.perf_counter()
@@ -313,9 +313,9 @@ def distill(env: SO101Env, teacher: Callable[[Array], Array], config: DistillCon
                         f"{config.episodes} episodes of {config.steps} steps")
         out = jax.device_get(collect(own(variables), keys, it == 0))
         mask, success = visited(out)
-        for name in data:  # one array per entry: the old one and the grown one are the only copies at a time
-            data[name] = [np.concatenate([*data[name], np.asarray(out[name])[mask]])]
-        dataset = {name: parts[0] for name, parts in data.items()}
+        for name in entries:  # grown in place, one entry at a time: its old and grown arrays are the only copies
+            part = np.asarray(out[name])[mask]
+            dataset[name] = np.concatenate([dataset[name], part]) if name in dataset else part
         if student.estimator is not None and it == 0:  # the estimate's standardization, fixed from here on
             teacher_arrays = {name: np.asarray(v) for name, v in variables[estimator.COLLECTION].items()}
             target = dataset["state"] - estimator.origin_of(teacher_arrays, student.estimator, dataset["agent_pos"])

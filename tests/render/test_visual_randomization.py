@@ -35,7 +35,8 @@ def test_parse_forms_and_errors():
 
 
 def test_env_config_needs_image_obs():
-    with pytest.raises(ValueError, match="visual_randomization change only the rendered frames of pixels"):
+    with pytest.raises(ValueError, match="visual_randomization change only the rendered frames of pixels: "
+                                         "they need image_obs=True"):
         make(NAME, "c", visual_randomization="standard")
 
 
